@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need, and nothing
+# that is already there. Idempotent and non-interactive; run as root (or with
+# sudo available) on Debian 12.
+set -euo pipefail
+
+packages=(
+  build-essential cmake make pkg-config git ca-certificates
+  clang clang-format libclang-rt-14-dev llvm
+  libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+  libthrift-dev thrift-compiler
+  libabsl-dev
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libpcap-dev
+  tshark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture; answer for it.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
