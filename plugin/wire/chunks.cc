@@ -68,20 +68,20 @@ std::optional<DecodeError> DecodeWriteChunk(XdrReader& r,
     return FromXdr(st, at);
   }
   if (count > limits.max_segments_per_chunk) {
-    return DecodeError{DecodeErrorKind::kTooManySegments, at,
-                       absl::StrCat(what, " has ", count,
-                                    " segments; the limit is ",
-                                    limits.max_segments_per_chunk),
-                       limits.max_segments_per_chunk};
+    return DecodeError{
+        DecodeErrorKind::kTooManySegments, at,
+        absl::StrCat(what, " has ", count, " segments; the limit is ",
+                     limits.max_segments_per_chunk),
+        limits.max_segments_per_chunk};
   }
   // Checked before reserving, so a hostile count costs nothing.
   if (r.remaining() < size_t{count} * kSegmentSize) {
-    return DecodeError{DecodeErrorKind::kTruncated, at,
-                       absl::StrCat(what, " claims ", count, " segments (",
-                                    size_t{count} * kSegmentSize,
-                                    " octets) but only ", r.remaining(),
-                                    " octets remain"),
-                       0};
+    return DecodeError{
+        DecodeErrorKind::kTruncated, at,
+        absl::StrCat(what, " claims ", count, " segments (",
+                     size_t{count} * kSegmentSize, " octets) but only ",
+                     r.remaining(), " octets remain"),
+        0};
   }
   chunk->resize(count);
   for (Segment& s : *chunk) {
@@ -117,7 +117,8 @@ absl::Status EncodeChunkLists(const ChunkLists& lists, XdrWriter& w) {
   if (absl::Status st = w.WriteBool("write list end", false); !st.ok()) {
     return st;
   }
-  if (absl::Status st = w.WriteBool("reply chunk present", lists.reply.has_value());
+  if (absl::Status st =
+          w.WriteBool("reply chunk present", lists.reply.has_value());
       !st.ok()) {
     return st;
   }
@@ -145,8 +146,7 @@ DecodeResult<ChunkLists> DecodeChunkLists(XdrReader& r,
   }
   while (follows) {
     if (lists.reads.size() >= limits.max_read_segments) {
-      return DecodeError{DecodeErrorKind::kTooManyReadSegments,
-                         r.offset() - 4,
+      return DecodeError{DecodeErrorKind::kTooManyReadSegments, r.offset() - 4,
                          absl::StrCat("read list has more than ",
                                       limits.max_read_segments, " segments"),
                          limits.max_read_segments};

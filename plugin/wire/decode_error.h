@@ -1,17 +1,17 @@
 // Classified decode failures. The engine turns a DecodeError into the right
-// RDMA_ERROR reply: ERR_VERS / ERR_CHUNK in version one (RFC 8166 §5.3.2),
-// or the matching RDMA2_ERR_* arm in version two (draft -04 §6.2.4).
+// RDMA_ERROR reply: ERR_VERS / ERR_CHUNK in version one (RFC 8166 §4.5.1,
+// §4.5.2), or the matching RDMA2_ERR_* arm in version two (draft -04 §6.2.4).
 #ifndef RPCRDMA_PLUGIN_WIRE_DECODE_ERROR_H_
 #define RPCRDMA_PLUGIN_WIRE_DECODE_ERROR_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <variant>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace rpcrdma::wire {
 
@@ -48,7 +48,7 @@ struct DecodeError {
 template <typename T>
 class DecodeResult {
  public:
-  DecodeResult(T value) : state_(std::move(value)) {}  // NOLINT
+  DecodeResult(T value) : state_(std::move(value)) {}            // NOLINT
   DecodeResult(DecodeError error) : state_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(state_); }

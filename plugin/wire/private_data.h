@@ -18,7 +18,7 @@ constexpr uint32_t kMinInlineSize = 1024;    // RFC 8797 §4.2
 constexpr uint32_t kMaxInlineSize = 262144;  // (255 + 1) * 1024
 
 struct PrivateData {
-  bool remote_invalidation = false;  // the R bit (§4.1)
+  bool remote_invalidation = false;        // the R bit (§4.1)
   uint32_t send_size = kMinInlineSize;     // octets
   uint32_t receive_size = kMinInlineSize;  // octets
 

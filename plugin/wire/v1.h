@@ -4,11 +4,11 @@
 #define RPCRDMA_PLUGIN_WIRE_V1_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/decode_error.h"
@@ -20,8 +20,8 @@ constexpr uint32_t kRpcRdmaVersion1 = 1;
 enum class V1Proc : uint32_t {
   kMsg = 0,
   kNoMsg = 1,
-  kMsgp = 2,  // deprecated by RFC 8166 §4.5.1, still decodable
-  kDone = 3,  // deprecated by RFC 8166 §4.5.1, still decodable
+  kMsgp = 2,  // deprecated by RFC 8166 §4.6, still decodable
+  kDone = 3,  // deprecated by RFC 8166 §4.6, still decodable
   kError = 4,
 };
 absl::string_view V1ProcName(V1Proc proc);  // "RDMA_MSG", ...
@@ -76,7 +76,7 @@ struct V1Decoded {
 
 // Decodes the transport header at the start of `message`. Errors are
 // classified: kBadVersion when rdma_vers != 1 (answer ERR_VERS), anything
-// else answers ERR_CHUNK (RFC 8166 §5.3.2).
+// else answers ERR_CHUNK (RFC 8166 §4.5.2).
 DecodeResult<V1Decoded> DecodeV1(absl::Span<const uint8_t> message,
                                  const ChunkLimits& limits = {});
 
@@ -87,7 +87,7 @@ absl::StatusOr<size_t> EncodeV1(const V1Header& header,
 std::vector<uint8_t> EncodeV1(const V1Header& header);
 size_t V1EncodedSize(const V1Header& header);
 
-// The RDMA_ERROR reply RFC 8166 §5.3.2 requires for a message that failed
+// The RDMA_ERROR reply RFC 8166 §4.5.1-§4.5.2 require for a message that failed
 // to decode: ERR_VERS carrying [supported_low, supported_high] for a bad
 // version, ERR_CHUNK otherwise. rdma_xid is copied from the request (when at
 // least 4 octets arrived); rdma_vers is always 1.

@@ -6,11 +6,11 @@
 
 #include <cstdint>
 #include <optional>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/decode_error.h"

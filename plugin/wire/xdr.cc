@@ -6,11 +6,11 @@
 
 namespace rpcrdma::wire {
 
-absl::Status XdrReader::Truncated(absl::string_view field, size_t needed) const {
-  return absl::OutOfRangeError(absl::StrCat("truncated at ", field,
-                                            " (offset ", offset_, "): need ",
-                                            needed, " octets, ", remaining(),
-                                            " remain"));
+absl::Status XdrReader::Truncated(absl::string_view field,
+                                  size_t needed) const {
+  return absl::OutOfRangeError(
+      absl::StrCat("truncated at ", field, " (offset ", offset_, "): need ",
+                   needed, " octets, ", remaining(), " remain"));
 }
 
 absl::Status XdrReader::ReadUint32(absl::string_view field, uint32_t* out) {
@@ -72,9 +72,9 @@ absl::Status XdrReader::ReadVarOpaque(absl::string_view field,
 
 absl::Status XdrWriter::Reserve(absl::string_view field, size_t needed) {
   if (buffer_.size() - offset_ < needed) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no room for ", field, " at offset ", offset_, ": need ", needed,
-        " octets, buffer has ", buffer_.size() - offset_));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no room for ", field, " at offset ", offset_, ": need ",
+                     needed, " octets, buffer has ", buffer_.size() - offset_));
   }
   return absl::OkStatus();
 }
@@ -88,7 +88,8 @@ absl::Status XdrWriter::WriteUint32(absl::string_view field, uint32_t value) {
 
 absl::Status XdrWriter::WriteUint64(absl::string_view field, uint64_t value) {
   if (absl::Status s = Reserve(field, 8); !s.ok()) return s;
-  StoreBigEndian32(buffer_.data() + offset_, static_cast<uint32_t>(value >> 32));
+  StoreBigEndian32(buffer_.data() + offset_,
+                   static_cast<uint32_t>(value >> 32));
   StoreBigEndian32(buffer_.data() + offset_ + 4, static_cast<uint32_t>(value));
   offset_ += 8;
   return absl::OkStatus();
@@ -105,8 +106,10 @@ absl::Status XdrWriter::WriteFixedOpaque(absl::string_view field,
   if (!bytes.empty()) {
     std::memcpy(buffer_.data() + offset_, bytes.data(), bytes.size());
   }
-  std::memset(buffer_.data() + offset_ + bytes.size(), 0,
-              padded - bytes.size());
+  if (padded > bytes.size()) {
+    std::memset(buffer_.data() + offset_ + bytes.size(), 0,
+                padded - bytes.size());
+  }
   offset_ += padded;
   return absl::OkStatus();
 }
@@ -120,7 +123,8 @@ absl::Status XdrWriter::WriteVarOpaque(absl::string_view field,
   if (absl::Status s = Reserve(field, 4 + XdrRoundUp(bytes.size())); !s.ok()) {
     return s;
   }
-  StoreBigEndian32(buffer_.data() + offset_, static_cast<uint32_t>(bytes.size()));
+  StoreBigEndian32(buffer_.data() + offset_,
+                   static_cast<uint32_t>(bytes.size()));
   offset_ += 4;
   return WriteFixedOpaque(field, bytes);
 }

@@ -8,10 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace rpcrdma::wire {
