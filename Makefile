@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 COMPILERS := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 
-.PHONY: all deps build demo test test-sanitize format clean
+.PHONY: all deps build demo test test-sanitize test-bazel format clean
 
 all: build
 
@@ -39,6 +39,11 @@ test-sanitize: deps $(ASAN_BUILD_DIR)/build.ninja
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# The Bazel build beside CMake (Debian's bazel-bootstrap, fully offline).
+test-bazel:
+	@bash scripts/install-deps.sh --with-bazel
+	bazel test //...
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -15,7 +15,13 @@ packages=(
   libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libpcap-dev
   tshark
+  qemu-system-x86 cpio kmod iproute2 rdmacm-utils ibverbs-utils perftest  # Soft-RoCE test VM (interop/vm)
 )
+
+# The Bazel build (make test-bazel) needs Debian's offline Bazel.
+if [ "${1:-}" = "--with-bazel" ]; then
+  packages+=(bazel-bootstrap default-jdk-headless)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
