@@ -32,7 +32,8 @@ test: build
 
 $(ASAN_BUILD_DIR)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-	  $(COMPILERS) -DRPCRDMA_SANITIZE=ON $(CMAKE_FLAGS)
+	  $(COMPILERS) -DRPCRDMA_SANITIZE=ON \
+	  -DRPCRDMA_VM_CACHE=$(CURDIR)/$(BUILD_DIR)/vm-cache $(CMAKE_FLAGS)
 
 test-sanitize: deps $(ASAN_BUILD_DIR)/build.ninja
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)

@@ -1,0 +1,171 @@
+#!/bb/busybox sh
+# /init of the Soft-RoCE test VM (see run-in-vm.sh). Runs as PID 1 under
+# busybox, mounts the host's /usr and the test shares over virtio-9p,
+# creates the Soft-RoCE device rxe0 on dummy0 (192.0.2.1/24), optionally
+# starts kernel services, runs the test command and powers off.
+#
+# Kernel command line (all set by run-in-vm.sh):
+#   rpcrdma_vm.mounts=TAG:PATH,...  9p shares, in mount order. TAG "share"
+#                                   is the read-write share (also at
+#                                   /share); the others are read-only.
+#   rpcrdma_vm.run=FILE             script in the share to run
+#   rpcrdma_vm.services=nfsd,...    kernel services to start first
+#
+# Files written to the share:
+#   vm-output.log  stdout and stderr of the command
+#   vm-status      its exit status (a number)
+#   vm-error       the setup step that failed, when one did
+#   vm-dmesg.log   the kernel log at the end
+#   vm-setup.log   output of the setup steps
+
+BB=/bb/busybox
+export PATH=/bb
+$BB --install -s /bb
+
+log() { echo "rpcrdma-vm: $*" >/dev/console; }
+
+# Ends the run. The share may not be mounted yet: then the host sees the
+# console log only.
+finish() {
+  if mountpoint -q /share; then
+    dmesg >/share/vm-dmesg.log 2>&1
+  fi
+  sync
+  poweroff -f
+  sleep 5
+  echo o >/proc/sysrq-trigger
+}
+
+fail() {
+  log "setup failed: $*"
+  if mountpoint -q /share; then
+    echo "$*" >/share/vm-error
+    [ -f /tmp/setup.log ] && cp /tmp/setup.log /share/vm-setup.log
+  fi
+  finish
+}
+
+# Runs a setup step, its output appended to /tmp/setup.log.
+step() {
+  echo "+ $*" >>/tmp/setup.log
+  "$@" >>/tmp/setup.log 2>&1 || fail "$* (status $?)"
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t tmpfs -o mode=0755 tmpfs /run
+exec </dev/null >/dev/console 2>&1
+: >/tmp/setup.log
+
+arg() {
+  for word in $(cat /proc/cmdline); do
+    case "$word" in
+      "rpcrdma_vm.$1="*) echo "${word#*=}" ;;
+    esac
+  done
+}
+MOUNTS="$(arg mounts)"
+RUN="$(arg run)"
+SERVICES="$(arg services)"
+release="$(cat /kroot/release)"
+log "kernel $(uname -r) up after $(cut -d' ' -f1 /proc/uptime) s"
+[ "$(uname -r)" = "$release" ] || fail "kernel $(uname -r) != modules $release"
+
+# 1. The 9p modules, by busybox insmod, in the order depmod resolved.
+while read -r ko; do
+  step insmod "/kroot/lib/modules/$release/$ko"
+done </kroot/bootstrap-modules
+
+msize=512000
+step mount -t 9p -o trans=virtio,version=9p2000.L,msize=$msize share /share
+# 2. The host's /usr: the userspace the host-built tests were linked with.
+step mount -t 9p -o trans=virtio,version=9p2000.L,msize=$msize,ro,cache=loose \
+  hostusr /usr
+IFS_SAVE="$IFS"
+IFS=,
+for m in $MOUNTS; do
+  IFS="$IFS_SAVE"
+  tag="${m%%:*}"
+  path="${m#*:}"
+  [ -d "$path" ] || step mkdir -p "$path"
+  if [ "$tag" = share ]; then
+    [ "$path" = /share ] || step mount --bind /share "$path"
+  else
+    step mount -t 9p -o "trans=virtio,version=9p2000.L,msize=$msize,ro" \
+      "$tag" "$path"
+  fi
+  IFS=,
+done
+IFS="$IFS_SAVE"
+
+# From here on the real tools (iproute2, kmod, ...) come from /usr.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/bb
+export HOME=/root
+export LANG=C.UTF-8
+
+# Module autoloading (request_module) goes through kmod with the module
+# tree of this kernel, not the host's.
+cat >/run/modprobe <<'EOF'
+#!/bb/busybox sh
+exec /usr/sbin/modprobe -d /kroot -C /kroot/modprobe.d "$@"
+EOF
+chmod 0755 /run/modprobe
+echo /run/modprobe >/proc/sys/kernel/modprobe
+MODPROBE=/run/modprobe
+IP=/usr/sbin/ip
+[ -x "$IP" ] || IP=/usr/bin/ip
+RDMA=/usr/bin/rdma
+[ -x "$RDMA" ] || RDMA=/usr/sbin/rdma
+
+# 3. Soft-RoCE on dummy0. rdma-cm cannot resolve routes to 127.0.0.1 over
+# rxe, so tests use 192.0.2.1 (TEST-NET-1) on dummy0.
+step $MODPROBE -a crc32_generic dummy rdma_rxe rdma_ucm ib_uverbs
+step $IP link set lo up
+$IP link show dummy0 >/dev/null 2>&1 || step $IP link add dummy0 type dummy
+step $IP addr add 192.0.2.1/24 dev dummy0
+step $IP link set dummy0 up
+step $RDMA link add rxe0 type rxe netdev dummy0
+log "rxe0 on dummy0 after $(cut -d' ' -f1 /proc/uptime) s"
+
+# 4. Kernel services asked for with --services.
+start_nfsd() {
+  step $MODPROBE -a rpcrdma nfsd
+  mkdir -p /proc/fs/nfsd
+  mountpoint -q /proc/fs/nfsd || step mount -t nfsd nfsd /proc/fs/nfsd
+  mkdir -p /srv/nfs
+  step mount -t tmpfs -o mode=0777 tmpfs /srv/nfs
+  # No rpcbind in the guest: serve NFSv4 only, which registers nothing
+  # with rpcbind. The RDMA listener first, so that nfsd opens no TCP/UDP
+  # listeners of its own.
+  step sh -c 'echo "-2 -3 +4 +4.1 +4.2" >/proc/fs/nfsd/versions'
+  step sh -c "echo 'rdma 20049' >/proc/fs/nfsd/portlist"
+  step sh -c 'echo 4 >/proc/fs/nfsd/threads'
+  log "nfsd: threads $(cat /proc/fs/nfsd/threads), listeners:" \
+    "$(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+}
+IFS=,
+for s in $SERVICES; do
+  IFS="$IFS_SAVE"
+  case "$s" in
+    nfsd) start_nfsd ;;
+    *) fail "unknown service '$s'" ;;
+  esac
+  IFS=,
+done
+IFS="$IFS_SAVE"
+cp /tmp/setup.log /share/vm-setup.log
+
+# 5. The command.
+[ -n "$RUN" ] || fail "no rpcrdma_vm.run= on the kernel command line"
+[ -f "/share/$RUN" ] || fail "command script /share/$RUN missing"
+log "running $RUN after $(cut -d' ' -f1 /proc/uptime) s"
+/usr/bin/bash "/share/$RUN" >/share/vm-output.log 2>&1 </dev/null
+status=$?
+echo "$status" >/share/vm-status
+log "$RUN exited with status $status after $(cut -d' ' -f1 /proc/uptime) s"
+finish
