@@ -9,24 +9,15 @@
 #include "gtest/gtest.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::dump {
 namespace {
 
 using nlohmann::json;
 
-// Hex fixture to octets; only hex digits and spaces appear in fixtures.
 std::vector<uint8_t> Bytes(const std::string& hex) {
-  std::vector<uint8_t> out;
-  std::string digits;
-  for (char c : hex) {
-    if (c != ' ' && c != '\n') digits += c;
-  }
-  for (size_t i = 0; i + 1 < digits.size(); i += 2) {
-    out.push_back(
-        static_cast<uint8_t>(std::stoul(digits.substr(i, 2), nullptr, 16)));
-  }
-  return out;
+  return ::rpcrdma::testutil::HexBytes(hex);
 }
 
 json Format(const std::string& hex, uint64_t frame = 7,

@@ -9,22 +9,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/byte_vectors.h"
 #include "tools/pcap/crc32.h"
 
 namespace rpcrdma::pcap {
 namespace {
 
 std::vector<uint8_t> Bytes(const std::string& hex) {
-  std::vector<uint8_t> out;
-  std::string digits;
-  for (char c : hex) {
-    if (c != ' ' && c != '\n') digits += c;
-  }
-  for (size_t i = 0; i + 1 < digits.size(); i += 2) {
-    out.push_back(
-        static_cast<uint8_t>(std::stoul(digits.substr(i, 2), nullptr, 16)));
-  }
-  return out;
+  return ::rpcrdma::testutil::HexBytes(hex);
 }
 
 // CRC-32 one bit at a time, straight from the polynomial (x^32 + x^26 + ...

@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::wire {
 namespace {
@@ -18,21 +19,8 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out(words.size() * 4);
-  size_t i = 0;
-  for (uint32_t w : words) {
-    StoreBigEndian32(out.data() + i, w);
-    i += 4;
-  }
-  return out;
-}
-
-void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, w);
-}
+using ::rpcrdma::testutil::AppendWord;
+using ::rpcrdma::testutil::Words;
 
 std::vector<uint8_t> Encode(const ChunkLists& lists) {
   std::vector<uint8_t> buf(ChunkListsEncodedSize(lists));

@@ -18,6 +18,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::wire {
 namespace {
@@ -26,21 +27,8 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out(words.size() * 4);
-  size_t i = 0;
-  for (uint32_t w : words) {
-    StoreBigEndian32(out.data() + i, w);
-    i += 4;
-  }
-  return out;
-}
-
-void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, w);
-}
+using ::rpcrdma::testutil::AppendWord;
+using ::rpcrdma::testutil::Words;
 
 std::vector<uint8_t> Concat(std::vector<uint8_t> a,
                             const std::vector<uint8_t>& b) {

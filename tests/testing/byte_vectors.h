@@ -1,0 +1,47 @@
+// Builders for golden byte vectors in tests: XDR words and hex fixtures.
+#ifndef RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_
+#define RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "plugin/wire/xdr.h"
+
+namespace rpcrdma::testutil {
+
+// Big-endian 32-bit words, as XDR lays them out.
+inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
+  std::vector<uint8_t> out(words.size() * 4);
+  size_t i = 0;
+  for (uint32_t w : words) {
+    wire::StoreBigEndian32(out.data() + i, w);
+    i += 4;
+  }
+  return out;
+}
+
+inline void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
+  size_t at = out.size();
+  out.resize(at + 4);
+  wire::StoreBigEndian32(out.data() + at, w);
+}
+
+// Hex fixture to octets; spaces and newlines between digits are ignored.
+inline std::vector<uint8_t> HexBytes(const std::string& hex) {
+  std::vector<uint8_t> out;
+  std::string digits;
+  for (char c : hex) {
+    if (c != ' ' && c != '\n') digits += c;
+  }
+  for (size_t i = 0; i + 1 < digits.size(); i += 2) {
+    out.push_back(
+        static_cast<uint8_t>(std::stoul(digits.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+}  // namespace rpcrdma::testutil
+
+#endif  // RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_
