@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 COMPILERS := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 
-.PHONY: all deps build demo test test-sanitize test-bazel format clean
+.PHONY: all deps build demo test test-sanitize test-bazel bench bench-vm format clean
 
 all: build
 
@@ -40,6 +40,20 @@ test-sanitize: deps $(ASAN_BUILD_DIR)/build.ninja
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# Benchmarks (not tests): codecs and fabrics next to memcpy and loopback TCP.
+bench: build
+	$(BUILD_DIR)/bench/wire_bench
+	$(BUILD_DIR)/bench/fabric_bench
+
+# The same inside the Soft-RoCE VM, with the verbs fabric and perftest on
+# the same rxe device.
+bench-vm: build
+	bash interop/vm/run-in-vm.sh --cache $(CURDIR)/$(BUILD_DIR)/vm-cache \
+	  --share $(CURDIR)/$(BUILD_DIR)/bench-vm --ro $(CURDIR) \
+	  --ro $(CURDIR)/$(BUILD_DIR) --timeout 1200 -- \
+	  bash $(CURDIR)/interop/vm/bench-guest.sh \
+	  $(CURDIR)/$(BUILD_DIR)/bench/fabric_bench
 
 # The Bazel build beside CMake (Debian's bazel-bootstrap, fully offline).
 test-bazel:

@@ -1,0 +1,197 @@
+// One soft endpoint: the model of a reliable connected queue pair with its
+// completion queue and protection domain, driven by the caller through
+// event_fd() and the Poll* calls (no threads).
+//
+// event_fd() is an epoll descriptor holding the socket (readable, and
+// writable while output is pending) and an eventfd that is kept readable
+// while completions or connection events are queued.
+#ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_ENDPOINT_H_
+#define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_ENDPOINT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "plugin/fabric/fabric.h"
+#include "plugin/fabric/soft/soft_fabric.h"
+#include "plugin/fabric/soft/soft_memory.h"
+#include "plugin/fabric/soft/soft_socket.h"
+#include "plugin/fabric/soft/soft_wire.h"
+
+namespace rpcrdma::fabric::soft {
+
+// Checks endpoint options against the fabric's limits.
+absl::Status ValidateEndpointOptions(const SoftFabricOptions& fabric,
+                                     const EndpointOptions& options);
+
+class SoftEndpoint : public Endpoint {
+ public:
+  // Active side: `stream` is connecting (or connected) to a listener;
+  // `in_progress` when the socket connect has not finished. A CONNECT frame
+  // carrying `private_data` is queued.
+  static absl::StatusOr<std::unique_ptr<SoftEndpoint>> Connect(
+      const SoftFabricOptions& fabric, const EndpointOptions& options,
+      FrameStream stream, bool in_progress,
+      absl::Span<const uint8_t> private_data);
+  // Active side whose socket connect already failed: the endpoint reports
+  // kUnreachable.
+  static absl::StatusOr<std::unique_ptr<SoftEndpoint>> Unreachable(
+      const SoftFabricOptions& fabric, const EndpointOptions& options,
+      std::string detail);
+  // Passive side: `stream` delivered `connect` (its CONNECT frame); an
+  // ACCEPT carrying `private_data` is queued.
+  static absl::StatusOr<std::unique_ptr<SoftEndpoint>> Accept(
+      const SoftFabricOptions& fabric, const EndpointOptions& options,
+      FrameStream stream, uint32_t peer_initiator_depth,
+      uint32_t peer_responder_resources,
+      absl::Span<const uint8_t> private_data);
+
+  ~SoftEndpoint() override = default;
+
+  const Capabilities& capabilities() const override { return caps_; }
+  absl::StatusOr<std::unique_ptr<Registration>> Register(
+      absl::Span<uint8_t> memory) override;
+  absl::StatusOr<RemoteRegion> BindWindow(uint64_t wr_id,
+                                          const LocalBuffer& buffer,
+                                          uint32_t access) override;
+  absl::Status InvalidateWindow(uint64_t wr_id, uint32_t handle) override;
+  absl::Status PostReceive(uint64_t wr_id, const LocalBuffer& buffer) override;
+  absl::Status PostSend(uint64_t wr_id, absl::Span<const LocalBuffer> gather,
+                        std::optional<uint32_t> invalidate) override;
+  absl::Status PostRdmaRead(uint64_t wr_id,
+                            absl::Span<const LocalBuffer> scatter,
+                            const RemoteRegion& source) override;
+  absl::Status PostRdmaWrite(uint64_t wr_id,
+                             absl::Span<const LocalBuffer> gather,
+                             const RemoteRegion& target) override;
+  int event_fd() const override { return epoll_.get(); }
+  size_t PollCompletions(absl::Span<Completion> out) override;
+  std::optional<ConnectionEvent> PollConnectionEvent() override;
+  void Disconnect() override;
+
+ private:
+  enum class State { kConnecting, kEstablished, kClosed };
+
+  // Send-queue work waiting for the peer's answer.
+  struct Pending {
+    uint64_t wr_id = 0;
+    WorkType type = WorkType::kSend;
+    std::vector<absl::Span<uint8_t>> scatter;  // RDMA Read destination
+    uint64_t expected = 0;                     // RDMA Read length
+    uint64_t received = 0;
+  };
+  struct Receive {
+    uint64_t wr_id = 0;
+    absl::Span<uint8_t> buffer;
+  };
+  // Output that is produced piece by piece as the socket drains, kept in
+  // order with whole frames.
+  struct Outgoing {
+    enum class Kind {
+      kFrames,        // whole frames
+      kReadRequest,   // a READ_REQ waiting for the initiator depth
+      kWrite,         // an RDMA Write streamed as WRITE pieces
+      kReadResponse,  // READ_RESP pieces answering a READ_REQ
+    } kind = Kind::kFrames;
+    std::vector<uint8_t> frames;  // kFrames
+    uint64_t id = 0;
+    uint32_t handle = 0;
+    uint64_t address = 0;
+    uint64_t length = 0;
+    uint64_t done = 0;
+    std::vector<absl::Span<const uint8_t>> gather;  // kWrite
+  };
+  struct Queued {
+    Completion completion;
+    uint64_t ready_at_poll = 0;
+  };
+
+  SoftEndpoint(const SoftFabricOptions& fabric, const EndpointOptions& options);
+  absl::Status Init();
+
+  // Moves bytes: finishes the socket connect, reads and handles frames,
+  // produces and writes output.
+  void Progress();
+  void HandleFrame(const Frame& frame);
+  void HandleSend(const Frame& frame);
+  void HandleAck(const Frame& frame);
+  void HandleReadReq(const Frame& frame);
+  void HandleReadResp(const Frame& frame);
+  void HandleWrite(const Frame& frame);
+  // Appends as much output as the high-water mark allows; true when the
+  // rest waits for the peer (a read beyond the initiator depth).
+  bool Produce();
+  enum class Produced { kMore, kDone, kBlocked, kFailed };
+  Produced ProduceOne(Outgoing& item);
+  // Where a new whole frame goes so it stays in order behind queued
+  // output.
+  std::vector<uint8_t>& FrameBuffer();
+  void CloseSocket();
+
+  // Ends the connection: the operation `failed_seq` (if any) completes
+  // with `status`, everything else outstanding with kFlushed, then
+  // `event` is queued. With `orderly`, output already produced and then
+  // `final_frame` are still sent and the socket is shut down after them;
+  // otherwise the socket is cut at once.
+  void Close(ConnectionEventType event, std::string detail, bool orderly,
+             std::optional<uint64_t> failed_seq = {},
+             WorkStatus status = WorkStatus::kFlushed,
+             std::vector<uint8_t> private_data = {},
+             std::vector<uint8_t> final_frame = {});
+  void ProtocolError(std::string detail);
+  // The peer reported a fatal error for `seq` (or a protocol error).
+  void FailFromPeer(uint64_t seq, WorkStatus status);
+  void Complete(uint64_t wr_id, WorkType type, WorkStatus status,
+                uint32_t byte_length = 0,
+                std::optional<uint32_t> invalidated = {});
+  absl::Status CheckSendQueue(size_t sge_count, size_t max_sge) const;
+  absl::StatusOr<std::vector<absl::Span<uint8_t>>> ResolveAll(
+      absl::Span<const LocalBuffer> list, uint64_t& total) const;
+  // Counts a send-queue post for fault injection; true when it is the one
+  // that breaks the connection.
+  bool InjectBreak();
+  void UpdateSignals();
+
+  SoftFabricOptions fabric_;
+  EndpointOptions options_;
+  Capabilities caps_;
+  std::shared_ptr<ProtectionDomain> pd_;
+  UniqueFd epoll_;
+  UniqueFd signal_;
+  bool signaled_ = false;
+  uint32_t epoll_mask_ = 0;
+  bool socket_in_epoll_ = false;
+
+  FrameStream stream_;
+  State state_ = State::kConnecting;
+  bool active_ = false;
+  bool connect_in_progress_ = false;
+  bool write_shut_ = false;
+
+  std::deque<Receive> receives_;
+  std::map<uint64_t, Pending> pending_;  // by sequence number
+  uint64_t next_seq_ = 1;
+  uint64_t posted_ops_ = 0;
+  // RDMA Reads issued and not yet answered (bounded by the initiator
+  // depth), and READ_REQs of the peer's being answered (bounded by the
+  // responder resources).
+  uint32_t reads_in_flight_ = 0;
+  uint32_t reads_answering_ = 0;
+  std::deque<Outgoing> outgoing_;
+
+  std::deque<Queued> completions_;
+  std::deque<ConnectionEvent> events_;
+  uint64_t polls_ = 0;
+};
+
+}  // namespace rpcrdma::fabric::soft
+
+#endif  // RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_ENDPOINT_H_

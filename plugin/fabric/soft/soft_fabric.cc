@@ -1,0 +1,287 @@
+#include "plugin/fabric/soft/soft_fabric.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/fabric/soft/soft_endpoint.h"
+#include "plugin/fabric/soft/soft_socket.h"
+#include "plugin/fabric/soft/soft_wire.h"
+
+namespace rpcrdma::fabric {
+namespace {
+
+using soft::DecodeFrame;
+using soft::FrameStream;
+using soft::FrameType;
+using soft::kMaxPrivateData;
+using soft::SoftEndpoint;
+using soft::UniqueFd;
+
+absl::Status CheckPrivateData(absl::Span<const uint8_t> private_data) {
+  if (private_data.size() > kMaxPrivateData) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("soft fabric: private data of ", private_data.size(),
+                     " octets exceeds ", kMaxPrivateData));
+  }
+  return absl::OkStatus();
+}
+
+// Sends REJECT on a stream whose CONNECT was read, and closes it.
+void SendReject(FrameStream& stream, absl::Span<const uint8_t> private_data) {
+  if (!stream.open()) return;
+  soft::AppendReject(stream.output(), private_data);
+  // A fresh socket's buffer always has room for this small frame.
+  stream.Flush();
+  shutdown(stream.fd(), SHUT_WR);
+  stream.Close();
+}
+
+class SoftConnectRequest : public ConnectRequest {
+ public:
+  SoftConnectRequest(const SoftFabricOptions& options, FrameStream stream,
+                     std::vector<uint8_t> private_data,
+                     uint32_t initiator_depth, uint32_t responder_resources)
+      : options_(options),
+        stream_(std::move(stream)),
+        private_data_(std::move(private_data)),
+        initiator_depth_(initiator_depth),
+        responder_resources_(responder_resources) {}
+  // A request neither accepted nor rejected is rejected, as rdma-cm does
+  // when its identifier is destroyed.
+  ~SoftConnectRequest() override {
+    if (!answered_) SendReject(stream_, {});
+  }
+
+  absl::Span<const uint8_t> private_data() const override {
+    return private_data_;
+  }
+
+  absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
+      absl::Span<const uint8_t> private_data,
+      const EndpointOptions& options) override {
+    if (answered_) {
+      return absl::FailedPreconditionError(
+          "soft fabric: connect request already answered");
+    }
+    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    if (absl::Status s = soft::ValidateEndpointOptions(options_, options);
+        !s.ok()) {
+      return s;
+    }
+    answered_ = true;
+    absl::StatusOr<std::unique_ptr<SoftEndpoint>> ep = SoftEndpoint::Accept(
+        options_, options, std::move(stream_), initiator_depth_,
+        responder_resources_, private_data);
+    if (!ep.ok()) return ep.status();
+    return std::unique_ptr<Endpoint>(*std::move(ep));
+  }
+
+  absl::Status Reject(absl::Span<const uint8_t> private_data) override {
+    if (answered_) {
+      return absl::FailedPreconditionError(
+          "soft fabric: connect request already answered");
+    }
+    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    answered_ = true;
+    SendReject(stream_, private_data);
+    return absl::OkStatus();
+  }
+
+ private:
+  SoftFabricOptions options_;
+  FrameStream stream_;
+  std::vector<uint8_t> private_data_;
+  uint32_t initiator_depth_;
+  uint32_t responder_resources_;
+  bool answered_ = false;
+};
+
+class SoftListener : public Listener {
+ public:
+  SoftListener(const SoftFabricOptions& options, UniqueFd listen_fd,
+               std::string address, std::string unix_path)
+      : options_(options),
+        listen_(std::move(listen_fd)),
+        address_(std::move(address)),
+        unix_path_(std::move(unix_path)) {}
+  ~SoftListener() override {
+    if (!unix_path_.empty()) unlink(unix_path_.c_str());
+  }
+
+  absl::Status Init() {
+    epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+    signal_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!epoll_.valid() || !signal_.valid()) {
+      return absl::UnavailableError(absl::StrCat(
+          "soft fabric: epoll/eventfd: ", absl::string_view(strerror(errno))));
+    }
+    for (int fd : {listen_.get(), signal_.get()}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+        return absl::UnavailableError("soft fabric: epoll_ctl failed");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string address() const override { return address_; }
+  int event_fd() const override { return epoll_.get(); }
+
+  absl::StatusOr<std::unique_ptr<ConnectRequest>> PollConnectRequest()
+      override {
+    AcceptAll();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      it = ReadConnect(it);
+    }
+    std::unique_ptr<ConnectRequest> request;
+    if (!ready_.empty()) {
+      request = std::move(ready_.front());
+      ready_.pop_front();
+    }
+    UpdateSignal();
+    return request;
+  }
+
+ private:
+  void AcceptAll() {
+    while (true) {
+      const int fd = accept4(listen_.get(), nullptr, nullptr,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;  // EAGAIN, or a resource limit: retried on the next poll
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
+      pending_.emplace(fd, FrameStream(UniqueFd(fd)));
+    }
+  }
+
+  // Reads from a socket that has not yet delivered its CONNECT frame.
+  std::map<int, FrameStream>::iterator ReadConnect(
+      std::map<int, FrameStream>::iterator it) {
+    FrameStream& stream = it->second;
+    const FrameStream::IoResult read = stream.Read(4096);
+    absl::StatusOr<soft::DecodeResult> decoded = DecodeFrame(stream.input());
+    const bool complete = decoded.ok() && decoded->consumed > 0;
+    if (!complete && decoded.ok() && read != FrameStream::IoResult::kEnd &&
+        read != FrameStream::IoResult::kError) {
+      return std::next(it);  // more to come
+    }
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->first, nullptr);
+    FrameStream owned = std::move(stream);
+    it = pending_.erase(it);
+    if (!complete || decoded->frame.type != FrameType::kConnect) {
+      return it;  // closed: garbage or end of stream before CONNECT
+    }
+    const soft::Frame& f = decoded->frame;
+    std::vector<uint8_t> private_data(f.data.begin(), f.data.end());
+    const uint32_t initiator_depth = f.initiator_depth;
+    const uint32_t responder_resources = f.responder_resources;
+    owned.Consume(decoded->consumed);
+    if (options_.reject_all.has_value()) {
+      SendReject(owned, *options_.reject_all);
+      return it;
+    }
+    ready_.push_back(std::make_unique<SoftConnectRequest>(
+        options_, std::move(owned), std::move(private_data), initiator_depth,
+        responder_resources));
+    return it;
+  }
+
+  void UpdateSignal() {
+    const bool ready = !ready_.empty();
+    if (ready && !signaled_) {
+      const uint64_t one = 1;
+      signaled_ = write(signal_.get(), &one, sizeof(one)) == sizeof(one);
+    } else if (!ready && signaled_) {
+      uint64_t value = 0;
+      signaled_ = read(signal_.get(), &value, sizeof(value)) != sizeof(value);
+    }
+  }
+
+  SoftFabricOptions options_;
+  UniqueFd listen_;
+  std::string address_;
+  std::string unix_path_;
+  UniqueFd epoll_;
+  UniqueFd signal_;
+  bool signaled_ = false;
+  std::map<int, FrameStream> pending_;  // by socket
+  std::deque<std::unique_ptr<ConnectRequest>> ready_;
+};
+
+class SoftFabric : public Fabric {
+ public:
+  explicit SoftFabric(SoftFabricOptions options) : options_(options) {}
+
+  absl::string_view name() const override { return "soft"; }
+
+  absl::StatusOr<std::unique_ptr<Endpoint>> Connect(
+      absl::string_view address, absl::Span<const uint8_t> private_data,
+      const EndpointOptions& options) override {
+    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    if (absl::Status s = soft::ValidateEndpointOptions(options_, options);
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<soft::SocketAddress> parsed = soft::ParseAddress(address);
+    if (!parsed.ok()) return parsed.status();
+    bool in_progress = false;
+    absl::StatusOr<UniqueFd> fd = soft::StartConnect(*parsed, in_progress);
+    absl::StatusOr<std::unique_ptr<SoftEndpoint>> ep =
+        fd.ok() ? SoftEndpoint::Connect(options_, options,
+                                        FrameStream(*std::move(fd)),
+                                        in_progress, private_data)
+                : SoftEndpoint::Unreachable(options_, options,
+                                            std::string(fd.status().message()));
+    if (!ep.ok()) return ep.status();
+    return std::unique_ptr<Endpoint>(*std::move(ep));
+  }
+
+  absl::StatusOr<std::unique_ptr<Listener>> Listen(
+      absl::string_view address) override {
+    absl::StatusOr<soft::SocketAddress> parsed = soft::ParseAddress(address);
+    if (!parsed.ok()) return parsed.status();
+    absl::StatusOr<UniqueFd> fd = soft::ListenOn(*parsed);
+    if (!fd.ok()) return fd.status();
+    absl::StatusOr<std::string> bound = soft::LocalAddressOf(fd->get());
+    if (!bound.ok()) return bound.status();
+    auto listener = std::make_unique<SoftListener>(
+        options_, *std::move(fd), *std::move(bound), parsed->unix_path);
+    if (absl::Status s = listener->Init(); !s.ok()) return s;
+    return std::unique_ptr<Listener>(std::move(listener));
+  }
+
+ private:
+  SoftFabricOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Fabric> MakeSoftFabric(SoftFabricOptions options) {
+  options.max_message_size = std::min<uint32_t>(
+      options.max_message_size, static_cast<uint32_t>(soft::kMaxSendPayload));
+  return std::make_unique<SoftFabric>(std::move(options));
+}
+
+}  // namespace rpcrdma::fabric

@@ -1,0 +1,80 @@
+// The soft fabric: a software model of an RDMA reliable connected queue
+// pair over stream sockets (Unix-domain or TCP), for machines without RDMA
+// hardware. See soft_wire.h for the protocol between two soft endpoints
+// and soft_socket.h for the address syntax.
+//
+// Semantics follow fabric.h. Choices that fabric.h leaves open:
+// - A LocalBuffer outside its registration, or naming a registration of
+//   another endpoint, makes the post call return InvalidArgument; nothing
+//   is posted and no completion follows.
+// - RDMA Read and Write move the sum of the scatter/gather lengths, which
+//   must equal the RemoteRegion's length (InvalidArgument otherwise).
+// - Send-queue work (Send, RDMA Read/Write) posted before the connection is
+//   established fails with FailedPrecondition; receives, windows and
+//   invalidations may be posted at any time. After the connection has gone
+//   away every post succeeds and completes with kFlushed (an invalidation
+//   still kills the window), except BindWindow, which fails with
+//   FailedPrecondition.
+// - Send With Invalidate of a handle the receiver does not know: the
+//   sender's Send completes with kRemoteInvalidRequest, the receive it
+//   consumed with kLocalProtectionError, and the connection breaks.
+// - A Send that finds no posted receive completes with kReceiverNotReady; a
+//   Send larger than the receive buffer completes with
+//   kRemoteInvalidRequest and the receive with kLocalLengthError; both
+//   break the connection.
+// - A remote access violation completes the initiator's operation with
+//   kRemoteAccessError and breaks the connection on both sides.
+// - The passive side's kEstablished event carries no private data (the
+//   initiator's is in the ConnectRequest); the active side's carries the
+//   accept private data exactly as sent.
+// - Capabilities.max_message_size bounds Sends; RDMA transfers may be up to
+//   4 GiB - 1 and travel in 64 KiB pieces.
+// - The initiator depth (ORD) is negotiated at connect time as the smaller
+//   of this side's request and the peer's responder resources (IRD), and is
+//   enforced: an RDMA Read beyond it waits, and everything posted after it
+//   waits behind it, as in a send queue. A peer that exceeds this side's
+//   responder resources gets kRemoteInvalidRequest and the connection
+//   breaks.
+// - Disconnect() while still connecting abandons the attempt and reports
+//   kDisconnected.
+#ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_FABRIC_H_
+#define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_FABRIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "plugin/fabric/fabric.h"
+
+namespace rpcrdma::fabric {
+
+struct SoftFabricOptions {
+  // Device limits reported in Capabilities and enforced on posts.
+  uint32_t max_send_sge = 16;
+  uint32_t max_recv_sge = 1;
+  uint32_t max_inline_data = 256;
+  uint32_t max_rdma_read_sge = 16;
+  uint32_t max_rd_atomic = 16;  // the most ORD/IRD may be negotiated to
+  uint32_t max_queue_depth = 4096;
+  uint32_t max_message_size = 1024 * 1024;  // at most 1 MiB
+
+  // Fault injection, applied to every endpoint this fabric creates.
+  // When nonzero, the Nth Send/RDMA Read/RDMA Write posted on an endpoint
+  // breaks its connection abruptly (as a cut link would): that operation
+  // completes with kTransportError, everything else outstanding with
+  // kFlushed, and both sides see kDisconnected.
+  uint64_t break_at_operation = 0;
+  // Each completion is held back for this many PollCompletions calls after
+  // the one that would have returned it (event_fd stays readable).
+  uint32_t completion_delay_polls = 0;
+  // When set, listeners reject every connect request themselves with this
+  // private data; PollConnectRequest never returns one.
+  std::optional<std::vector<uint8_t>> reject_all;
+};
+
+std::unique_ptr<Fabric> MakeSoftFabric(SoftFabricOptions options = {});
+
+}  // namespace rpcrdma::fabric
+
+#endif  // RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_FABRIC_H_

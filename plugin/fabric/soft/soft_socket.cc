@@ -1,0 +1,256 @@
+#include "plugin/fabric/soft/soft_socket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace rpcrdma::fabric::soft {
+namespace {
+
+absl::Status ErrnoStatus(absl::string_view what, int err) {
+  return absl::UnavailableError(
+      absl::StrCat(what, ": ", absl::string_view(strerror(err))));
+}
+
+}  // namespace
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address) {
+  SocketAddress out;
+  if (absl::ConsumePrefix(&address, "unix:")) {
+    auto* un = reinterpret_cast<sockaddr_un*>(&out.storage);
+    un->sun_family = AF_UNIX;
+    const bool abstract = absl::ConsumePrefix(&address, "@");
+    // Abstract names start with a NUL octet; paths end with one.
+    if (address.empty() || address.size() + 1 > sizeof(un->sun_path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "soft fabric: bad unix address length ", address.size()));
+    }
+    if (address.find('\0') != absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          "soft fabric: NUL inside a unix address");
+    }
+    const size_t start = abstract ? 1 : 0;
+    std::memcpy(un->sun_path + start, address.data(), address.size());
+    out.length =
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + start +
+                               address.size() + (abstract ? 0 : 1));
+    out.family = AF_UNIX;
+    if (!abstract) out.unix_path = std::string(address);
+    return out;
+  }
+  if (absl::ConsumePrefix(&address, "tcp:")) {
+    const size_t colon = address.rfind(':');
+    if (colon == absl::string_view::npos) {
+      return absl::InvalidArgumentError("soft fabric: tcp address needs :PORT");
+    }
+    absl::string_view host = address.substr(0, colon);
+    uint32_t port = 0;
+    if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port > 65535) {
+      return absl::InvalidArgumentError("soft fabric: bad tcp port");
+    }
+    if (absl::ConsumePrefix(&host, "[") && absl::ConsumeSuffix(&host, "]")) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
+      in6->sin6_family = AF_INET6;
+      in6->sin6_port = htons(static_cast<uint16_t>(port));
+      const std::string h(host);
+      if (inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) != 1) {
+        return absl::InvalidArgumentError("soft fabric: bad IPv6 address");
+      }
+      out.length = sizeof(sockaddr_in6);
+      out.family = AF_INET6;
+      return out;
+    }
+    auto* in4 = reinterpret_cast<sockaddr_in*>(&out.storage);
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons(static_cast<uint16_t>(port));
+    const std::string h(host);
+    if (inet_pton(AF_INET, h.c_str(), &in4->sin_addr) != 1) {
+      return absl::InvalidArgumentError("soft fabric: bad IPv4 address");
+    }
+    out.length = sizeof(sockaddr_in);
+    out.family = AF_INET;
+    return out;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "soft fabric: address must start with unix: or tcp: (", address, ")"));
+}
+
+absl::StatusOr<std::string> LocalAddressOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return ErrnoStatus("getsockname", errno);
+  }
+  char host[INET6_ADDRSTRLEN] = {};
+  switch (ss.ss_family) {
+    case AF_UNIX: {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss);
+      const size_t n = len - offsetof(sockaddr_un, sun_path);
+      if (n > 0 && un->sun_path[0] == '\0') {
+        return absl::StrCat("unix:@",
+                            absl::string_view(un->sun_path + 1, n - 1));
+      }
+      return absl::StrCat("unix:", absl::string_view(un->sun_path));
+    }
+    case AF_INET: {
+      const auto* in4 = reinterpret_cast<const sockaddr_in*>(&ss);
+      inet_ntop(AF_INET, &in4->sin_addr, host, sizeof(host));
+      return absl::StrCat("tcp:", host, ":", ntohs(in4->sin_port));
+    }
+    case AF_INET6: {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+      return absl::StrCat("tcp:[", host, "]:", ntohs(in6->sin6_port));
+    }
+    default:
+      return absl::InternalError("soft fabric: unknown socket family");
+  }
+}
+
+absl::Status MakeNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return ErrnoStatus("fcntl", errno);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> ListenOn(const SocketAddress& address) {
+  UniqueFd fd(
+      socket(address.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus("socket", errno);
+  if (address.family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  }
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage),
+           address.length) != 0) {
+    return ErrnoStatus("bind", errno);
+  }
+  if (listen(fd.get(), 128) != 0) return ErrnoStatus("listen", errno);
+  return fd;
+}
+
+absl::StatusOr<UniqueFd> StartConnect(const SocketAddress& address,
+                                      bool& in_progress) {
+  in_progress = false;
+  UniqueFd fd(
+      socket(address.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus("socket", errno);
+  if (address.family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  int rc;
+  do {
+    rc = connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage),
+                 address.length);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    // A Unix-domain socket whose backlog is full reports EAGAIN; treat it
+    // as unreachable like any other refusal.
+    if (errno != EINPROGRESS) return ErrnoStatus("connect", errno);
+    in_progress = true;
+  }
+  return fd;
+}
+
+int SocketError(int fd) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
+FrameStream::IoResult FrameStream::Read(size_t limit) {
+  if (!fd_.valid()) return IoResult::kError;
+  if (input_pos_ == input_.size()) {
+    input_.clear();
+    input_pos_ = 0;
+  } else if (input_pos_ > 0 && input_pos_ >= input_.size() / 2) {
+    input_.erase(input_.begin(),
+                 input_.begin() + static_cast<ptrdiff_t>(input_pos_));
+    input_pos_ = 0;
+  }
+  constexpr size_t kScratchSize = 256 * 1024;
+  if (receive_scratch_ == nullptr) {
+    receive_scratch_.reset(new uint8_t[kScratchSize]);
+  }
+  size_t total = 0;
+  while (total < limit) {
+    const size_t want = std::min<size_t>(limit - total, kScratchSize);
+    const ssize_t n = recv(fd_.get(), receive_scratch_.get(), want, 0);
+    if (n > 0) {
+      input_.insert(input_.end(), receive_scratch_.get(),
+                    receive_scratch_.get() + n);
+      total += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return IoResult::kEnd;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::kWouldBlock;
+    last_errno_ = errno;
+    return IoResult::kError;
+  }
+  return IoResult::kOk;
+}
+
+FrameStream::IoResult FrameStream::Flush() {
+  if (!fd_.valid()) return IoResult::kError;
+  while (output_pos_ < output_.size()) {
+    const ssize_t n = send(fd_.get(), output_.data() + output_pos_,
+                           output_.size() - output_pos_, MSG_NOSIGNAL);
+    if (n > 0) {
+      output_pos_ += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (output_pos_ > 0 && output_pos_ >= output_.size() / 2) {
+        output_.erase(output_.begin(),
+                      output_.begin() + static_cast<ptrdiff_t>(output_pos_));
+        output_pos_ = 0;
+      }
+      return IoResult::kWouldBlock;
+    }
+    last_errno_ = n < 0 ? errno : EPIPE;
+    return IoResult::kError;
+  }
+  output_.clear();
+  output_pos_ = 0;
+  return IoResult::kOk;
+}
+
+void FrameStream::Consume(size_t n) {
+  input_pos_ += std::min(n, input_.size() - input_pos_);
+}
+
+void FrameStream::PrependInput(absl::Span<const uint8_t> data) {
+  input_.insert(input_.begin() + static_cast<ptrdiff_t>(input_pos_),
+                data.begin(), data.end());
+}
+
+}  // namespace rpcrdma::fabric::soft

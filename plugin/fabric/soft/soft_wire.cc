@@ -1,0 +1,296 @@
+#include "plugin/fabric/soft/soft_wire.h"
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace rpcrdma::fabric::soft {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(absl::Span<const uint8_t> data) : data_(data) {}
+  size_t remaining() const { return data_.size() - pos_; }
+  bool U8(uint8_t& v) {
+    if (remaining() < 1) return false;
+    v = data_[pos_++];
+    return true;
+  }
+  bool U16(uint16_t& v) {
+    uint64_t w = 0;
+    if (!Bytes(2, w)) return false;
+    v = static_cast<uint16_t>(w);
+    return true;
+  }
+  bool U32(uint32_t& v) {
+    uint64_t w = 0;
+    if (!Bytes(4, w)) return false;
+    v = static_cast<uint32_t>(w);
+    return true;
+  }
+  bool U64(uint64_t& v) { return Bytes(8, v); }
+  absl::Span<const uint8_t> Rest() {
+    absl::Span<const uint8_t> rest = data_.subspan(pos_);
+    pos_ = data_.size();
+    return rest;
+  }
+  bool Take(size_t n, absl::Span<const uint8_t>& out) {
+    if (remaining() < n) return false;
+    out = data_.subspan(pos_, n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  bool Bytes(size_t n, uint64_t& v) {
+    if (remaining() < n) return false;
+    v = 0;
+    for (size_t i = 0; i < n; ++i) v = (v << 8) | data_[pos_ + i];
+    pos_ += n;
+    return true;
+  }
+  absl::Span<const uint8_t> data_;
+  size_t pos_ = 0;
+};
+
+void PutBe(std::vector<uint8_t>& out, uint64_t v, size_t n) {
+  for (size_t i = n; i > 0; --i) {
+    out.push_back(static_cast<uint8_t>(v >> (8 * (i - 1))));
+  }
+}
+
+// Starts a frame; returns the offset of its length field.
+size_t Begin(std::vector<uint8_t>& out, FrameType type) {
+  size_t at = out.size();
+  PutBe(out, 0, 4);
+  out.push_back(static_cast<uint8_t>(type));
+  return at;
+}
+
+void Finish(std::vector<uint8_t>& out, size_t at) {
+  const uint64_t body = out.size() - at - 4;
+  for (size_t i = 0; i < 4; ++i) {
+    out[at + i] = static_cast<uint8_t>(body >> (8 * (3 - i)));
+  }
+}
+
+void PutBytes(std::vector<uint8_t>& out, absl::Span<const uint8_t> data) {
+  out.insert(out.end(), data.begin(), data.end());
+}
+
+void PutPrivateData(std::vector<uint8_t>& out,
+                    absl::Span<const uint8_t> private_data) {
+  PutBe(out, private_data.size(), 2);
+  PutBytes(out, private_data);
+}
+
+absl::Status Truncated(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("soft frame: truncated ", what, " body"));
+}
+
+bool GetPrivateData(Reader& r, Frame& f) {
+  uint16_t len = 0;
+  if (!r.U16(len) || len > kMaxPrivateData) return false;
+  return r.Take(len, f.data);
+}
+
+}  // namespace
+
+absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
+  DecodeResult result;
+  if (input.size() < 4) return result;
+  const uint32_t body_length = (uint32_t{input[0]} << 24) |
+                               (uint32_t{input[1]} << 16) |
+                               (uint32_t{input[2]} << 8) | uint32_t{input[3]};
+  if (body_length == 0) {
+    return absl::InvalidArgumentError("soft frame: empty body");
+  }
+  if (body_length > kMaxFrameBody) {
+    return absl::OutOfRangeError(absl::StrCat("soft frame: body of ",
+                                              body_length, " octets exceeds ",
+                                              kMaxFrameBody));
+  }
+  if (input.size() - 4 < body_length) return result;
+  Reader r(input.subspan(4, body_length));
+  uint8_t type = 0;
+  r.U8(type);
+  Frame& f = result.frame;
+  bool ok = true;
+  switch (static_cast<FrameType>(type)) {
+    case FrameType::kConnect: {
+      uint32_t magic = 0;
+      uint8_t version = 0;
+      ok = r.U32(magic) && r.U8(version) && r.U32(f.initiator_depth) &&
+           r.U32(f.responder_resources) && GetPrivateData(r, f);
+      if (!ok) return Truncated("CONNECT");
+      if (magic != kMagic || version != kVersion) {
+        return absl::InvalidArgumentError(
+            "soft frame: CONNECT with unknown magic or version");
+      }
+      break;
+    }
+    case FrameType::kAccept:
+      ok = r.U32(f.initiator_depth) && r.U32(f.responder_resources) &&
+           GetPrivateData(r, f);
+      if (!ok) return Truncated("ACCEPT");
+      break;
+    case FrameType::kReject:
+      if (!GetPrivateData(r, f)) return Truncated("REJECT");
+      break;
+    case FrameType::kSend: {
+      uint8_t flags = 0;
+      uint32_t handle = 0;
+      if (!(r.U64(f.id) && r.U8(flags) && r.U32(handle))) {
+        return Truncated("SEND");
+      }
+      if ((flags & ~uint8_t{1}) != 0) {
+        return absl::InvalidArgumentError("soft frame: unknown SEND flags");
+      }
+      if ((flags & 1) != 0) f.invalidate = handle;
+      f.data = r.Rest();
+      if (f.data.size() > kMaxSendPayload) {
+        return absl::OutOfRangeError("soft frame: SEND payload too large");
+      }
+      break;
+    }
+    case FrameType::kAck:
+      if (!(r.U64(f.id) && r.U8(f.status))) return Truncated("ACK");
+      break;
+    case FrameType::kReadReq:
+      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
+            r.U32(f.length))) {
+        return Truncated("READ_REQ");
+      }
+      break;
+    case FrameType::kReadResp: {
+      uint8_t last = 0;
+      if (!(r.U64(f.id) && r.U8(f.status) && r.U8(last))) {
+        return Truncated("READ_RESP");
+      }
+      if (last > 1) {
+        return absl::InvalidArgumentError("soft frame: bad READ_RESP last");
+      }
+      f.last = last == 1;
+      f.data = r.Rest();
+      if (f.data.size() > kMaxRdmaChunk) {
+        return absl::OutOfRangeError("soft frame: READ_RESP data too large");
+      }
+      break;
+    }
+    case FrameType::kWrite: {
+      uint8_t last = 0;
+      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) && r.U8(last))) {
+        return Truncated("WRITE");
+      }
+      if (last > 1) {
+        return absl::InvalidArgumentError("soft frame: bad WRITE last");
+      }
+      f.last = last == 1;
+      f.data = r.Rest();
+      if (f.data.size() > kMaxRdmaChunk) {
+        return absl::OutOfRangeError("soft frame: WRITE data too large");
+      }
+      break;
+    }
+    case FrameType::kDisconnect:
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("soft frame: unknown type ", type));
+  }
+  if (r.remaining() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "soft frame: ", r.remaining(), " trailing octets after type ", type));
+  }
+  f.type = static_cast<FrameType>(type);
+  result.consumed = 4 + size_t{body_length};
+  return result;
+}
+
+void AppendConnect(std::vector<uint8_t>& out, uint32_t initiator_depth,
+                   uint32_t responder_resources,
+                   absl::Span<const uint8_t> private_data) {
+  size_t at = Begin(out, FrameType::kConnect);
+  PutBe(out, kMagic, 4);
+  out.push_back(kVersion);
+  PutBe(out, initiator_depth, 4);
+  PutBe(out, responder_resources, 4);
+  PutPrivateData(out, private_data);
+  Finish(out, at);
+}
+
+void AppendAccept(std::vector<uint8_t>& out, uint32_t initiator_depth,
+                  uint32_t responder_resources,
+                  absl::Span<const uint8_t> private_data) {
+  size_t at = Begin(out, FrameType::kAccept);
+  PutBe(out, initiator_depth, 4);
+  PutBe(out, responder_resources, 4);
+  PutPrivateData(out, private_data);
+  Finish(out, at);
+}
+
+void AppendReject(std::vector<uint8_t>& out,
+                  absl::Span<const uint8_t> private_data) {
+  size_t at = Begin(out, FrameType::kReject);
+  PutPrivateData(out, private_data);
+  Finish(out, at);
+}
+
+void AppendSend(std::vector<uint8_t>& out, uint64_t id,
+                std::optional<uint32_t> invalidate,
+                absl::Span<const absl::Span<const uint8_t>> pieces) {
+  size_t at = Begin(out, FrameType::kSend);
+  PutBe(out, id, 8);
+  out.push_back(invalidate.has_value() ? 1 : 0);
+  PutBe(out, invalidate.value_or(0), 4);
+  for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
+  Finish(out, at);
+}
+
+void AppendAck(std::vector<uint8_t>& out, uint64_t id, uint8_t status) {
+  size_t at = Begin(out, FrameType::kAck);
+  PutBe(out, id, 8);
+  out.push_back(status);
+  Finish(out, at);
+}
+
+void AppendReadReq(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
+                   uint64_t address, uint32_t length) {
+  size_t at = Begin(out, FrameType::kReadReq);
+  PutBe(out, id, 8);
+  PutBe(out, handle, 4);
+  PutBe(out, address, 8);
+  PutBe(out, length, 4);
+  Finish(out, at);
+}
+
+void AppendReadResp(std::vector<uint8_t>& out, uint64_t id, uint8_t status,
+                    bool last, absl::Span<const uint8_t> data) {
+  size_t at = Begin(out, FrameType::kReadResp);
+  PutBe(out, id, 8);
+  out.push_back(status);
+  out.push_back(last ? 1 : 0);
+  PutBytes(out, data);
+  Finish(out, at);
+}
+
+void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
+                 uint64_t address, bool last,
+                 absl::Span<const absl::Span<const uint8_t>> pieces) {
+  size_t at = Begin(out, FrameType::kWrite);
+  PutBe(out, id, 8);
+  PutBe(out, handle, 4);
+  PutBe(out, address, 8);
+  out.push_back(last ? 1 : 0);
+  for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
+  Finish(out, at);
+}
+
+void AppendDisconnect(std::vector<uint8_t>& out) {
+  size_t at = Begin(out, FrameType::kDisconnect);
+  Finish(out, at);
+}
+
+}  // namespace rpcrdma::fabric::soft
