@@ -1,0 +1,395 @@
+// The RPC-over-RDMA version one protocol engine: a deterministic, sans-I/O
+// state machine for one connection (RFC 8166, the published clarification of
+// RFC 5666, with RFC 8797 connection private data).
+//
+// Layering: wire (pure codecs) -> engine (this) -> fabric (drivers) -> api.
+// The engine performs no I/O, owns no threads, reads no clock and never calls
+// the fabric. The api layer feeds it events (connection established, receive
+// and work completions, cancellation, disconnect) and carries out the actions
+// it returns (post receives, Send, Send With Invalidate, RDMA Read/Write,
+// invalidate a handle, deliver/complete/fail a call).
+//
+// Both roles live in one connection engine:
+// - requester: StartCall() sends forward calls, replies complete them;
+// - responder: incoming calls are fetched, reassembled and delivered
+//   (DeliverCall); Reply() answers them.
+// A received message is a reply when its XID matches a call this side sent
+// and still awaits, unless it is an RDMA_MSG whose RPC msg_type is CALL
+// (RFC 8167 §4: direction is told by msg_type); everything else is a call
+// for the responder role (a requester-only engine drops it). Both roles
+// share one pool of posted receives (Config::credits); separate backchannel
+// receive accounting (RFC 8167 §3) is later work.
+//
+// Upper Layer Binding contract (RFC 8166 §6), as this engine implements it:
+// - A call is its XDR stream *reduced* by its DDP-eligible items: the stream
+//   with the content octets and the XDR roundup of every DDP-eligible opaque
+//   item removed (the item's length word stays). Each item is given as a
+//   DdpArgument: its XDR position in the reduced stream (a multiple of four,
+//   non-decreasing along the list) and a span of the caller's memory. The
+//   engine inserts the items back (with zero roundup, RFC 4506 §4.10) when it
+//   sends inline, or exposes them as read chunks at those positions (no
+//   roundup in the chunk, RFC 8166 §3.4.6).
+// - The caller names its DDP-eligible results, in XDR order, as spans of its
+//   own memory: each becomes one write chunk (RFC 8166 §3.4.7) the responder
+//   writes directly (zero copy). It also states the largest *reduced* reply
+//   (the reply stream without the write-chunk results) it may receive; when
+//   that reply plus its transport header may exceed the receive threshold,
+//   the engine provisions a reply chunk of that size (RFC 8166 §3.5.4).
+// - The completed reply is the reduced reply stream plus, per returned write
+//   chunk, the actual number of octets the responder wrote (no roundup).
+// - On the responder, DeliverCall carries the complete, reassembled call
+//   stream (read chunks inserted at their positions with XDR roundup, or the
+//   position-zero chunk as the whole message). A reply is again a reduced
+//   stream plus DdpResult items at positions: item i goes into write chunk i
+//   when the call offered one, otherwise inline at its position.
+//
+// Protocol decisions (RFC 8166 section numbers; "Linux" is the kernel's
+// net/sunrpc/xprtrdma, the behavioural reference for v1):
+// - Requester call form, first that fits the send threshold: inline
+//   RDMA_MSG; RDMA_MSG with every non-empty DDP argument in a read chunk at
+//   its position (§3.4.5); RDMA_NOMSG with the whole call in a position-zero
+//   read chunk (§3.5.3). Nothing is exposed for a form that is not used.
+//   A transport header that alone exceeds the threshold fails the call
+//   with RESOURCE_EXHAUSTED.
+// - Reply chunk (§3.5.4) when max_reply_size plus the reply header (which
+//   echoes the write list) exceeds the receive threshold.
+// - Reply checks: returned chunks must match the offered handles, not
+//   exceed offered lengths, and no more chunks than offered; a reply with
+//   a read list, an RDMA_MSG that also used the reply chunk, an RDMA_NOMSG
+//   without a used reply chunk, RDMA_MSGP/RDMA_DONE, or an undecodable
+//   header fails the call with DATA_LOSS. RDMA_ERROR: ERR_VERS ->
+//   FAILED_PRECONDITION (message carries the peer's range), ERR_CHUNK ->
+//   INVALID_ARGUMENT. Unmatched replies are dropped.
+// - Credits (§3.3.1): one call until the first reply; thereafter the grant
+//   of the latest reply, clamped to [1, Config::credits] (a zero grant would
+//   deadlock; Linux also treats it as one). Every call requests
+//   Config::credits; every reply grants Config::credits, which equals the
+//   receives this side keeps posted.
+// - Responder: messages shorter than 28 octets are dropped (§4.5); a wrong
+//   version is answered ERR_VERS 1..1 (§4.5.1); RDMA_DONE and RDMA_ERROR
+//   are dropped and RDMA_MSGP answered ERR_CHUNK (as Linux does; RDMA_MSGP
+//   and RDMA_DONE are deprecated, §4.6); every list is validated before
+//   anything is allocated and ERR_CHUNK answers: read positions not a
+//   multiple of four or decreasing, position zero in RDMA_MSG, RDMA_NOMSG
+//   without a position-zero chunk first, a position past the base stream,
+//   a reassembled call over Config::max_call_size, any decode failure
+//   (limits in Config::limits). Write/reply chunks with no segments are
+//   accepted with capacity zero, as Linux accepts them.
+// - Responder reply: inline RDMA_MSG when it fits; else RDMA_NOMSG through
+//   the reply chunk; results beyond their write chunk's capacity, or a long
+//   reply without a large enough reply chunk, get ERR_CHUNK (as Linux).
+//   Unused write chunks are returned with every segment length zero.
+//   Send With Invalidate only when both sides set R and every segment of
+//   the call names the same handle (RFC 8797 §4.1, Linux's rule).
+//
+// Memory safety: every handle a call exposed is invalidated (Invalidate
+// action, then OnInvalidated event) before CompleteCall or FailCall hands the
+// caller its buffers back, whatever ended the call (reply, RDMA_ERROR,
+// cancellation, disconnect). A handle the peer invalidated with Send With
+// Invalidate (reported by the receive completion) is not invalidated again.
+#ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_H_
+#define RPCRDMA_PLUGIN_ENGINE_ENGINE_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "plugin/wire/chunks.h"
+#include "plugin/wire/private_data.h"
+#include "plugin/wire/v1.h"
+
+namespace rpcrdma::engine {
+
+using CallId = uint64_t;
+using OpId = uint64_t;
+
+// Rights a peer gets on exposed memory (bit flags).
+enum RemoteAccess : uint32_t {
+  kRemoteRead = 1,   // the peer may RDMA Read it (read chunks)
+  kRemoteWrite = 2,  // the peer may RDMA Write it (write and reply chunks)
+};
+
+// Gives memory a handle the peer can use. Implemented by the api layer on
+// top of the fabric (a memory window bound before the Send that advertises
+// it) and by a fake in tests. Expose is synchronous so the engine can encode
+// the segment in the header it is building; revoking a handle is an action
+// (Invalidate) whose completion comes back as OnInvalidated.
+class MemoryExposer {
+ public:
+  virtual ~MemoryExposer() = default;
+  // Returns the segment naming `memory` (handle, length, offset as the peer
+  // must name it). `memory` stays valid until the handle is invalidated.
+  virtual absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
+                                               uint32_t access) = 0;
+};
+
+// ---- Actions -------------------------------------------------------------
+
+// Post `count` more receive buffers of at least `buffer_size` octets.
+// Receives are posted per credit (RFC 8166 §3.3.1); every consumed receive
+// is replaced at once, so the posted count stays at Config::credits.
+struct PostReceives {
+  uint32_t count = 0;
+  uint32_t buffer_size = 0;
+};
+// Send `bytes` (transport header plus any inline payload). With
+// `invalidate`, a Send With Invalidate of that handle of the peer's
+// (RFC 8797 §4.1). Completes with OnSendComplete(op).
+struct Send {
+  OpId op = 0;
+  std::vector<uint8_t> bytes;
+  std::optional<uint32_t> invalidate;
+};
+// RDMA Read the peer's `source` into `destination` (engine-owned memory,
+// valid until OnReadComplete(op) or OnDisconnected). Completes with
+// OnReadComplete(op).
+struct RdmaRead {
+  OpId op = 0;
+  wire::Segment source;
+  absl::Span<uint8_t> destination;
+};
+// RDMA Write `source` into the peer's `target` (source valid until the
+// Send of the same reply completes). Ordered before the Send that follows
+// it; no completion is required.
+struct RdmaWrite {
+  OpId op = 0;
+  absl::Span<const uint8_t> source;
+  wire::Segment target;
+};
+// Revoke a handle this side exposed. Report OnInvalidated(handle) only once
+// the peer can no longer use it.
+struct Invalidate {
+  uint32_t handle = 0;
+};
+// Responder: a complete incoming call, ready for the upper layer.
+struct DeliverCall {
+  CallId call = 0;
+  uint32_t xid = 0;
+  std::vector<uint8_t> message;  // the reassembled RPC call stream
+  // Capacities the requester offered for the reply (RFC 8166 §3.4.7,
+  // §3.5.4): octets per write chunk, and of the reply chunk (0 if none).
+  std::vector<uint32_t> write_chunk_capacities;
+  uint32_t reply_chunk_capacity = 0;
+};
+// Responder: the reply to `call` has been sent; the DdpResult memory given
+// to Reply() may be reused.
+struct ReplySent {
+  CallId call = 0;
+};
+// Requester: the call completed. All its handles are invalidated.
+struct CompleteCall {
+  CallId call = 0;
+  uint32_t xid = 0;
+  std::vector<uint8_t> reply;  // the reduced reply stream
+  // Octets written into each write chunk the reply returned, in write list
+  // order (at most one per DdpResult the call named).
+  std::vector<uint32_t> result_lengths;
+};
+// Requester: the call failed. All its handles are invalidated.
+struct FailCall {
+  CallId call = 0;
+  absl::Status status;
+};
+
+using Action = std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
+                            DeliverCall, ReplySent, CompleteCall, FailCall>;
+using Actions = std::vector<Action>;
+
+// ---- Calls and replies -----------------------------------------------------
+
+struct DdpArgument {
+  uint32_t position = 0;  // XDR position in the reduced call stream
+  absl::Span<uint8_t> data;
+};
+
+struct OutgoingCall {
+  // The reduced RPC call stream; starts with the XID (rdma_xid is copied
+  // from it, RFC 8166 §4.1) and msg_type CALL.
+  std::vector<uint8_t> xdr;
+  std::vector<DdpArgument> arguments;
+  // Destinations of the DDP-eligible results, one write chunk each.
+  std::vector<absl::Span<uint8_t>> results;
+  // Largest reduced reply stream the caller accepts.
+  uint32_t max_reply_size = 0;
+};
+
+struct DdpResult {
+  uint32_t position = 0;  // XDR position in the reduced reply stream
+  absl::Span<const uint8_t> data;
+};
+
+struct OutgoingReply {
+  std::vector<uint8_t> xdr;  // the reduced RPC reply stream
+  std::vector<DdpResult> results;
+};
+
+// ---- Configuration ----------------------------------------------------------
+
+struct Config {
+  // What this side offers in RFC 8797 private data.
+  wire::PrivateData local = {.remote_invalidation = true,
+                             .send_size = wire::kMinInlineSize,
+                             .receive_size = wire::kMinInlineSize};
+  // Receives posted and credits requested/granted (RFC 8166 §3.3.1).
+  uint32_t credits = 32;
+  bool requester = true;
+  bool responder = true;
+  // Responder decode limits, checked before anything is allocated.
+  wire::ChunkLimits limits = {.max_read_segments = 16,
+                              .max_write_chunks = 8,
+                              .max_segments_per_chunk = 16};
+  // Largest reassembled incoming call the responder accepts.
+  uint32_t max_call_size = 1u << 20;
+  // Largest segment one exposure may cover; longer buffers are split.
+  uint32_t max_segment_size = 1u << 20;
+};
+
+struct ConnectionParams {
+  // The peer's RDMA-CM private data (accept or connect request), searched
+  // for the RFC 8797 magic; absent or invalid means the §5.1 defaults.
+  std::vector<uint8_t> peer_private_data;
+  // RDMA Reads this side may have outstanding (min of our ORD and the
+  // peer's IRD as negotiated); at least 1 is used.
+  uint32_t max_outstanding_reads = 1;
+};
+
+// ---- The engine ------------------------------------------------------------
+
+class Engine {
+ public:
+  Engine(Config config, MemoryExposer* exposer);
+
+  // The eight octets of RFC 8797 private data to send on connect/accept.
+  std::array<uint8_t, wire::kPrivateDataSize> LocalPrivateData() const;
+
+  // Connection established (also after every reconnect): negotiates the
+  // inline thresholds (RFC 8797 §4.2), posts receives, resets the credit
+  // grant to one (RFC 8166 §3.3.1) and sends queued calls.
+  void OnConnected(const ConnectionParams& params, Actions& out);
+  // Connection lost: every call fails with UNAVAILABLE (after invalidation
+  // of its handles), incoming calls are dropped.
+  void OnDisconnected(Actions& out);
+
+  // Requester: queues `call`; it is sent as soon as the connection is up and
+  // a credit is free. Errors: INVALID_ARGUMENT for a malformed call,
+  // ALREADY_EXISTS for an XID already in flight.
+  absl::StatusOr<CallId> StartCall(OutgoingCall call, Actions& out);
+  // Requester: ends a call early (deadline or cancellation) with `status`.
+  // A call already sent keeps its credit until its reply arrives (and is
+  // dropped), so the grant is never exceeded.
+  void Cancel(CallId call, absl::Status status, Actions& out);
+
+  // Responder: answers a delivered call. INVALID_ARGUMENT for an unknown
+  // call or misplaced result positions. A reply that cannot be conveyed in
+  // the chunks the requester offered is answered with RDMA_ERROR ERR_CHUNK.
+  absl::Status Reply(CallId call, OutgoingReply reply, Actions& out);
+
+  // A receive completed with `bytes`; `invalidated` is the handle a Send
+  // With Invalidate revoked, if any.
+  void OnReceive(absl::Span<const uint8_t> bytes,
+                 std::optional<uint32_t> invalidated, Actions& out);
+  void OnSendComplete(OpId op, bool success, Actions& out);
+  void OnReadComplete(OpId op, bool success, Actions& out);
+  void OnInvalidated(uint32_t handle, Actions& out);
+
+  // Introspection for the api layer and tests.
+  const wire::InlineThresholds& thresholds() const { return thresholds_; }
+  uint32_t credit_grant() const { return grant_; }
+  uint32_t calls_outstanding() const { return outstanding_; }
+  size_t calls_queued() const { return queue_.size(); }
+  bool connected() const { return connected_; }
+
+ private:
+  enum class ReqState { kQueued, kSent, kFinishing };
+  struct RequesterCall {
+    CallId id = 0;
+    uint32_t xid = 0;
+    OutgoingCall call;
+    ReqState state = ReqState::kQueued;
+    bool holds_credit = false;
+    std::vector<uint8_t> long_call;     // position-zero chunk contents
+    std::vector<uint8_t> reply_buffer;  // reply chunk target
+    std::vector<wire::WriteChunk> write_chunks;
+    std::optional<wire::WriteChunk> reply_chunk;
+    std::vector<uint32_t> handles;  // every handle exposed
+    size_t pending_invalidations = 0;
+    std::optional<Action> outcome;  // CompleteCall or FailCall
+  };
+  enum class RespState { kReading, kDelivered, kSending };
+  struct ResponderCall {
+    CallId id = 0;
+    uint32_t xid = 0;
+    wire::ChunkLists chunks;
+    std::vector<uint8_t> staging;  // base stream then each chunk's data
+    std::vector<uint8_t> message;
+    std::vector<uint8_t> reply_stream;  // kept until the Send completes
+    size_t reads_pending = 0;
+    bool failed = false;  // a read failed; never delivered
+    RespState state = RespState::kReading;
+    OpId send_op = 0;
+    uint32_t base_length = 0;  // inline payload or position-zero chunk
+  };
+  struct PendingRead {
+    CallId call = 0;
+    wire::Segment source;
+    absl::Span<uint8_t> destination;
+  };
+
+  // Requester.
+  void Dispatch(Actions& out);
+  void SendCall(RequesterCall& c, Actions& out);
+  absl::StatusOr<std::vector<wire::Segment>> ExposeSpan(RequesterCall& c,
+                                                        absl::Span<uint8_t> m,
+                                                        uint32_t access);
+  void Finish(RequesterCall& c, Action outcome,
+              std::optional<uint32_t> remotely_invalidated, Actions& out);
+  void MaybeComplete(RequesterCall& c, Actions& out);
+  void ReleaseCredit(RequesterCall& c);
+  void HandleReply(const wire::V1Decoded& decoded,
+                   absl::Span<const uint8_t> bytes, RequesterCall& c,
+                   std::optional<uint32_t> invalidated, Actions& out);
+
+  // Responder.
+  void HandleCall(const wire::V1Decoded& decoded,
+                  absl::Span<const uint8_t> bytes, Actions& out);
+  void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out);
+  void IssueReads(Actions& out);
+  void Assemble(ResponderCall& c);
+  void Deliver(ResponderCall& c, Actions& out);
+  std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
+
+  OpId NextOp() { return next_op_++; }
+
+  Config config_;
+  MemoryExposer* exposer_;
+  bool connected_ = false;
+  wire::InlineThresholds thresholds_;
+  uint32_t max_reads_ = 1;
+  uint32_t grant_ = 1;
+  uint32_t outstanding_ = 0;
+  CallId next_call_ = 1;
+  OpId next_op_ = 1;
+
+  std::map<CallId, RequesterCall> requests_;
+  std::deque<CallId> queue_;
+  std::map<uint32_t, CallId> by_xid_;     // sent calls awaiting a reply
+  std::set<uint32_t> cancelled_xids_;     // sent, cancelled, still hold credit
+  std::map<uint32_t, CallId> by_handle_;  // handles awaiting invalidation
+
+  std::map<CallId, ResponderCall> incoming_;
+  std::map<OpId, CallId> reads_in_flight_;
+  std::deque<PendingRead> read_queue_;
+  std::map<OpId, CallId> reply_sends_;
+};
+
+}  // namespace rpcrdma::engine
+
+#endif  // RPCRDMA_PLUGIN_ENGINE_ENGINE_H_
