@@ -193,8 +193,10 @@ std::vector<uint8_t> Bytes(size_t n, uint32_t seed) {
 
 TEST_P(FabricConformanceTest, ConnectAcceptCarriesPrivateDataBothWays) {
   Side client, server;
-  // RFC 8797 §5.2: private data up to 196 octets rides on connect/accept.
-  Connect(client, server, Bytes(196, 1), Bytes(56, 2));
+  // RFC 8797 §5.2: private data rides on connect and accept. The IB CM
+  // (and so rdma-cm on InfiniBand and RoCE) carries at most 56 octets in a
+  // connect request and 196 in an accept; use exactly those.
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server, Bytes(56, 1), Bytes(196, 2)));
   const Capabilities& caps = client.endpoint->capabilities();
   EXPECT_FALSE(caps.device_name.empty());
   EXPECT_GE(caps.max_send_sge, 1u);
@@ -214,7 +216,7 @@ TEST_P(FabricConformanceTest, NegotiatesReadDepthsAcrossTheConnection) {
   EndpointOptions options;
   options.initiator_depth = 3;
   options.responder_resources = 5;
-  Connect(client, server, {}, {}, options);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server, {}, {}, options));
   // Each side's ORD is bounded by the other's IRD.
   EXPECT_LE(client.endpoint->capabilities().initiator_depth, 3u);
   EXPECT_LE(server.endpoint->capabilities().initiator_depth, 3u);
@@ -225,7 +227,7 @@ TEST_P(FabricConformanceTest, ReadsBeyondTheNegotiatedDepthWaitTheirTurn) {
   Side client, server;
   EndpointOptions server_options;
   server_options.responder_resources = 2;
-  Connect(client, server, {}, {}, {}, server_options);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server, {}, {}, {}, server_options));
   ASSERT_EQ(client.endpoint->capabilities().initiator_depth, 2u);
   constexpr size_t kPiece = 512 * 1024;
   constexpr int kReads = 8;
@@ -293,7 +295,7 @@ TEST_P(FabricConformanceTest, RejectCarriesPrivateData) {
 
 TEST_P(FabricConformanceTest, HundredSendsArriveInOrder) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   constexpr int kCount = 100;
   constexpr size_t kSlot = 128;
   Memory rx = Register(server, kCount * kSlot);
@@ -333,7 +335,7 @@ TEST_P(FabricConformanceTest, HundredSendsArriveInOrder) {
 
 TEST_P(FabricConformanceTest, SendGathersSeveralElements) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory rx = Register(server, 4096);
   Memory tx = Register(client, 4096, 5);
   ASSERT_TRUE(server.endpoint->PostReceive(1, rx.Slice(3, 1000)).ok());
@@ -355,7 +357,7 @@ TEST_P(FabricConformanceTest, SendGathersSeveralElements) {
 
 TEST_P(FabricConformanceTest, SendLargerThanReceiveBreaksTheConnection) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory rx = Register(server, 256);
   Memory tx = Register(client, 256);
   ASSERT_TRUE(server.endpoint->PostReceive(1, rx.Slice(0, 16)).ok());
@@ -376,7 +378,7 @@ TEST_P(FabricConformanceTest, SendLargerThanReceiveBreaksTheConnection) {
 
 TEST_P(FabricConformanceTest, SendWithNoReceivePostedIsReceiverNotReady) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory tx = Register(client, 64);
   Memory rx = Register(client, 64);
   ASSERT_TRUE(client.endpoint->PostReceive(5, rx.Slice(0, 64)).ok());
@@ -418,7 +420,7 @@ std::vector<TransferShape> Shapes() {
 
 TEST_P(FabricConformanceTest, RdmaReadScattersAtOddOffsetsUpTo4MiB) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   constexpr size_t kSize = 5 * 1024 * 1024;
   Memory remote = Register(server, kSize, 21);
   Memory local = Register(client, kSize, 22);
@@ -455,7 +457,7 @@ TEST_P(FabricConformanceTest, RdmaReadScattersAtOddOffsetsUpTo4MiB) {
 
 TEST_P(FabricConformanceTest, RdmaWriteGathersAtOddOffsetsUpTo4MiB) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   constexpr size_t kSize = 5 * 1024 * 1024;
   Memory remote = Register(server, kSize, 31);
   Memory local = Register(client, kSize, 32);
@@ -489,7 +491,7 @@ TEST_P(FabricConformanceTest, WriteThenSendIsOrdered) {
   // A Send posted after an RDMA Write finds the written data in place when
   // its receive completes (RC ordering; RFC 8166 §3.4 relies on it).
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory remote = Register(server, 300000, 1);
   Memory rx = Register(server, 64);
   Memory local = Register(client, 300000, 2);
@@ -579,7 +581,7 @@ TEST_P(FabricConformanceTest, WriteAfterInvalidationIsRemoteAccessError) {
 
 TEST_P(FabricConformanceTest, WindowsHaveFreshHandles) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory m = Register(server, 4096);
   std::set<uint32_t> handles;
   for (uint64_t i = 0; i < 50; ++i) {
@@ -601,7 +603,7 @@ TEST_P(FabricConformanceTest, WindowsHaveFreshHandles) {
 // window is dead afterwards.
 TEST_P(FabricConformanceTest, SendWithInvalidateKillsTheReceiversWindow) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   if (!client.endpoint->capabilities().remote_invalidation) {
     GTEST_SKIP() << "provider has no remote invalidation";
   }
@@ -637,7 +639,7 @@ TEST_P(FabricConformanceTest, SendWithInvalidateKillsTheReceiversWindow) {
 
 TEST_P(FabricConformanceTest, SendWithInvalidateOfUnknownHandleFails) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory window_mem = Register(client, 64);
   Memory rx = Register(client, 64);
   Memory tx = Register(server, 64);
@@ -658,7 +660,7 @@ TEST_P(FabricConformanceTest, SendWithInvalidateOfUnknownHandleFails) {
 
 TEST_P(FabricConformanceTest, DisconnectFlushesEveryOutstandingOperationOnce) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   constexpr size_t kBig = 2 * 1024 * 1024;
   Memory remote = Register(server, kBig, 1);
   Memory srx = Register(server, 64 * 16);
@@ -710,7 +712,7 @@ TEST_P(FabricConformanceTest, DisconnectFlushesEveryOutstandingOperationOnce) {
 
 TEST_P(FabricConformanceTest, DisconnectBeforeAnyProgressFlushesEverything) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory remote = Register(server, 4096);
   Memory local = Register(client, 4096);
   const RemoteRegion region =
@@ -738,7 +740,7 @@ TEST_P(FabricConformanceTest, DisconnectBeforeAnyProgressFlushesEverything) {
 
 TEST_P(FabricConformanceTest, PeerDisconnectFlushesTheOtherSide) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory m = Register(client, 256);
   for (uint64_t i = 0; i < 8; ++i) {
     ASSERT_TRUE(client.endpoint->PostReceive(i, m.Slice(32 * i, 32)).ok());
@@ -826,7 +828,7 @@ void FabricConformanceTest::ExpectAccessViolation(
     const std::function<RemoteRegion(RemoteRegion)>& aim,
     bool invalidate_first) {
   Side client, server;
-  Connect(client, server);
+  ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   Memory remote = Register(server, 8192, 1);
   Memory srx = Register(server, 64);
   Memory local = Register(client, 8192, 2);

@@ -1,0 +1,44 @@
+# Soft-RoCE test VM. interop/vm/run-in-vm.sh boots Debian's kernel under
+# qemu with a Soft-RoCE device (rxe0 on dummy0, 192.0.2.1) and runs one
+# command in it; see interop/vm/README.md and the comment at the top of
+# run-in-vm.sh. Tests that need it carry the ctest label `vm`. The first run
+# downloads the kernel and busybox Debian packages into RPCRDMA_VM_CACHE
+# (about 70 MB); later runs reuse them. Defined here, before any
+# subdirectory, so that every directory can register VM tests.
+
+set(RPCRDMA_VM_CACHE "${CMAKE_BINARY_DIR}/vm-cache"
+    CACHE PATH "Where the VM harness keeps Debian packages and its boot image")
+set(RPCRDMA_VM_TIMEOUT 300
+    CACHE STRING "Seconds a VM test may run before run-in-vm.sh stops it")
+set(RPCRDMA_VM_DIR "${CMAKE_CURRENT_LIST_DIR}/../interop/vm")
+cmake_path(NORMAL_PATH RPCRDMA_VM_DIR)
+
+# rpcrdma_add_vm_test(NAME <name> [SERVICES <svc>...] [RO <dir>...]
+#                     [ENV <NAME=VALUE>...] COMMAND <command> [<arg>...])
+# A ctest (label `vm`) that runs COMMAND inside the Soft-RoCE VM. The
+# source and build trees are visible in the VM at their own paths, so
+# COMMAND may name $<TARGET_FILE:...> and scripts in the source tree. The
+# read-write share, with the logs, is <current binary dir>/<name>.vm.
+# SERVICES: kernel services to start first (nfsd).
+function(rpcrdma_add_vm_test)
+  cmake_parse_arguments(V "" "NAME" "SERVICES;RO;ENV;COMMAND" ${ARGN})
+  set(args --cache ${RPCRDMA_VM_CACHE} --timeout ${RPCRDMA_VM_TIMEOUT}
+           --share ${CMAKE_CURRENT_BINARY_DIR}/${V_NAME}.vm
+           --ro ${CMAKE_SOURCE_DIR} --ro ${CMAKE_BINARY_DIR})
+  foreach(dir IN LISTS V_RO)
+    list(APPEND args --ro ${dir})
+  endforeach()
+  foreach(env IN LISTS V_ENV)
+    list(APPEND args --env ${env})
+  endforeach()
+  if(V_SERVICES)
+    list(JOIN V_SERVICES "," services)
+    list(APPEND args --services ${services})
+  endif()
+  add_test(NAME ${V_NAME}
+           COMMAND bash ${RPCRDMA_VM_DIR}/run-in-vm.sh ${args} -- ${V_COMMAND})
+  # The VM keeps both CPUs of a 2-core machine busy; a cold first run also
+  # downloads and unpacks the kernel.
+  set_tests_properties(${V_NAME} PROPERTIES LABELS vm TIMEOUT 600
+                                            PROCESSORS 2)
+endfunction()
