@@ -3,7 +3,10 @@
 // the same run. Compare providers by the ratio to those baselines, never by
 // absolute numbers from different runs.
 //
-// Providers: soft over a Unix-domain socket, soft over TCP, and verbs when
+// Providers: soft over a Unix-domain socket with RDMA data through the
+// socket (soft_unix) and with the default options, where transfers of
+// cross_memory_min_length and more use cross-memory attach
+// (soft_unix_cma), soft over TCP, and verbs when
 // RPCRDMA_BENCH_VERBS_ADDR names an address on an RDMA device (for example
 // 192.0.2.1 inside the Soft-RoCE test VM).
 #include <benchmark/benchmark.h>
@@ -38,10 +41,17 @@ std::unique_ptr<FabricPair> Pair(const std::string& provider,
                                  benchmark::State& state) {
   static int serial = 0;
   absl::StatusOr<std::unique_ptr<FabricPair>> pair;
-  if (provider == "soft_unix") {
+  if (provider == "soft_unix" || provider == "soft_unix_cma") {
+    fabric::SoftFabricOptions options;
+    options.cross_memory_attach = provider == "soft_unix_cma";
     pair = FabricPair::Connect(
-        fabric::MakeSoftFabric(), fabric::MakeSoftFabric(),
+        fabric::MakeSoftFabric(options), fabric::MakeSoftFabric(options),
         absl::StrCat("unix:@rpcrdma-bench-", getpid(), "-", ++serial));
+    if (pair.ok() && fabric::SoftUsesCrossMemory((*pair)->client()) !=
+                         options.cross_memory_attach) {
+      pair = absl::FailedPreconditionError(
+          "cross-memory attach not in the state asked for");
+    }
   } else if (provider == "soft_tcp") {
     pair = FabricPair::Connect(fabric::MakeSoftFabric(),
                                fabric::MakeSoftFabric(), "tcp:127.0.0.1:0");
@@ -248,7 +258,8 @@ void BulkSizes(benchmark::internal::Benchmark* b) {
 }
 
 void RegisterAll() {
-  std::vector<std::string> providers = {"soft_unix", "soft_tcp"};
+  std::vector<std::string> providers = {"soft_unix", "soft_unix_cma",
+                                        "soft_tcp"};
 #ifdef RPCRDMA_HAVE_VERBS
   if (std::getenv("RPCRDMA_BENCH_VERBS_ADDR") != nullptr) {
     providers.push_back("verbs");

@@ -126,7 +126,7 @@ TEST(SoftWire, MalformedFramesAreErrors) {
   ExpectMalformed(Data({0, 0x10, 0, 0x0f}));                       // too long
   ExpectMalformed(Data({0xff, 0xff, 0xff, 0xff}));                 // too long
   ExpectMalformed(Data({0, 0, 0, 1, 0}));                          // type 0
-  ExpectMalformed(Data({0, 0, 0, 1, 10}));                         // type 10
+  ExpectMalformed(Data({0, 0, 0, 1, 14}));                         // type 14
   ExpectMalformed(Data({0, 0, 0, 2, 9, 0}));                       // trailing
   ExpectMalformed(Data({0, 0, 0, 9, 5, 0, 0, 0, 0, 0, 0, 0, 1}));  // short ACK
   ExpectMalformed(Data({0, 0, 0, 11, 5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}));
@@ -163,6 +163,97 @@ TEST(SoftWire, MalformedFramesAreErrors) {
   std::vector<uint8_t> huge;
   AppendReadResp(huge, 1, 0, true, big);
   ExpectMalformed(huge);
+}
+
+TEST(SoftWire, CrossMemoryOfferAndAnswerGolden) {
+  std::vector<uint8_t> out;
+  AppendCmaOffer(out, 0x00007f0011223344, 0x0102030405060708);
+  AppendCmaAnswer(out, true);
+  EXPECT_THAT(out, ElementsAreArray(Data({
+                       0, 0, 0,    17, 10,                      // CMA_OFFER
+                       0, 0, 0x7f, 0,  0x11, 0x22, 0x33, 0x44,  // addr
+                       1, 2, 3,    4,  5,    6,    7,    8,     // cookie
+                       0, 0, 0,    2,  11,   1,  // CMA_ANSWER yes
+                   })));
+  absl::StatusOr<DecodeResult> d = DecodeFrame(out);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->consumed, 21u);
+  EXPECT_EQ(d->frame.type, FrameType::kCmaOffer);
+  EXPECT_EQ(d->frame.address, 0x00007f0011223344u);
+  EXPECT_EQ(d->frame.cookie, 0x0102030405060708u);
+  d = DecodeFrame(absl::MakeConstSpan(out).subspan(21));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->frame.type, FrameType::kCmaAnswer);
+  EXPECT_EQ(d->frame.status, 1);
+}
+
+TEST(SoftWire, CrossMemoryRequestsGolden) {
+  std::vector<uint8_t> out;
+  const CmaSegment segments[] = {{0x1000, 5}, {0xa0b0c0d0e0f00102, 0x10000}};
+  AppendCmaRequest(out, FrameType::kReadReqCma, 3, 0x200, 0x55, 0x10005,
+                   segments);
+  EXPECT_THAT(out, ElementsAreArray(Data({
+                       0,    0,    0,    49,   12,  // READ_REQ_CMA
+                       0,    0,    0,    0,    0,    0,    0,    3,  // id
+                       0,    0,    2,    0,                          // handle
+                       0,    0,    0,    0,    0,    0,    0,    0x55,  // addr
+                       0,    1,    0,    5,  // length
+                       0,    0,    0,    0,    0,    0,    0x10, 0,
+                       0,    0,    0,    5,  // segment 1
+                       0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0, 1,    2,
+                       0,    1,    0,    0,  // segment 2
+                   })));
+  absl::StatusOr<DecodeResult> d = DecodeFrame(out);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->frame.type, FrameType::kReadReqCma);
+  EXPECT_EQ(d->frame.id, 3u);
+  EXPECT_EQ(d->frame.handle, 0x200u);
+  EXPECT_EQ(d->frame.address, 0x55u);
+  EXPECT_EQ(d->frame.length, 0x10005u);
+  EXPECT_THAT(d->frame.segments, ElementsAreArray(segments));
+  // WRITE_CMA differs only in its type; no segments is allowed.
+  std::vector<uint8_t> write;
+  AppendCmaRequest(write, FrameType::kWriteCma, 4, 1, 2, 0, {});
+  EXPECT_THAT(write, ElementsAreArray(Data({0, 0, 0, 25, 13,  // WRITE_CMA
+                                            0, 0, 0, 0,  0,  0, 0, 4,  //
+                                            0, 0, 0, 1,                //
+                                            0, 0, 0, 0,  0,  0, 0, 2,  //
+                                            0, 0, 0, 0})));
+  d = DecodeFrame(write);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->frame.type, FrameType::kWriteCma);
+  EXPECT_TRUE(d->frame.segments.empty());
+}
+
+TEST(SoftWire, MalformedCrossMemoryFramesAreErrors) {
+  ExpectMalformed(Data({0, 0, 0, 1, 10}));  // CMA_OFFER without a body
+  ExpectMalformed(Data({0, 0, 0, 9, 10, 0, 0, 0, 0, 0, 0, 0, 1}));  // short
+  ExpectMalformed(Data({0, 0, 0, 1, 11}));        // CMA_ANSWER without a body
+  ExpectMalformed(Data({0, 0, 0, 2, 11, 2}));     // accepted = 2
+  ExpectMalformed(Data({0, 0, 0, 3, 11, 1, 0}));  // trailing
+  // A request cut inside its fixed part, and one with a partial segment.
+  std::vector<uint8_t> req;
+  const CmaSegment one[] = {{1, 1}};
+  AppendCmaRequest(req, FrameType::kWriteCma, 1, 1, 1, 1, one);
+  std::vector<uint8_t> partial(req.begin(), req.end() - 1);
+  partial[3] = static_cast<uint8_t>(partial[3] - 1);
+  ExpectMalformed(partial);
+  std::vector<uint8_t> fixed_only(req.begin(), req.begin() + 5 + 23);
+  fixed_only[3] = 24;
+  ExpectMalformed(fixed_only);
+  // kMaxCmaSegments segments decode; one more is out of range.
+  std::vector<CmaSegment> many(kMaxCmaSegments, CmaSegment{1, 1});
+  std::vector<uint8_t> most;
+  AppendCmaRequest(most, FrameType::kReadReqCma, 1, 1, 1, 256, many);
+  absl::StatusOr<DecodeResult> d = DecodeFrame(most);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->frame.segments.size(), kMaxCmaSegments);
+  many.push_back(CmaSegment{1, 1});
+  std::vector<uint8_t> too_many;
+  AppendCmaRequest(too_many, FrameType::kReadReqCma, 1, 1, 1, 257, many);
+  d = DecodeFrame(too_many);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TEST(SoftWire, SendWithoutInvalidateHasNoHandle) {

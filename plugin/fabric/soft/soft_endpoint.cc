@@ -4,11 +4,14 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +51,56 @@ void Scatter(const std::vector<absl::Span<uint8_t>>& list, uint64_t offset,
 }
 
 std::string Errno(int err) { return std::string(strerror(err)); }
+
+bool IsUnixSocket(int fd) {
+  int domain = 0;
+  socklen_t len = sizeof(domain);
+  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+         domain == AF_UNIX;
+}
+
+void* PointerOf(uint64_t address) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+}
+
+// Copies between `local` and the segments of process `pid` (into them when
+// `to_peer`). Returns 0 or an errno value.
+int CrossMemoryCopy(int pid, absl::Span<uint8_t> local,
+                    absl::Span<const CmaSegment> segments, bool to_peer) {
+  std::vector<iovec> remote;
+  remote.reserve(segments.size());
+  for (const CmaSegment& seg : segments) {
+    if (seg.length > 0)
+      remote.push_back(iovec{PointerOf(seg.address), seg.length});
+  }
+  size_t done = 0;
+  size_t first = 0;  // remote iovecs before this one are used up
+  while (done < local.size()) {
+    iovec l{local.data() + done, local.size() - done};
+    const ssize_t n = to_peer
+                          ? process_vm_writev(pid, &l, 1, remote.data() + first,
+                                              remote.size() - first, 0)
+                          : process_vm_readv(pid, &l, 1, remote.data() + first,
+                                             remote.size() - first, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EFAULT;
+    // A partial transfer: skip what moved.
+    size_t moved = static_cast<size_t>(n);
+    done += moved;
+    while (moved > 0 && first < remote.size()) {
+      const size_t take = std::min(moved, remote[first].iov_len);
+      remote[first].iov_base =
+          static_cast<uint8_t*>(remote[first].iov_base) + take;
+      remote[first].iov_len -= take;
+      moved -= take;
+      if (remote[first].iov_len == 0) ++first;
+    }
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -119,6 +172,7 @@ absl::StatusOr<std::unique_ptr<SoftEndpoint>> SoftEndpoint::Connect(
   ep->connect_in_progress_ = in_progress;
   AppendConnect(ep->stream_.output(), ep->caps_.initiator_depth,
                 ep->caps_.responder_resources, private_data);
+  ep->OfferCrossMemory();
   if (absl::Status s = ep->Init(); !s.ok()) return s;
   ep->Progress();
   return ep;
@@ -147,6 +201,7 @@ absl::StatusOr<std::unique_ptr<SoftEndpoint>> SoftEndpoint::Accept(
       std::min(ep->caps_.responder_resources, peer_initiator_depth);
   AppendAccept(ep->stream_.output(), ep->caps_.initiator_depth,
                ep->caps_.responder_resources, private_data);
+  ep->OfferCrossMemory();
   ep->state_ = State::kEstablished;
   ConnectionEvent established;
   established.type = ConnectionEventType::kEstablished;
@@ -490,15 +545,47 @@ SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
     case Outgoing::Kind::kFrames:
       out.insert(out.end(), item.frames.begin(), item.frames.end());
       return Produced::kDone;
-    case Outgoing::Kind::kReadRequest:
+    case Outgoing::Kind::kReadRequest: {
       // Like a send queue, everything behind a read waits while the
-      // initiator depth is used up.
-      if (reads_in_flight_ >= caps_.initiator_depth) return Produced::kBlocked;
+      // initiator depth is used up, and RDMA waits for the peer's answer
+      // to a cross-memory offer.
+      if (cma_awaiting_answer_ || reads_in_flight_ >= caps_.initiator_depth) {
+        return Produced::kBlocked;
+      }
       ++reads_in_flight_;
-      AppendReadReq(out, item.id, item.handle, item.address,
-                    static_cast<uint32_t>(item.length));
+      auto it = pending_.find(item.id);
+      std::optional<std::vector<CmaSegment>> segments;
+      if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
+          it != pending_.end()) {
+        segments = SegmentsOf(it->second.scatter);
+      }
+      if (segments.has_value()) {
+        it->second.cross_memory = true;
+        ++cma_operations_;
+        AppendCmaRequest(out, FrameType::kReadReqCma, item.id, item.handle,
+                         item.address, static_cast<uint32_t>(item.length),
+                         *segments);
+      } else {
+        AppendReadReq(out, item.id, item.handle, item.address,
+                      static_cast<uint32_t>(item.length));
+      }
       return Produced::kDone;
+    }
     case Outgoing::Kind::kWrite: {
+      if (item.done == 0) {
+        if (cma_awaiting_answer_) return Produced::kBlocked;
+        std::optional<std::vector<CmaSegment>> segments;
+        if (cma_out_ && item.length >= fabric_.cross_memory_min_length) {
+          segments = SegmentsOf(item.gather);
+        }
+        if (segments.has_value()) {
+          ++cma_operations_;
+          AppendCmaRequest(out, FrameType::kWriteCma, item.id, item.handle,
+                           item.address, static_cast<uint32_t>(item.length),
+                           *segments);
+          return Produced::kDone;
+        }
+      }
       const uint64_t n =
           std::min<uint64_t>(kMaxRdmaChunk, item.length - item.done);
       std::vector<absl::Span<const uint8_t>> pieces;
@@ -610,6 +697,16 @@ void SoftEndpoint::HandleFrame(const Frame& f) {
       Close(ConnectionEventType::kDisconnected, "disconnected by the peer",
             /*orderly=*/true);
       return;
+    case FrameType::kCmaOffer:
+      HandleCmaOffer(f);
+      return;
+    case FrameType::kCmaAnswer:
+      HandleCmaAnswer(f);
+      return;
+    case FrameType::kReadReqCma:
+    case FrameType::kWriteCma:
+      HandleCmaRequest(f);
+      return;
     case FrameType::kConnect:
     case FrameType::kAccept:
     case FrameType::kReject:
@@ -716,6 +813,14 @@ void SoftEndpoint::HandleReadResp(const Frame& f) {
     return;
   }
   Pending& p = it->second;
+  if (p.cross_memory) {
+    // The responder has already copied the data into the scatter list.
+    if (!f.data.empty() || !f.last) {
+      ProtocolError("READ_RESP with data for a cross-memory RDMA Read");
+      return;
+    }
+    p.received = p.expected;
+  }
   if (f.data.size() > p.expected - p.received) {
     ProtocolError("READ_RESP carries more data than was asked for");
     return;
@@ -747,6 +852,153 @@ void SoftEndpoint::HandleWrite(const Frame& f) {
   }
   if (!f.data.empty()) std::memcpy(bytes->data(), f.data.data(), f.data.size());
   if (f.last) AppendAck(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess));
+}
+
+template <typename T>
+std::optional<std::vector<CmaSegment>> SoftEndpoint::SegmentsOf(
+    const std::vector<absl::Span<T>>& list) {
+  std::vector<CmaSegment> segments;
+  for (absl::Span<T> sge : list) {
+    if (sge.empty()) continue;
+    if (segments.size() == kMaxCmaSegments) return std::nullopt;
+    segments.push_back(CmaSegment{reinterpret_cast<uintptr_t>(sge.data()),
+                                  static_cast<uint32_t>(sge.size())});
+  }
+  return segments;
+}
+
+void SoftEndpoint::OfferCrossMemory() {
+  if (!fabric_.cross_memory_attach || !stream_.open() ||
+      !IsUnixSocket(stream_.fd())) {
+    return;
+  }
+  std::random_device device;
+  probe_cookie_ = std::make_unique<uint64_t>((uint64_t{device()} << 32) ^
+                                             uint64_t{device()});
+  AppendCmaOffer(stream_.output(),
+                 reinterpret_cast<uintptr_t>(probe_cookie_.get()),
+                 *probe_cookie_);
+  cma_offered_ = true;
+  cma_awaiting_answer_ = true;
+}
+
+bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie) {
+  if (fabric_.fail_cross_memory_probe) return false;
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(stream_.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      cred.pid <= 0) {
+    return false;
+  }
+  uint64_t value = 0;
+  iovec local{&value, sizeof(value)};
+  iovec remote{PointerOf(address), sizeof(value)};
+  if (process_vm_readv(cred.pid, &local, 1, &remote, 1, 0) !=
+          static_cast<ssize_t>(sizeof(value)) ||
+      value != cookie) {
+    return false;
+  }
+  // Writing the same value back shows the other direction works too.
+  if (process_vm_writev(cred.pid, &local, 1, &remote, 1, 0) !=
+      static_cast<ssize_t>(sizeof(value))) {
+    return false;
+  }
+  peer_pid_ = cred.pid;
+  // A pidfd tells, before each copy, whether the peer has exited (its pid
+  // could then name another process). Kernels or sandboxes without
+  // pidfd_open(2) go without that check.
+  peer_pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, cred.pid, 0)));
+  return true;
+}
+
+bool SoftEndpoint::PeerExited() const {
+  if (!peer_pidfd_.valid()) return false;
+  pollfd p{peer_pidfd_.get(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+void SoftEndpoint::HandleCmaOffer(const Frame& f) {
+  if (peer_offer_seen_) {
+    ProtocolError("a second CMA_OFFER");
+    return;
+  }
+  peer_offer_seen_ = true;
+  // Only a side that offers the path itself accepts it. The answer goes
+  // ahead of queued work (whole frames only ever sit in the output
+  // buffer): the peer's RDMA waits for it, and ours may wait for the
+  // peer's answer.
+  cma_in_ = cma_offered_ && ProbePeer(f.address, f.cookie);
+  AppendCmaAnswer(stream_.output(), cma_in_);
+}
+
+void SoftEndpoint::HandleCmaAnswer(const Frame& f) {
+  if (!cma_awaiting_answer_) {
+    ProtocolError("CMA_ANSWER without an offer");
+    return;
+  }
+  cma_awaiting_answer_ = false;
+  cma_out_ = f.status == 1;
+}
+
+void SoftEndpoint::HandleCmaRequest(const Frame& f) {
+  const bool read = f.type == FrameType::kReadReqCma;
+  auto fail = [&](WorkStatus initiator_status, std::string detail) {
+    std::vector<uint8_t> frame;
+    if (read) {
+      AppendReadResp(frame, f.id, StatusByte(initiator_status), true, {});
+    } else {
+      AppendAck(frame, f.id, StatusByte(initiator_status));
+    }
+    Close(ConnectionEventType::kDisconnected, std::move(detail),
+          /*orderly=*/true, {}, WorkStatus::kFlushed, {}, std::move(frame));
+  };
+  if (!cma_in_) {
+    ProtocolError("a cross-memory request without an accepted offer");
+    return;
+  }
+  if (read && reads_answering_ >= caps_.responder_resources) {
+    fail(WorkStatus::kRemoteInvalidRequest,
+         "RDMA Read beyond the negotiated responder resources");
+    return;
+  }
+  uint64_t total = 0;
+  for (const CmaSegment& seg : f.segments) total += seg.length;
+  if (total != f.length) {
+    fail(WorkStatus::kRemoteInvalidRequest,
+         absl::StrCat("cross-memory segments of ", total,
+                      " octets for a request of ", f.length));
+    return;
+  }
+  // The window is checked right before the copy, as for the socket path.
+  std::optional<absl::Span<uint8_t>> bytes = pd_->Access(
+      f.handle, f.address, f.length, read ? kRemoteRead : kRemoteWrite);
+  if (!bytes.has_value()) {
+    fail(WorkStatus::kRemoteAccessError,
+         absl::StrCat("remote access error: RDMA ", read ? "Read" : "Write",
+                      " of handle ", f.handle, " at ", f.address, " for ",
+                      f.length, " octets"));
+    return;
+  }
+  if (PeerExited()) {
+    Close(ConnectionEventType::kDisconnected,
+          "the peer process exited before a cross-memory copy",
+          /*orderly=*/false);
+    return;
+  }
+  if (int err = CrossMemoryCopy(peer_pid_, *bytes, f.segments, read);
+      err != 0) {
+    // EFAULT: the initiator named memory it does not have.
+    fail(err == EFAULT ? WorkStatus::kLocalProtectionError
+                       : WorkStatus::kTransportError,
+         absl::StrCat("cross-memory copy failed: ", Errno(err)));
+    return;
+  }
+  if (read) {
+    AppendReadResp(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess), true,
+                   {});
+  } else {
+    AppendAck(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess));
+  }
 }
 
 void SoftEndpoint::Progress() {
@@ -859,3 +1111,17 @@ void SoftEndpoint::UpdateSignals() {
 }
 
 }  // namespace rpcrdma::fabric::soft
+
+namespace rpcrdma::fabric {
+
+bool SoftUsesCrossMemory(const Endpoint& endpoint) {
+  const auto* soft = dynamic_cast<const soft::SoftEndpoint*>(&endpoint);
+  return soft != nullptr && soft->uses_cross_memory();
+}
+
+uint64_t SoftCrossMemoryOperations(const Endpoint& endpoint) {
+  const auto* soft = dynamic_cast<const soft::SoftEndpoint*>(&endpoint);
+  return soft != nullptr ? soft->cross_memory_operations() : 0;
+}
+
+}  // namespace rpcrdma::fabric

@@ -77,6 +77,13 @@ class SoftEndpoint : public Endpoint {
   std::optional<ConnectionEvent> PollConnectionEvent() override;
   void Disconnect() override;
 
+  // True once the peer has accepted this side's offer of cross-memory
+  // attach: this side's RDMA Reads and Writes then move by
+  // process_vm_readv/process_vm_writev instead of through the socket.
+  bool uses_cross_memory() const { return cma_out_; }
+  // RDMA Reads and Writes this side sent as cross-memory requests.
+  uint64_t cross_memory_operations() const { return cma_operations_; }
+
  private:
   enum class State { kConnecting, kEstablished, kClosed };
 
@@ -87,6 +94,7 @@ class SoftEndpoint : public Endpoint {
     std::vector<absl::Span<uint8_t>> scatter;  // RDMA Read destination
     uint64_t expected = 0;                     // RDMA Read length
     uint64_t received = 0;
+    bool cross_memory = false;  // sent as READ_REQ_CMA
   };
   struct Receive {
     uint64_t wr_id = 0;
@@ -126,6 +134,22 @@ class SoftEndpoint : public Endpoint {
   void HandleReadReq(const Frame& frame);
   void HandleReadResp(const Frame& frame);
   void HandleWrite(const Frame& frame);
+  void HandleCmaOffer(const Frame& frame);
+  void HandleCmaAnswer(const Frame& frame);
+  // READ_REQ_CMA and WRITE_CMA: checks the window, then copies.
+  void HandleCmaRequest(const Frame& frame);
+  // Queues CMA_OFFER when the options ask for it and the socket is a
+  // Unix-domain one.
+  void OfferCrossMemory();
+  // Reads and writes back the peer's cookie; on success records its pid.
+  bool ProbePeer(uint64_t address, uint64_t cookie);
+  // True when the peer process is known to have exited.
+  bool PeerExited() const;
+  // The segments naming `list` in this process, or nullopt when there are
+  // more than a cross-memory request carries.
+  template <typename T>
+  static std::optional<std::vector<CmaSegment>> SegmentsOf(
+      const std::vector<absl::Span<T>>& list);
   // Appends as much output as the high-water mark allows; true when the
   // rest waits for the peer (a read beyond the initiator depth).
   bool Produce();
@@ -186,6 +210,18 @@ class SoftEndpoint : public Endpoint {
   uint32_t reads_in_flight_ = 0;
   uint32_t reads_answering_ = 0;
   std::deque<Outgoing> outgoing_;
+
+  // Cross-memory attach. The cookie lives on the heap so its address is
+  // stable for the peer's probe.
+  std::unique_ptr<uint64_t> probe_cookie_;
+  bool cma_offered_ = false;  // this side sent CMA_OFFER
+  bool cma_awaiting_answer_ = false;
+  bool cma_out_ = false;  // the peer accepted: this side's RDMA uses it
+  bool cma_in_ = false;   // this side accepted the peer's offer
+  bool peer_offer_seen_ = false;
+  int peer_pid_ = 0;
+  uint64_t cma_operations_ = 0;
+  UniqueFd peer_pidfd_;
 
   std::deque<Queued> completions_;
   std::deque<ConnectionEvent> events_;

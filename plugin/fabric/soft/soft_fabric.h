@@ -28,7 +28,7 @@
 //   initiator's is in the ConnectRequest); the active side's carries the
 //   accept private data exactly as sent.
 // - Capabilities.max_message_size bounds Sends; RDMA transfers may be up to
-//   4 GiB - 1 and travel in 64 KiB pieces.
+//   4 GiB - 1 and travel in 64 KiB pieces (on the socket path).
 // - The initiator depth (ORD) is negotiated at connect time as the smaller
 //   of this side's request and the peer's responder resources (IRD), and is
 //   enforced: an RDMA Read beyond it waits, and everything posted after it
@@ -37,6 +37,13 @@
 //   breaks.
 // - Disconnect() while still connecting abandons the attempt and reports
 //   kDisconnected.
+// - Over a Unix-domain socket, RDMA Read and Write data can move by
+//   cross-memory attach (process_vm_readv/process_vm_writev) with one copy
+//   instead of through the socket; see SoftFabricOptions and soft_wire.h.
+//   The initiator chooses the path per operation; completions and ordering
+//   are the same on both.
+//   The responder still checks every access against its own window table,
+//   so violations fail exactly as on the socket path.
 #ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_FABRIC_H_
 #define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_FABRIC_H_
 
@@ -59,6 +66,22 @@ struct SoftFabricOptions {
   uint32_t max_queue_depth = 4096;
   uint32_t max_message_size = 1024 * 1024;  // at most 1 MiB
 
+  // Offer cross-memory attach on Unix-domain connections: RDMA Read/Write
+  // data is copied once, directly between the two processes' memory,
+  // instead of travelling through the socket. Used in a direction only
+  // when both sides offer it and the responder's probe of the initiator's
+  // memory works (Yama ptrace_scope, differing credentials, seccomp or pid
+  // namespaces can refuse it); otherwise the socket path is used.
+  bool cross_memory_attach = true;
+  // RDMA Reads and Writes shorter than this still go through the socket
+  // even when cross-memory attach is in use: below about 8 KiB the
+  // process_vm_* call costs more than the socket copies (see
+  // bench/fabric_bench.cc).
+  uint32_t cross_memory_min_length = 8 * 1024;
+  // Testing: this fabric's endpoints treat every probe of a peer as
+  // failed, so a peer's offer is declined.
+  bool fail_cross_memory_probe = false;
+
   // Fault injection, applied to every endpoint this fabric creates.
   // When nonzero, the Nth Send/RDMA Read/RDMA Write posted on an endpoint
   // breaks its connection abruptly (as a cut link would): that operation
@@ -74,6 +97,14 @@ struct SoftFabricOptions {
 };
 
 std::unique_ptr<Fabric> MakeSoftFabric(SoftFabricOptions options = {});
+
+// True when `endpoint` is a soft endpoint whose own RDMA Reads and Writes
+// now move by cross-memory attach (the peer accepted its offer); false for
+// the socket path, before the answer has arrived, or for other providers.
+bool SoftUsesCrossMemory(const Endpoint& endpoint);
+// How many of `endpoint`'s RDMA Reads and Writes were sent as cross-memory
+// requests (0 for other providers).
+uint64_t SoftCrossMemoryOperations(const Endpoint& endpoint);
 
 }  // namespace rpcrdma::fabric
 

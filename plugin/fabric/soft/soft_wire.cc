@@ -196,6 +196,38 @@ absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
     }
     case FrameType::kDisconnect:
       break;
+    case FrameType::kCmaOffer:
+      if (!(r.U64(f.address) && r.U64(f.cookie))) return Truncated("CMA_OFFER");
+      break;
+    case FrameType::kCmaAnswer:
+      if (!r.U8(f.status)) return Truncated("CMA_ANSWER");
+      if (f.status > 1) {
+        return absl::InvalidArgumentError("soft frame: bad CMA_ANSWER");
+      }
+      break;
+    case FrameType::kReadReqCma:
+    case FrameType::kWriteCma: {
+      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
+            r.U32(f.length))) {
+        return Truncated("cross-memory request");
+      }
+      if (r.remaining() % kCmaSegmentSize != 0) {
+        return absl::InvalidArgumentError(
+            "soft frame: cross-memory segment list of a partial segment");
+      }
+      const size_t count = r.remaining() / kCmaSegmentSize;
+      if (count > kMaxCmaSegments) {
+        return absl::OutOfRangeError(
+            absl::StrCat("soft frame: ", count,
+                         " cross-memory segments exceed ", kMaxCmaSegments));
+      }
+      f.segments.resize(count);
+      for (CmaSegment& seg : f.segments) {
+        r.U64(seg.address);
+        r.U32(seg.length);
+      }
+      break;
+    }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("soft frame: unknown type ", type));
@@ -290,6 +322,35 @@ void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
 
 void AppendDisconnect(std::vector<uint8_t>& out) {
   size_t at = Begin(out, FrameType::kDisconnect);
+  Finish(out, at);
+}
+
+void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
+                    uint64_t probe_cookie) {
+  size_t at = Begin(out, FrameType::kCmaOffer);
+  PutBe(out, probe_address, 8);
+  PutBe(out, probe_cookie, 8);
+  Finish(out, at);
+}
+
+void AppendCmaAnswer(std::vector<uint8_t>& out, bool accepted) {
+  size_t at = Begin(out, FrameType::kCmaAnswer);
+  out.push_back(accepted ? 1 : 0);
+  Finish(out, at);
+}
+
+void AppendCmaRequest(std::vector<uint8_t>& out, FrameType type, uint64_t id,
+                      uint32_t handle, uint64_t address, uint32_t length,
+                      absl::Span<const CmaSegment> segments) {
+  size_t at = Begin(out, type);
+  PutBe(out, id, 8);
+  PutBe(out, handle, 4);
+  PutBe(out, address, 8);
+  PutBe(out, length, 4);
+  for (const CmaSegment& seg : segments) {
+    PutBe(out, seg.address, 8);
+    PutBe(out, seg.length, 4);
+  }
   Finish(out, at);
 }
 

@@ -21,6 +21,13 @@
 //   READ_RESP  u64 id  u8 status  u8 last  data (the rest of the body)
 //   WRITE      u64 id  u32 handle  u64 address  u8 last  data (the rest)
 //   DISCONNECT (empty)
+//   CMA_OFFER  u64 probe_address  u64 probe_cookie
+//   CMA_ANSWER u8 accepted (0 or 1)
+//   READ_REQ_CMA   u64 id  u32 handle  u64 address  u32 length  segments
+//   WRITE_CMA      u64 id  u32 handle  u64 address  u32 length  segments
+//
+// where segments (the rest of the body, at most kMaxCmaSegments of them)
+// are each  u64 address  u32 length  in the initiator's address space.
 //
 // The active side sends CONNECT; the passive side answers ACCEPT or REJECT
 // (and closes after REJECT). Private data is delivered exactly as sent (at
@@ -43,6 +50,28 @@
 // status and flushes everything else. DISCONNECT announces an orderly
 // close; end of stream without it is a lost connection. Any malformed
 // frame (unknown type, short or oversized body) breaks the connection.
+//
+// Cross-memory attach (Unix-domain sockets only). A side that offers it
+// sends CMA_OFFER right behind its CONNECT or ACCEPT, naming an 8-octet
+// cookie in its own memory. The peer, if it offers the path too, learns
+// the offerer's process from the socket (SO_PEERCRED), reads the cookie
+// with process_vm_readv(2) and writes it back with process_vm_writev(2),
+// and answers CMA_ANSWER accepted = 1 when both worked and the value
+// matched, else 0. An offerer holds its RDMA Reads and Writes until the
+// answer; after accepted = 1 it sends READ_REQ_CMA and WRITE_CMA instead
+// of READ_REQ and WRITE pieces, naming its own scatter/gather memory. The
+// responder checks the request against its window table exactly as for
+// READ_REQ and WRITE, then copies between its window and the initiator's
+// memory with one process_vm_writev (Read) or process_vm_readv (Write)
+// and answers with one READ_RESP (last = 1, no data) or one ACK. Each
+// direction is negotiated on its own; a side that never accepted the
+// path treats READ_REQ_CMA and WRITE_CMA as protocol errors. The copy
+// only ever touches the responder's validated window and the initiator's
+// own address space, so a bad segment list can hurt only the initiator
+// (its operation fails with kLocalProtectionError). A responder that finds
+// the initiator's process gone (pidfd) copies nothing and breaks the
+// connection. CMA_ANSWER may overtake queued frames; the initiator may
+// still send short transfers as READ_REQ and WRITE.
 #ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_WIRE_H_
 #define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_WIRE_H_
 
@@ -62,6 +91,8 @@ inline constexpr size_t kMaxPrivateData = 196;
 inline constexpr size_t kMaxRdmaChunk = 64 * 1024;
 inline constexpr size_t kMaxSendPayload = 1024 * 1024;
 inline constexpr size_t kFrameHeaderSize = 5;  // u32 length + u8 type
+inline constexpr size_t kMaxCmaSegments = 256;
+inline constexpr size_t kCmaSegmentSize = 12;  // u64 address + u32 length
 // The largest body: a SEND header (13 octets) plus the largest payload.
 inline constexpr size_t kMaxFrameBody = 1 + 13 + kMaxSendPayload;
 
@@ -75,24 +106,37 @@ enum class FrameType : uint8_t {
   kReadResp = 7,
   kWrite = 8,
   kDisconnect = 9,
+  kCmaOffer = 10,
+  kCmaAnswer = 11,
+  kReadReqCma = 12,
+  kWriteCma = 13,
+};
+
+// A scatter/gather element in the initiator's address space.
+struct CmaSegment {
+  uint64_t address = 0;
+  uint32_t length = 0;
+  bool operator==(const CmaSegment&) const = default;
 };
 
 // A decoded frame. Only the fields of its type are meaningful; `data`
 // points into the buffer that was decoded.
 struct Frame {
   FrameType type = FrameType::kDisconnect;
-  uint32_t initiator_depth = 0;        // CONNECT, ACCEPT
-  uint32_t responder_resources = 0;    // CONNECT, ACCEPT
-  uint64_t id = 0;                     // SEND, ACK, READ_REQ, READ_RESP, WRITE
-  uint32_t handle = 0;                 // READ_REQ, WRITE
-  uint64_t address = 0;                // READ_REQ, WRITE
-  uint32_t length = 0;                 // READ_REQ
-  uint8_t status = 0;                  // ACK, READ_RESP
-  bool last = false;                   // READ_RESP, WRITE
+  uint32_t initiator_depth = 0;      // CONNECT, ACCEPT
+  uint32_t responder_resources = 0;  // CONNECT, ACCEPT
+  uint64_t id = 0;       // SEND, ACK, READ_REQ, READ_RESP, WRITE, *_CMA
+  uint32_t handle = 0;   // READ_REQ, WRITE, *_CMA
+  uint64_t address = 0;  // READ_REQ, WRITE, *_CMA; CMA_OFFER: probe address
+  uint32_t length = 0;   // READ_REQ, *_CMA
+  uint64_t cookie = 0;   // CMA_OFFER
+  uint8_t status = 0;    // ACK, READ_RESP; CMA_ANSWER: accepted
+  bool last = false;     // READ_RESP, WRITE
   std::optional<uint32_t> invalidate;  // SEND
   // CONNECT/ACCEPT/REJECT: private data; SEND: payload; READ_RESP, WRITE:
   // data.
   absl::Span<const uint8_t> data;
+  std::vector<CmaSegment> segments;  // READ_REQ_CMA, WRITE_CMA
 };
 
 // Outcome of trying to decode the front of a byte stream.
@@ -130,6 +174,13 @@ void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                  uint64_t address, bool last,
                  absl::Span<const absl::Span<const uint8_t>> pieces);
 void AppendDisconnect(std::vector<uint8_t>& out);
+void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
+                    uint64_t probe_cookie);
+void AppendCmaAnswer(std::vector<uint8_t>& out, bool accepted);
+// `type` is kReadReqCma or kWriteCma; at most kMaxCmaSegments segments.
+void AppendCmaRequest(std::vector<uint8_t>& out, FrameType type, uint64_t id,
+                      uint32_t handle, uint64_t address, uint32_t length,
+                      absl::Span<const CmaSegment> segments);
 
 }  // namespace rpcrdma::fabric::soft
 
