@@ -131,10 +131,18 @@ struct EndpointOptions {
   uint32_t responder_resources = 16;  // clamped to the device's limit
 };
 
+// Private data every provider carries: the limits of the InfiniBand CM as
+// rdma-cm uses it on InfiniBand and RoCE (RDMA_PS_TCP), the smallest in
+// use. Providers refuse more with INVALID_ARGUMENT, so code that works on
+// one provider works on all. RFC 8797 private data (8 octets) fits in each.
+inline constexpr size_t kMaxConnectPrivateData = 56;
+inline constexpr size_t kMaxAcceptPrivateData = 196;
+inline constexpr size_t kMaxRejectPrivateData = 148;
+
 enum class ConnectionEventType {
   kEstablished,
-  kRejected,       // private_data holds the peer's reject payload, if any
-  kUnreachable,    // address/route resolution or connect failed
+  kRejected,     // private_data holds the peer's reject payload, if any
+  kUnreachable,  // address/route resolution or connect failed
   kDisconnected,
   kDeviceRemoved,
 };
@@ -207,8 +215,8 @@ class Listener {
   virtual std::string address() const = 0;
   virtual int event_fd() const = 0;
   // nullptr when no request is waiting.
-  virtual absl::StatusOr<std::unique_ptr<ConnectRequest>> PollConnectRequest()
-      = 0;
+  virtual absl::StatusOr<std::unique_ptr<ConnectRequest>>
+  PollConnectRequest() = 0;
 };
 
 class Fabric {

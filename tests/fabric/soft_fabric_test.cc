@@ -115,7 +115,7 @@ std::vector<uint8_t> Seq(size_t n) {
 
 TEST_F(SoftFabricTest, PrivateDataIsDeliveredExactlyNotPadded) {
   // RFC 8797 §5.2 has receivers search padded data; soft does not pad.
-  for (size_t n : {0u, 1u, 195u, 196u}) {
+  for (size_t n : {0u, 1u, 55u, 56u}) {
     Start({});
     Side client, server;
     Connect(client, server, Seq(n), Seq(196 - n));
@@ -126,12 +126,30 @@ TEST_F(SoftFabricTest, PrivateDataIsDeliveredExactlyNotPadded) {
   }
 }
 
-TEST_F(SoftFabricTest, PrivateDataOver196OctetsIsRefused) {
+// The soft fabric carries exactly what rdma-cm carries on InfiniBand and
+// RoCE: 56 octets with a connect request, 196 with an accept, 148 with a
+// reject.
+TEST_F(SoftFabricTest, PrivateDataBeyondTheCmLimitsIsRefused) {
   Start({});
-  EXPECT_EQ(client_fabric_->Connect(listener_->address(), Seq(197), {})
+  EXPECT_EQ(client_fabric_->Connect(listener_->address(), Seq(57), {})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  auto client = client_fabric_->Connect(listener_->address(), Seq(56), {});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<ConnectRequest> request;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = listener_->PollConnectRequest();
+        if (r.ok() && *r != nullptr) request = *std::move(r);
+        return request != nullptr;
+      },
+      {}, listener_.get()));
+  EXPECT_EQ(request->Accept(Seq(197), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(request->Reject(Seq(149)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(request->Reject(Seq(148)).ok());
 }
 
 TEST_F(SoftFabricTest, TcpPortZeroReportsTheChosenPort) {

@@ -26,15 +26,17 @@ namespace {
 using soft::DecodeFrame;
 using soft::FrameStream;
 using soft::FrameType;
-using soft::kMaxPrivateData;
 using soft::SoftEndpoint;
 using soft::UniqueFd;
 
-absl::Status CheckPrivateData(absl::Span<const uint8_t> private_data) {
-  if (private_data.size() > kMaxPrivateData) {
+// The soft fabric carries what rdma-cm carries on InfiniBand and RoCE, no
+// more, so a program tested on it keeps working on hardware.
+absl::Status CheckPrivateData(absl::Span<const uint8_t> private_data,
+                              size_t limit, absl::string_view what) {
+  if (private_data.size() > limit) {
     return absl::InvalidArgumentError(
-        absl::StrCat("soft fabric: private data of ", private_data.size(),
-                     " octets exceeds ", kMaxPrivateData));
+        absl::StrCat("soft fabric: ", what, " private data of ",
+                     private_data.size(), " octets exceeds ", limit));
   }
   return absl::OkStatus();
 }
@@ -76,7 +78,10 @@ class SoftConnectRequest : public ConnectRequest {
       return absl::FailedPreconditionError(
           "soft fabric: connect request already answered");
     }
-    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    if (absl::Status s =
+            CheckPrivateData(private_data, kMaxAcceptPrivateData, "accept");
+        !s.ok())
+      return s;
     if (absl::Status s = soft::ValidateEndpointOptions(options_, options);
         !s.ok()) {
       return s;
@@ -94,7 +99,10 @@ class SoftConnectRequest : public ConnectRequest {
       return absl::FailedPreconditionError(
           "soft fabric: connect request already answered");
     }
-    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    if (absl::Status s =
+            CheckPrivateData(private_data, kMaxRejectPrivateData, "reject");
+        !s.ok())
+      return s;
     answered_ = true;
     SendReject(stream_, private_data);
     return absl::OkStatus();
@@ -239,7 +247,10 @@ class SoftFabric : public Fabric {
   absl::StatusOr<std::unique_ptr<Endpoint>> Connect(
       absl::string_view address, absl::Span<const uint8_t> private_data,
       const EndpointOptions& options) override {
-    if (absl::Status s = CheckPrivateData(private_data); !s.ok()) return s;
+    if (absl::Status s =
+            CheckPrivateData(private_data, kMaxConnectPrivateData, "connect");
+        !s.ok())
+      return s;
     if (absl::Status s = soft::ValidateEndpointOptions(options_, options);
         !s.ok()) {
       return s;

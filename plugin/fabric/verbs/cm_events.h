@@ -19,13 +19,6 @@ namespace rpcrdma::fabric::verbs {
 // The IB CM reject reason rdma_reject() produces ("consumer defined").
 inline constexpr int kConsumerRejectReason = 28;
 
-// Private data limits of rdma-cm on InfiniBand and RoCE (RDMA_PS_TCP): the
-// CM REQ carries 92 octets of which the rdma-cm header takes 36; REP
-// carries 196 and REJ 148.
-inline constexpr size_t kMaxConnectPrivateData = 56;
-inline constexpr size_t kMaxAcceptPrivateData = 196;
-inline constexpr size_t kMaxRejectPrivateData = 148;
-
 WorkStatus MapWcStatus(ibv_wc_status status);
 // The WorkType of a successful completion's opcode; nullopt for opcodes the
 // fabric never posts.

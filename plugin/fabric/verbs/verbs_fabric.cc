@@ -51,10 +51,10 @@ class VerbsFabric final : public Fabric {
   absl::StatusOr<std::unique_ptr<Endpoint>> Connect(
       absl::string_view address, absl::Span<const uint8_t> private_data,
       const EndpointOptions& options) override {
-    if (private_data.size() > verbs::kMaxConnectPrivateData) {
+    if (private_data.size() > kMaxConnectPrivateData) {
       return absl::InvalidArgumentError(absl::StrCat(
           "connect private data of ", private_data.size(),
-          " octets; rdma-cm carries at most ", verbs::kMaxConnectPrivateData));
+          " octets; rdma-cm carries at most ", kMaxConnectPrivateData));
     }
     absl::StatusOr<verbs::SocketAddress> addr = verbs::ParseAddress(address);
     if (!addr.ok()) return addr.status();
