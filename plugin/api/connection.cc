@@ -1,0 +1,509 @@
+#include "plugin/api/connection.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "plugin/fabric/soft/soft_fabric.h"
+#include "plugin/wire/v1.h"
+#ifdef RPCRDMA_API_HAVE_VERBS
+#include "plugin/fabric/verbs/verbs_fabric.h"
+#endif
+
+namespace rpcrdma {
+
+Counters& Counters::operator+=(const Counters& o) {
+  calls += o.calls;
+  replies += o.replies;
+  inline_calls += o.inline_calls;
+  read_chunk_calls += o.read_chunk_calls;
+  read_chunks += o.read_chunks;
+  write_chunks += o.write_chunks;
+  reply_chunks += o.reply_chunks;
+  long_calls += o.long_calls;
+  long_replies += o.long_replies;
+  remote_invalidations += o.remote_invalidations;
+  errors_sent += o.errors_sent;
+  errors_received += o.errors_received;
+  credits_granted = std::max(credits_granted, o.credits_granted);
+  return *this;
+}
+
+namespace api_internal {
+
+absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
+  ParsedUri out;
+  absl::string_view rest = uri;
+  if (absl::ConsumePrefix(&rest, "soft+unix://")) {
+    if (rest.empty() || (rest[0] != '/' && rest[0] != '@')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "uri \"", uri,
+          "\": soft+unix needs an absolute path (soft+unix:///path) or an "
+          "abstract name (soft+unix://@name)"));
+    }
+    out.fabric = config::TransportConfig::SOFT_UNIX;
+    out.address = absl::StrCat("unix:", rest);
+  } else if (absl::ConsumePrefix(&rest, "soft+tcp://")) {
+    if (rest.empty() || rest.find(':') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("uri \"", uri,
+                       "\": soft+tcp needs host:port (soft+tcp://host:port)"));
+    }
+    out.fabric = config::TransportConfig::SOFT_TCP;
+    out.address = absl::StrCat("tcp:", rest);
+  } else if (absl::ConsumePrefix(&rest, "rdma://")) {
+    if (rest.empty() || rest.find(':') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "uri \"", uri, "\": rdma needs host:port (rdma://host:port)"));
+    }
+    out.fabric = config::TransportConfig::VERBS;
+    out.address = std::string(rest);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("uri \"", uri,
+                     "\": unknown scheme (expected soft+unix://, soft+tcp:// "
+                     "or rdma://)"));
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
+    const ParsedUri& uri, const config::TransportConfig& config) {
+  if (absl::Status s = config::ValidateConfig(config, "config"); !s.ok()) {
+    return s;
+  }
+  if (config.fabric() != config::TransportConfig::FABRIC_UNSPECIFIED &&
+      config.fabric() != uri.fabric) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: fabric: ",
+                     config::TransportConfig::Fabric_Name(config.fabric()),
+                     " does not match the uri scheme (",
+                     config::TransportConfig::Fabric_Name(uri.fabric), ")"));
+  }
+  config::ResolvedConfig resolved = config::Resolve(config);
+  if (resolved.version_policy != config::TransportConfig::V1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "config: version_policy: only V1 is implemented, not ",
+        config::TransportConfig::VersionPolicy_Name(resolved.version_policy)));
+  }
+  if (uri.fabric == config::TransportConfig::VERBS) {
+#ifdef RPCRDMA_API_HAVE_VERBS
+    return fabric::MakeVerbsFabric();
+#else
+    return absl::UnimplementedError("rdma://: built without rdma-core");
+#endif
+  }
+  return fabric::MakeSoftFabric();
+}
+
+engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
+                               Role role) {
+  engine::Config c;
+  c.local = resolved.inline_settings.ToPrivateData();
+  c.local.remote_invalidation = resolved.inline_settings.remote_invalidation;
+  c.requester = role == Role::kRequester;
+  c.responder = role == Role::kResponder;
+  c.credits = role == Role::kRequester ? resolved.max_requests
+                                       : resolved.credits_granted;
+  c.limits = resolved.chunk_limits;
+  return c;
+}
+
+fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
+  fabric::EndpointOptions o;
+  // Receives: one per credit plus slack. Send queue: per call a Send, its
+  // window binds and invalidations, reads and writes.
+  o.recv_queue_depth = std::min<uint32_t>(config.credits + 8, 4096);
+  o.send_queue_depth = std::min<uint32_t>(config.credits * 16 + 64, 4096);
+  return o;
+}
+
+Connection::Connection(std::unique_ptr<fabric::Endpoint> endpoint,
+                       engine::Config config, Role role, Hooks hooks)
+    : endpoint_(std::move(endpoint)),
+      config_([&] {
+        // Without remotely invalidatable windows, R must not be offered
+        // (fabric.h Capabilities::remote_invalidation).
+        if (!endpoint_->capabilities().remote_invalidation) {
+          config.local.remote_invalidation = false;
+        }
+        return config;
+      }()),
+      role_(role),
+      hooks_(std::move(hooks)),
+      // An idle budget of zero: registrations end with their last use, so
+      // memory a caller frees is never left registered (see
+      // registration_cache.h on Forget()).
+      cache_(*endpoint_, 0),
+      engine_(config_, this) {}
+
+Connection::~Connection() {
+  // Leases end before the cache and the endpoint go.
+  read_leases_.clear();
+  write_leases_.clear();
+  windows_.clear();
+}
+
+void Connection::Connected(absl::Span<const uint8_t> peer_private_data) {
+  engine::ConnectionParams params;
+  params.peer_private_data.assign(peer_private_data.begin(),
+                                  peer_private_data.end());
+  params.max_outstanding_reads =
+      std::max<uint32_t>(1, endpoint_->capabilities().initiator_depth);
+  engine::Actions out;
+  engine_.OnConnected(params, out);
+  Run(out);
+}
+
+void Connection::Run(engine::Actions& actions) {
+  for (engine::Action& a : actions) queue_.push_back(std::move(a));
+  actions.clear();
+  if (running_) return;
+  running_ = true;
+  while (!queue_.empty()) {
+    engine::Action a = std::move(queue_.front());
+    queue_.pop_front();
+    engine::Actions out;
+    Execute(a, out);
+    for (engine::Action& b : out) queue_.push_back(std::move(b));
+  }
+  running_ = false;
+}
+
+void Connection::Fatal(absl::string_view /*what*/) {
+  if (!disconnected_) endpoint_->Disconnect();
+}
+
+void Connection::Execute(engine::Action& action, engine::Actions& out) {
+  if (auto* p = std::get_if<engine::PostReceives>(&action)) {
+    DoPostReceives(*p);
+  } else if (auto* s = std::get_if<engine::Send>(&action)) {
+    DoSend(*s, out);
+  } else if (auto* r = std::get_if<engine::RdmaRead>(&action)) {
+    absl::StatusOr<fabric::RegistrationCache::Lease> lease =
+        cache_.Acquire(r->destination);
+    absl::Status st = lease.status();
+    if (lease.ok()) {
+      fabric::LocalBuffer buffer = lease->buffer();
+      st = endpoint_->PostRdmaRead(
+          WrId(kReadKind, r->op), absl::MakeConstSpan(&buffer, 1),
+          fabric::RemoteRegion{r->source.handle, r->source.offset,
+                               r->source.length});
+    }
+    if (st.ok()) {
+      read_leases_.emplace(r->op, std::move(*lease));
+      ++outstanding_;
+    } else {
+      Fatal(st.message());
+      engine_.OnReadComplete(r->op, false, out);
+    }
+  } else if (auto* w = std::get_if<engine::RdmaWrite>(&action)) {
+    if (w->source.empty()) return;
+    absl::StatusOr<fabric::RegistrationCache::Lease> lease =
+        cache_.Acquire(absl::Span<uint8_t>(
+            const_cast<uint8_t*>(w->source.data()), w->source.size()));
+    absl::Status st = lease.status();
+    if (lease.ok()) {
+      fabric::LocalBuffer buffer = lease->buffer();
+      st = endpoint_->PostRdmaWrite(
+          WrId(kWriteKind, w->op), absl::MakeConstSpan(&buffer, 1),
+          fabric::RemoteRegion{w->target.handle, w->target.offset,
+                               static_cast<uint32_t>(w->source.size())});
+    }
+    if (st.ok()) {
+      write_leases_.emplace(w->op, std::move(*lease));
+      ++outstanding_;
+    } else {
+      Fatal(st.message());
+    }
+  } else if (auto* i = std::get_if<engine::Invalidate>(&action)) {
+    absl::Status st = endpoint_->InvalidateWindow(
+        WrId(kInvalidateKind, i->handle), i->handle);
+    if (st.ok()) {
+      ++outstanding_;
+    } else {
+      // Not bound any more (verbs: NotFound); nothing can reach it.
+      windows_.erase(i->handle);
+      engine_.OnInvalidated(i->handle, out);
+    }
+  } else if (auto* d = std::get_if<engine::DeliverCall>(&action)) {
+    if (hooks_.deliver) hooks_.deliver(*d);
+  } else if (auto* rs = std::get_if<engine::ReplySent>(&action)) {
+    if (hooks_.reply_sent) hooks_.reply_sent(*rs);
+  } else if (auto* c = std::get_if<engine::CompleteCall>(&action)) {
+    if (hooks_.complete) hooks_.complete(*c);
+  } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
+    if (hooks_.fail) hooks_.fail(*f);
+  }
+}
+
+void Connection::DoPostReceives(const engine::PostReceives& p) {
+  if (recv_pool_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<fabric::BufferPool>> pool =
+        fabric::BufferPool::Create(*endpoint_, p.buffer_size,
+                                   config_.credits + 4);
+    if (!pool.ok()) {
+      Fatal(pool.status().message());
+      return;
+    }
+    recv_pool_ = std::move(*pool);
+  }
+  if (p.buffer_size > recv_pool_->buffer_size()) {
+    Fatal("receive buffers too small");
+    return;
+  }
+  receive_deficit_ += p.count;
+  while (receive_deficit_ > 0 && !disconnected_) {
+    std::optional<uint32_t> slot = recv_pool_->Acquire();
+    if (!slot) break;
+    absl::Status st = endpoint_->PostReceive(WrId(kRecvKind, *slot),
+                                             recv_pool_->Buffer(*slot));
+    if (!st.ok()) {
+      recv_pool_->Release(*slot);
+      Fatal(st.message());
+      break;
+    }
+    ++outstanding_;
+    --receive_deficit_;
+  }
+}
+
+void Connection::DoSend(engine::Send& s, engine::Actions& out) {
+  pending_sends_.push_back(std::move(s));
+  TrySends(out);
+}
+
+void Connection::TrySends(engine::Actions& out) {
+  if (send_pool_ == nullptr) {
+    size_t size = std::max<size_t>(
+        {config_.local.send_size, engine_.thresholds().send, 1024});
+    absl::StatusOr<std::unique_ptr<fabric::BufferPool>> pool =
+        fabric::BufferPool::Create(*endpoint_, size, config_.credits * 2 + 8);
+    if (!pool.ok()) {
+      Fatal(pool.status().message());
+      while (!pending_sends_.empty()) {
+        engine_.OnSendComplete(pending_sends_.front().op, false, out);
+        pending_sends_.pop_front();
+      }
+      return;
+    }
+    send_pool_ = std::move(*pool);
+  }
+  while (!pending_sends_.empty()) {
+    engine::Send& s = pending_sends_.front();
+    absl::Status st;
+    if (s.bytes.size() > send_pool_->buffer_size()) {
+      st = absl::InternalError("Send larger than the send buffers");
+    } else {
+      std::optional<uint32_t> slot = send_pool_->Acquire();
+      if (!slot) return;  // resumes when a Send completes
+      std::memcpy(send_pool_->Memory(*slot).data(), s.bytes.data(),
+                  s.bytes.size());
+      uint64_t id = next_send_++;
+      fabric::LocalBuffer buffer = send_pool_->Buffer(*slot, s.bytes.size());
+      // Counted before the post: the peer may act on the message (and a
+      // reader look at both sides' counters) before PostSend returns.
+      CountSent(s.bytes, s.invalidate.has_value());
+      st = endpoint_->PostSend(WrId(kSendKind, id),
+                               absl::MakeConstSpan(&buffer, 1), s.invalidate);
+      if (st.ok()) {
+        sends_[id] = SendInFlight{*slot, s.op};
+        ++outstanding_;
+      } else {
+        send_pool_->Release(*slot);
+      }
+    }
+    engine::OpId op = s.op;
+    pending_sends_.pop_front();
+    if (!st.ok()) {
+      Fatal(st.message());
+      engine_.OnSendComplete(op, false, out);
+    }
+  }
+}
+
+absl::StatusOr<wire::Segment> Connection::Expose(absl::Span<uint8_t> memory,
+                                                 uint32_t access) {
+  if (disconnected_) {
+    return absl::UnavailableError("connection lost");
+  }
+  absl::StatusOr<fabric::RegistrationCache::Lease> lease =
+      cache_.Acquire(memory);
+  if (!lease.ok()) return lease.status();
+  uint32_t fabric_access = 0;
+  if (access & engine::kRemoteRead) fabric_access |= fabric::kRemoteRead;
+  if (access & engine::kRemoteWrite) fabric_access |= fabric::kRemoteWrite;
+  absl::StatusOr<fabric::RemoteRegion> region =
+      endpoint_->BindWindow(WrId(kBindKind, 0), lease->buffer(), fabric_access);
+  if (!region.ok()) return region.status();
+  ++outstanding_;
+  windows_.insert_or_assign(region->handle, std::move(*lease));
+  return wire::Segment{region->handle, region->length, region->offset};
+}
+
+void Connection::Poll() {
+  std::array<fabric::Completion, 32> completions;
+  bool more = true;
+  while (more) {
+    more = false;
+    size_t n = endpoint_->PollCompletions(absl::MakeSpan(completions));
+    for (size_t i = 0; i < n; ++i) {
+      engine::Actions out;
+      OnCompletion(completions[i], out);
+      Run(out);
+    }
+    if (n > 0) more = true;
+    while (std::optional<fabric::ConnectionEvent> ev =
+               endpoint_->PollConnectionEvent()) {
+      more = true;
+      if (ev->type == fabric::ConnectionEventType::kEstablished) continue;
+      if (!disconnected_) {
+        disconnected_ = true;
+        engine::Actions out;
+        engine_.OnDisconnected(out);
+        Run(out);
+      }
+    }
+  }
+}
+
+void Connection::Disconnect() {
+  if (!disconnected_) endpoint_->Disconnect();
+}
+
+void Connection::OnCompletion(const fabric::Completion& c,
+                              engine::Actions& out) {
+  --outstanding_;
+  bool ok = c.status == fabric::WorkStatus::kSuccess;
+  uint64_t value = c.wr_id & ((uint64_t{1} << 56) - 1);
+  switch (static_cast<Kind>(c.wr_id >> 56)) {
+    case kRecvKind: {
+      uint32_t slot = static_cast<uint32_t>(value);
+      if (ok && !disconnected_) {
+        absl::Span<const uint8_t> bytes =
+            recv_pool_->Memory(slot).subspan(0, c.byte_length);
+        CountReceived(bytes, c.invalidated_handle.has_value());
+        engine_.OnReceive(bytes, c.invalidated_handle, out);
+        if (c.invalidated_handle) windows_.erase(*c.invalidated_handle);
+      } else if (!ok) {
+        Fatal("receive failed");
+      }
+      recv_pool_->Release(slot);
+      if (receive_deficit_ > 0) DoPostReceives({0, 0});
+      break;
+    }
+    case kSendKind: {
+      auto it = sends_.find(value);
+      if (it == sends_.end()) break;
+      SendInFlight s = it->second;
+      sends_.erase(it);
+      send_pool_->Release(s.slot);
+      if (!ok) Fatal("send failed");
+      engine_.OnSendComplete(s.op, ok, out);
+      TrySends(out);
+      break;
+    }
+    case kReadKind:
+      read_leases_.erase(value);
+      if (!ok) Fatal("read failed");
+      engine_.OnReadComplete(value, ok, out);
+      break;
+    case kWriteKind:
+      write_leases_.erase(value);
+      if (!ok) Fatal("write failed");
+      break;
+    case kBindKind:
+      if (!ok) Fatal("bind failed");
+      break;
+    case kInvalidateKind: {
+      uint32_t handle = static_cast<uint32_t>(value);
+      windows_.erase(handle);
+      engine_.OnInvalidated(handle, out);
+      break;
+    }
+  }
+}
+
+namespace {
+
+uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
+  std::set<uint32_t> positions;
+  for (const wire::ReadSegment& r : chunks.reads) positions.insert(r.position);
+  return positions.size();
+}
+
+}  // namespace
+
+void Connection::CountSent(absl::Span<const uint8_t> bytes, bool invalidate) {
+  auto decoded = wire::DecodeV1(bytes);
+  if (!decoded.ok()) return;
+  const wire::V1Header& h = decoded->header;
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  if (invalidate) ++counters_.remote_invalidations;
+  if (h.proc() == wire::V1Proc::kError) {
+    ++counters_.errors_sent;
+    return;
+  }
+  const wire::ChunkLists* chunks = h.chunks();
+  if (chunks == nullptr) return;
+  if (role_ == Role::kRequester) {
+    ++counters_.calls;
+    if (h.proc() == wire::V1Proc::kNoMsg) {
+      ++counters_.long_calls;
+    } else if (chunks->reads.empty()) {
+      ++counters_.inline_calls;
+    } else {
+      ++counters_.read_chunk_calls;
+      counters_.read_chunks += DistinctPositions(*chunks);
+    }
+    counters_.write_chunks += chunks->writes.size();
+    if (chunks->reply) ++counters_.reply_chunks;
+  } else {
+    ++counters_.replies;
+    if (h.proc() == wire::V1Proc::kNoMsg) ++counters_.long_replies;
+    counters_.credits_granted = h.credits;
+  }
+}
+
+void Connection::CountReceived(absl::Span<const uint8_t> bytes,
+                               bool invalidated) {
+  auto decoded = wire::DecodeV1(bytes);
+  if (!decoded.ok()) return;
+  const wire::V1Header& h = decoded->header;
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  if (invalidated) ++counters_.remote_invalidations;
+  if (h.proc() == wire::V1Proc::kError) {
+    ++counters_.errors_received;
+    return;
+  }
+  const wire::ChunkLists* chunks = h.chunks();
+  if (chunks == nullptr) return;
+  if (role_ == Role::kResponder) {
+    ++counters_.calls;
+    if (h.proc() == wire::V1Proc::kNoMsg) {
+      ++counters_.long_calls;
+    } else if (chunks->reads.empty()) {
+      ++counters_.inline_calls;
+    } else {
+      ++counters_.read_chunk_calls;
+      counters_.read_chunks += DistinctPositions(*chunks);
+    }
+    counters_.write_chunks += chunks->writes.size();
+    if (chunks->reply) ++counters_.reply_chunks;
+  } else {
+    ++counters_.replies;
+    if (h.proc() == wire::V1Proc::kNoMsg) ++counters_.long_replies;
+    counters_.credits_granted = h.credits;
+  }
+}
+
+Counters Connection::counters() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return counters_;
+}
+
+}  // namespace api_internal
+}  // namespace rpcrdma

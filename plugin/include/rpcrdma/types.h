@@ -1,0 +1,108 @@
+// Types shared by rpcrdma::Channel (client) and rpcrdma::Server.
+//
+// Upper Layer Binding contract (RFC 8166 §6). An RPC program's adapter
+// (its XDR encoder) and this transport agree on the following:
+//
+// - A call is given as its *reduced* XDR stream plus its DDP-eligible
+//   items. The reduced stream is the complete RPC call message (RFC 5531,
+//   starting with the XID and msg_type CALL) with the content octets and the
+//   XDR roundup of every DDP-eligible opaque item removed; the item's length
+//   word stays in the stream. Each item is a CallArgument: its XDR position
+//   in the reduced stream (a multiple of four, non-decreasing along the list)
+//   and a span of the caller's memory, sent without copying: inline (with
+//   zero roundup) when the call fits the inline threshold, otherwise exposed
+//   to the peer as a read chunk at that position (RFC 8166 §3.4.5), or the
+//   whole call goes as a position-zero read chunk (RFC 8166 §3.5.3).
+// - The caller names its DDP-eligible results, in XDR order, as spans of its
+//   own memory; each becomes one write chunk (RFC 8166 §3.4.7) that the
+//   responder writes directly into that memory. The caller also states the
+//   largest reduced reply (the reply stream without the write-chunk
+//   results) it accepts; when that may not fit the inline threshold a reply
+//   chunk of that size is offered (RFC 8166 §3.5.4).
+// - A completed call yields the reduced reply stream plus, per returned
+//   write chunk, the number of octets the responder wrote into the caller's
+//   result span (no roundup).
+// - A server receives the complete call stream (read chunks reinserted at
+//   their positions with XDR roundup). It answers with a reduced reply
+//   stream plus ReplyItems at XDR positions: item i goes into write chunk i
+//   when the call offered one (its capacity is given to the handler),
+//   otherwise inline at its position.
+// - Memory given to a call (arguments and results) must stay valid and must
+//   not be touched by the caller until the call's completion is delivered;
+//   the transport revokes every remote access to it before that.
+#ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_TYPES_H_
+#define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_TYPES_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace rpcrdma {
+
+// A DDP-eligible call argument (zero copy).
+struct CallArgument {
+  uint32_t position = 0;  // XDR position in the reduced call stream
+  absl::Span<const uint8_t> data;
+};
+
+struct CallRequest {
+  // The reduced RPC call stream (XID first, msg_type CALL).
+  std::vector<uint8_t> xdr;
+  std::vector<CallArgument> arguments;
+  // Where the DDP-eligible results land, one write chunk each, in XDR order.
+  std::vector<absl::Span<uint8_t>> results;
+  // Largest reduced reply stream accepted.
+  uint32_t max_reply_size = 0;
+  // When unset, the configured timeouts.request_deadline_ms applies (none
+  // when that is zero).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+struct Reply {
+  std::vector<uint8_t> xdr;  // the reduced reply stream
+  // Octets written into each result span, in order (at most one per span).
+  std::vector<uint32_t> result_lengths;
+};
+
+// A DDP-eligible reply item, owned until the reply has been sent.
+struct ReplyItem {
+  uint32_t position = 0;  // XDR position in the reduced reply stream
+  std::vector<uint8_t> data;
+};
+
+struct ServerReply {
+  std::vector<uint8_t> xdr;  // the reduced RPC reply stream
+  std::vector<ReplyItem> results;
+};
+
+// Per-connection counters, taken from the RPC-over-RDMA transport headers
+// this side sends and receives. "Calls" are the calls a Channel sent or a
+// Server received; "replies" the reverse.
+struct Counters {
+  uint64_t calls = 0;             // calls sent (Channel) or received (Server)
+  uint64_t replies = 0;           // replies received (Channel) or sent (Server)
+  uint64_t inline_calls = 0;      // RDMA_MSG calls without read chunks
+  uint64_t read_chunk_calls = 0;  // RDMA_MSG calls with read chunks
+  uint64_t read_chunks = 0;       // read chunks (distinct positions)
+  uint64_t write_chunks = 0;      // write chunks offered by calls
+  uint64_t reply_chunks = 0;      // reply chunks offered by calls
+  uint64_t long_calls = 0;        // RDMA_NOMSG calls (position-zero chunk)
+  uint64_t long_replies = 0;      // RDMA_NOMSG replies (via reply chunk)
+  // Send With Invalidate received (Channel) or sent (Server), RFC 8797 §4.1.
+  uint64_t remote_invalidations = 0;
+  uint64_t errors_sent = 0;      // RDMA_ERROR messages sent
+  uint64_t errors_received = 0;  // RDMA_ERROR messages received
+  // rdma_credit of the latest reply received (Channel) or sent (Server).
+  uint32_t credits_granted = 0;
+
+  // Sums every field except credits_granted, which becomes the larger.
+  Counters& operator+=(const Counters& o);
+  friend bool operator==(const Counters&, const Counters&) = default;
+};
+
+}  // namespace rpcrdma
+
+#endif  // RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_TYPES_H_

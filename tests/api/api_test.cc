@@ -1,0 +1,823 @@
+// End-to-end tests of rpcrdma::Channel and rpcrdma::Server over the soft
+// fabric (Unix-domain abstract sockets): every transfer form of RFC 8166
+// with exact byte checks, counters, credits, deadlines, cancellation and
+// connection loss.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "plugin/include/rpcrdma/channel.h"
+#include "plugin/include/rpcrdma/server.h"
+#include "plugin/proto/config.pb.h"
+
+namespace rpcrdma {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kProg = 0x20000099;
+// Procedures of the test program (the server's behaviour).
+constexpr uint32_t kNull = 0;        // reply header only
+constexpr uint32_t kEcho = 1;        // reply: header + the call's arguments
+constexpr uint32_t kDdpResult = 2;   // args n, seed: reply opaque<n> item
+constexpr uint32_t kDdpAndBulk = 3;  // args n, seed, m: item + opaque<m> inline
+constexpr uint32_t kHold = 4;        // no reply until the test releases it
+constexpr uint32_t kEchoLater = 5;   // as kEcho, answered from another thread
+constexpr uint32_t kBulk = 6;        // args m, seed: opaque<m> inline
+
+void Put(std::vector<uint8_t>& out, uint32_t w) {
+  out.push_back(static_cast<uint8_t>(w >> 24));
+  out.push_back(static_cast<uint8_t>(w >> 16));
+  out.push_back(static_cast<uint8_t>(w >> 8));
+  out.push_back(static_cast<uint8_t>(w));
+}
+uint32_t Get(const std::vector<uint8_t>& in, size_t offset) {
+  return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
+         (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = static_cast<uint8_t>(seed * 31 + i * 7 + (i >> 8));
+  }
+  return v;
+}
+
+// RFC 5531 call header with AUTH_NONE credential and verifier: 40 octets.
+std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : {xid, 0u, 2u, kProg, 1u, proc, 0u, 0u, 0u, 0u}) {
+    Put(out, w);
+  }
+  return out;
+}
+constexpr size_t kCallHeaderSize = 40;
+
+// RFC 5531 accepted, successful reply header: 24 octets.
+std::vector<uint8_t> ReplyHeader(uint32_t xid) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put(out, w);
+  return out;
+}
+constexpr uint32_t kReplyHeaderSize = 24;
+
+// `reduced` with `data` and its XDR roundup inserted at `position`.
+std::vector<uint8_t> WithItem(const std::vector<uint8_t>& reduced,
+                              size_t position,
+                              const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out(reduced.begin(),
+                           reduced.begin() + static_cast<ptrdiff_t>(position));
+  out.insert(out.end(), data.begin(), data.end());
+  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
+  out.insert(out.end(), reduced.begin() + static_cast<ptrdiff_t>(position),
+             reduced.end());
+  return out;
+}
+
+// opaque<> inline: length, data, roundup.
+void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
+  Put(out, static_cast<uint32_t>(data.size()));
+  out.insert(out.end(), data.begin(), data.end());
+  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
+}
+
+// What the server answers to each procedure.
+ServerReply Answer(const IncomingCall& call) {
+  const std::vector<uint8_t>& m = call.message;
+  uint32_t proc = Get(m, 20);
+  ServerReply reply;
+  reply.xdr = ReplyHeader(call.xid);
+  switch (proc) {
+    case kEcho:
+    case kEchoLater:
+      reply.xdr.insert(reply.xdr.end(), m.begin() + kCallHeaderSize, m.end());
+      break;
+    case kDdpResult:
+    case kDdpAndBulk: {
+      uint32_t n = Get(m, kCallHeaderSize);
+      uint32_t seed = Get(m, kCallHeaderSize + 4);
+      Put(reply.xdr, n);
+      reply.results.push_back({kReplyHeaderSize + 4, Pattern(n, seed)});
+      if (proc == kDdpAndBulk) {
+        uint32_t bulk = Get(m, kCallHeaderSize + 8);
+        PutOpaque(reply.xdr, Pattern(bulk, seed + 1));
+      }
+      break;
+    }
+    case kBulk:
+      PutOpaque(reply.xdr,
+                Pattern(Get(m, kCallHeaderSize), Get(m, kCallHeaderSize + 4)));
+      break;
+    default:
+      break;
+  }
+  return reply;
+}
+
+std::string UniqueUri() {
+  static std::atomic<int> counter{0};
+  return absl::StrCat("soft+unix://@rpcrdma-api-test-", getpid(), "-",
+                      counter++);
+}
+
+config::TransportConfig Config(uint32_t credits = 32) {
+  config::TransportConfig c;
+  c.mutable_credits()->set_max_requests(credits);
+  c.mutable_credits()->set_credits_granted(credits);
+  return c;
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    worker_ = std::thread([this] { Worker(); });
+  }
+  void TearDown() override {
+    channel_.reset();
+    server_.reset();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  void StartServer(const config::TransportConfig& config) {
+    auto server = Server::Create(
+        UniqueUri(), config, [this](IncomingCall call, Responder responder) {
+          uint32_t proc = Get(call.message, 20);
+          std::lock_guard<std::mutex> lock(mu_);
+          received_[call.xid] = call;
+          ++in_flight_;
+          max_in_flight_ = std::max(max_in_flight_, in_flight_);
+          if (proc == kHold) {
+            held_.push_back(std::move(responder));
+            cv_.notify_all();
+          } else if (proc == kEchoLater) {
+            later_.emplace_back(std::move(call), std::move(responder));
+            cv_.notify_all();
+          } else {
+            --in_flight_;
+            EXPECT_TRUE(responder.Send(Answer(call)).ok());
+          }
+        });
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+
+  void Connect(const config::TransportConfig& config) {
+    auto channel = Channel::Create(server_->uri(), config);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    channel_ = std::move(*channel);
+  }
+
+  void Start(const config::TransportConfig& config = Config()) {
+    StartServer(config);
+    Connect(config);
+  }
+
+  // One call answered: the requester's credit grant rises from one to the
+  // server's grant (RFC 8166 §3.3.1), so held calls leave credits free.
+  void Prime() {
+    CallRequest req;
+    req.xdr = CallHeader(0xFFFF0000, kNull);
+    req.max_reply_size = 64;
+    auto f = channel_->Call(std::move(req));
+    absl::StatusOr<Reply> r = Wait(f);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->xdr, ReplyHeader(0xFFFF0000));
+  }
+
+  IncomingCall Received(uint32_t xid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_.at(xid);
+  }
+
+  // Waits until `n` calls are held by kHold.
+  bool WaitHeld(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20),
+                        [&] { return held_.size() >= n; });
+  }
+  std::vector<Responder> TakeHeld() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Responder> out = std::move(held_);
+    held_.clear();
+    return out;
+  }
+
+  static absl::StatusOr<Reply> Wait(std::future<absl::StatusOr<Reply>>& f) {
+    if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      return absl::InternalError("test: no completion within 60 s");
+    }
+    return f.get();
+  }
+
+  void Worker() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || !later_.empty(); });
+      if (later_.empty()) return;
+      auto item = std::move(later_.front());
+      later_.pop_front();
+      --in_flight_;
+      lock.unlock();
+      EXPECT_TRUE(item.second.Send(Answer(item.first)).ok());
+      lock.lock();
+    }
+  }
+
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Channel> channel_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::map<uint32_t, IncomingCall> received_;
+  // Calls the server holds unanswered: at most the credits granted.
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
+  std::vector<Responder> held_;
+  std::deque<std::pair<IncomingCall, Responder>> later_;
+  std::thread worker_;
+};
+
+TEST_F(ApiTest, Rfc8166_3_5_1_InlineCall) {
+  Start();
+  CallRequest req;
+  req.xdr = CallHeader(0x1001, kEcho);
+  PutOpaque(req.xdr, Pattern(13, 5));
+  req.max_reply_size = 256;
+  std::vector<uint8_t> sent = req.xdr;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<uint8_t> expected = ReplyHeader(0x1001);
+  PutOpaque(expected, Pattern(13, 5));
+  EXPECT_EQ(r->xdr, expected);
+  EXPECT_TRUE(r->result_lengths.empty());
+  EXPECT_EQ(Received(0x1001).message, sent);
+  EXPECT_TRUE(Received(0x1001).write_chunk_capacities.empty());
+  EXPECT_EQ(Received(0x1001).reply_chunk_capacity, 0u);
+
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.calls, 1u);
+  EXPECT_EQ(c.replies, 1u);
+  EXPECT_EQ(c.inline_calls, 1u);
+  EXPECT_EQ(c.read_chunk_calls, 0u);
+  EXPECT_EQ(c.long_calls, 0u);
+  EXPECT_EQ(c.long_replies, 0u);
+  EXPECT_EQ(c.write_chunks, 0u);
+  EXPECT_EQ(c.reply_chunks, 0u);
+  EXPECT_EQ(c.remote_invalidations, 0u);
+  EXPECT_EQ(c.errors_received, 0u);
+  EXPECT_EQ(c.credits_granted, 32u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+TEST_F(ApiTest, Rfc8166_3_4_5_DdpArgumentInReadChunk) {
+  Start();
+  std::vector<uint8_t> arg = Pattern(10001, 9);  // > 4096 inline threshold
+  CallRequest req;
+  req.xdr = CallHeader(0x2001, kNull);
+  Put(req.xdr, static_cast<uint32_t>(arg.size()));
+  Put(req.xdr, 0xABCD0123);  // an item after the DDP-eligible one
+  req.arguments.push_back({kCallHeaderSize + 4, arg});
+  req.max_reply_size = 64;
+  std::vector<uint8_t> reduced = req.xdr;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->xdr, ReplyHeader(0x2001));
+  EXPECT_EQ(Received(0x2001).message,
+            WithItem(reduced, kCallHeaderSize + 4, arg));
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.read_chunk_calls, 1u);
+  EXPECT_EQ(c.read_chunks, 1u);
+  EXPECT_EQ(c.inline_calls, 0u);
+  EXPECT_EQ(c.long_calls, 0u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+TEST_F(ApiTest, Rfc8166_4_DdpArgumentSentInlineWhenItFits) {
+  Start();
+  std::vector<uint8_t> arg = Pattern(1001, 4);
+  CallRequest req;
+  req.xdr = CallHeader(0x2101, kNull);
+  Put(req.xdr, static_cast<uint32_t>(arg.size()));
+  req.arguments.push_back({kCallHeaderSize + 4, arg});
+  req.max_reply_size = 64;
+  std::vector<uint8_t> reduced = req.xdr;
+  auto f = channel_->Call(std::move(req));
+  ASSERT_TRUE(Wait(f).ok());
+  EXPECT_EQ(Received(0x2101).message,
+            WithItem(reduced, kCallHeaderSize + 4, arg));
+  EXPECT_EQ(channel_->counters().inline_calls, 1u);
+  EXPECT_EQ(channel_->counters().read_chunk_calls, 0u);
+}
+
+TEST_F(ApiTest, Rfc8166_3_5_3_PositionZeroLongCall) {
+  Start();
+  // The reduced stream alone exceeds the 4096-octet inline threshold.
+  std::vector<uint8_t> bulk = Pattern(6000, 2);
+  std::vector<uint8_t> arg = Pattern(3001, 3);
+  CallRequest req;
+  req.xdr = CallHeader(0x3001, kNull);
+  PutOpaque(req.xdr, bulk);
+  Put(req.xdr, static_cast<uint32_t>(arg.size()));
+  uint32_t position = static_cast<uint32_t>(req.xdr.size());
+  req.arguments.push_back({position, arg});
+  req.max_reply_size = 64;
+  std::vector<uint8_t> reduced = req.xdr;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->xdr, ReplyHeader(0x3001));
+  EXPECT_EQ(Received(0x3001).message, WithItem(reduced, position, arg));
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.long_calls, 1u);
+  EXPECT_EQ(c.inline_calls, 0u);
+  EXPECT_EQ(c.read_chunk_calls, 0u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+TEST_F(ApiTest, Rfc8166_3_4_7_WriteChunkLandsInCallerBuffer) {
+  Start();
+  std::vector<uint8_t> buffer(8192, 0xEE);
+  CallRequest req;
+  req.xdr = CallHeader(0x4001, kDdpResult);
+  Put(req.xdr, 5003);
+  Put(req.xdr, 77);
+  req.results.push_back(absl::MakeSpan(buffer));
+  req.max_reply_size = 256;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<uint8_t> expected = ReplyHeader(0x4001);
+  Put(expected, 5003);
+  EXPECT_EQ(r->xdr, expected);
+  ASSERT_EQ(r->result_lengths, std::vector<uint32_t>{5003});
+  std::vector<uint8_t> want = Pattern(5003, 77);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), buffer.begin()));
+  // Nothing beyond the result was written.
+  for (size_t i = 5003; i < buffer.size(); ++i) {
+    ASSERT_EQ(buffer[i], 0xEE) << i;
+  }
+  EXPECT_EQ(Received(0x4001).write_chunk_capacities,
+            std::vector<uint32_t>{8192});
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.write_chunks, 1u);
+  EXPECT_EQ(c.reply_chunks, 0u);
+  EXPECT_EQ(c.long_replies, 0u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+TEST_F(ApiTest, Rfc8166_3_5_4_LongReplyThroughReplyChunk) {
+  Start();
+  CallRequest req;
+  req.xdr = CallHeader(0x5001, kBulk);
+  Put(req.xdr, 10003);
+  Put(req.xdr, 11);
+  req.max_reply_size = 16384;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<uint8_t> expected = ReplyHeader(0x5001);
+  PutOpaque(expected, Pattern(10003, 11));
+  EXPECT_EQ(r->xdr, expected);
+  EXPECT_EQ(Received(0x5001).reply_chunk_capacity, 16384u);
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.reply_chunks, 1u);
+  EXPECT_EQ(c.long_replies, 1u);
+  EXPECT_EQ(c.inline_calls, 1u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+TEST_F(ApiTest, Rfc8166_3_5_4_WriteListAndReplyChunkTogether) {
+  Start();
+  std::vector<uint8_t> buffer(7000, 0xEE);
+  CallRequest req;
+  req.xdr = CallHeader(0x6001, kDdpAndBulk);
+  Put(req.xdr, 6001);
+  Put(req.xdr, 21);
+  Put(req.xdr, 9001);
+  req.results.push_back(absl::MakeSpan(buffer));
+  req.max_reply_size = 12000;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<uint8_t> expected = ReplyHeader(0x6001);
+  Put(expected, 6001);
+  PutOpaque(expected, Pattern(9001, 22));
+  EXPECT_EQ(r->xdr, expected);
+  ASSERT_EQ(r->result_lengths, std::vector<uint32_t>{6001});
+  std::vector<uint8_t> want = Pattern(6001, 21);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), buffer.begin()));
+  EXPECT_EQ(buffer[6001], 0xEE);
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.write_chunks, 1u);
+  EXPECT_EQ(c.reply_chunks, 1u);
+  EXPECT_EQ(c.long_replies, 1u);
+  EXPECT_EQ(server_->counters(), c);
+}
+
+// A reply longer than the inline threshold with no reply chunk offered:
+// the responder answers RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2), which the
+// requester reports as INVALID_ARGUMENT; the connection stays usable.
+TEST_F(ApiTest, Rfc8166_4_5_2_ReplyTooLongForOfferedChunksIsErrChunk) {
+  Start();
+  CallRequest req;
+  req.xdr = CallHeader(0x5101, kBulk);
+  Put(req.xdr, 10003);
+  Put(req.xdr, 11);
+  req.max_reply_size = 64;  // no reply chunk
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+      << r.status();
+  EXPECT_EQ(channel_->counters().errors_received, 1u);
+  EXPECT_EQ(channel_->counters().replies, 0u);
+  EXPECT_EQ(server_->counters().errors_sent, 1u);
+  CallRequest next;
+  next.xdr = CallHeader(0x5102, kNull);
+  next.max_reply_size = 64;
+  auto f2 = channel_->Call(std::move(next));
+  absl::StatusOr<Reply> r2 = Wait(f2);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->xdr, ReplyHeader(0x5102));
+}
+
+// One write chunk of one segment: every handle of the call is the same, so
+// the responder may use Send With Invalidate (RFC 8797 §4.1) when both
+// sides set R.
+void WriteChunkCall(Channel& channel, uint32_t xid) {
+  std::vector<uint8_t> buffer(4096, 0);
+  CallRequest req;
+  req.xdr = CallHeader(xid, kDdpResult);
+  Put(req.xdr, 4000);
+  Put(req.xdr, 5);
+  req.results.push_back(absl::MakeSpan(buffer));
+  req.max_reply_size = 256;
+  auto f = channel.Call(std::move(req));
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  absl::StatusOr<Reply> r = f.get();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->result_lengths, std::vector<uint32_t>{4000});
+  std::vector<uint8_t> want = Pattern(4000, 5);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), buffer.begin()));
+}
+
+TEST_F(ApiTest, Rfc8797_4_1_RemoteInvalidationOn) {
+  Start();
+  WriteChunkCall(*channel_, 0x7001);
+  WriteChunkCall(*channel_, 0x7002);
+  EXPECT_EQ(channel_->counters().remote_invalidations, 2u);
+  EXPECT_EQ(server_->counters().remote_invalidations, 2u);
+}
+
+TEST_F(ApiTest, Rfc8797_4_1_RemoteInvalidationOffAtRequester) {
+  StartServer(Config());
+  config::TransportConfig client = Config();
+  client.set_remote_invalidation(false);
+  Connect(client);
+  WriteChunkCall(*channel_, 0x7101);
+  WriteChunkCall(*channel_, 0x7102);
+  EXPECT_EQ(channel_->counters().remote_invalidations, 0u);
+  EXPECT_EQ(server_->counters().remote_invalidations, 0u);
+}
+
+TEST_F(ApiTest, Rfc8797_4_1_RemoteInvalidationOffAtResponder) {
+  config::TransportConfig server = Config();
+  server.set_remote_invalidation(false);
+  StartServer(server);
+  Connect(Config());
+  WriteChunkCall(*channel_, 0x7201);
+  EXPECT_EQ(channel_->counters().remote_invalidations, 0u);
+  EXPECT_EQ(server_->counters().remote_invalidations, 0u);
+}
+
+TEST_F(ApiTest, Rfc8166_3_3_1_ThousandCallsFromFourThreadsWithFourCredits) {
+  Start(Config(4));
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 250;
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::vector<uint8_t>> args(kPerThread);
+      std::vector<std::vector<uint8_t>> results(kPerThread);
+      std::vector<std::future<absl::StatusOr<Reply>>> futures;
+      std::vector<uint32_t> xids;
+      for (int i = 0; i < kPerThread; ++i) {
+        uint32_t xid =
+            0x10000u * static_cast<uint32_t>(t + 1) + static_cast<uint32_t>(i);
+        CallRequest req;
+        // A third carry a read chunk; every other one is answered later
+        // from another thread.
+        uint32_t proc = i % 2 == 0 ? kEcho : kEchoLater;
+        req.xdr = CallHeader(xid, proc);
+        args[static_cast<size_t>(i)] = Pattern(i % 3 == 0 ? 5000 : 40, xid);
+        const std::vector<uint8_t>& arg = args[static_cast<size_t>(i)];
+        Put(req.xdr, static_cast<uint32_t>(arg.size()));
+        req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
+        req.max_reply_size = 8192;
+        xids.push_back(xid);
+        futures.push_back(channel_->Call(std::move(req)));
+      }
+      for (int i = 0; i < kPerThread; ++i) {
+        absl::StatusOr<Reply> r = Wait(futures[static_cast<size_t>(i)]);
+        ASSERT_TRUE(r.ok()) << r.status();
+        std::vector<uint8_t> expected =
+            ReplyHeader(xids[static_cast<size_t>(i)]);
+        PutOpaque(expected, args[static_cast<size_t>(i)]);
+        ASSERT_EQ(r->xdr, expected) << "xid " << xids[static_cast<size_t>(i)];
+        ++good;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), kThreads * kPerThread);
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.calls, 1000u);
+  EXPECT_EQ(c.replies, 1000u);
+  // 84 of each thread's 250 calls carry 5000 octets: read chunks.
+  EXPECT_EQ(c.read_chunk_calls, 4u * 84u);
+  EXPECT_EQ(c.inline_calls, 1000u - 4u * 84u);
+  // Those replies echo 5000 octets: through the reply chunk.
+  EXPECT_EQ(c.long_replies, 4u * 84u);
+  EXPECT_EQ(c.credits_granted, 4u);
+  EXPECT_EQ(server_->counters(), c);
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_GE(max_in_flight_, 1);
+  EXPECT_LE(max_in_flight_, 4);
+}
+
+TEST_F(ApiTest, DeadlineExceededThenLateReplyDropped) {
+  Start();
+  CallRequest req;
+  req.xdr = CallHeader(0x8001, kHold);
+  req.max_reply_size = 64;
+  Clock::time_point begin = Clock::now();
+  req.deadline = begin + milliseconds(100);
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  EXPECT_GE(Clock::now() - begin, milliseconds(100));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r.status().message(), "channel: deadline exceeded");
+  // The late reply is dropped; the credit it held comes back with it.
+  ASSERT_TRUE(WaitHeld(1));
+  for (Responder& h : TakeHeld()) {
+    EXPECT_TRUE(h.Send({ReplyHeader(0x8001), {}}).ok());
+  }
+  CallRequest next;
+  next.xdr = CallHeader(0x8002, kNull);
+  next.max_reply_size = 64;
+  auto f2 = channel_->Call(std::move(next));
+  absl::StatusOr<Reply> r2 = Wait(f2);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->xdr, ReplyHeader(0x8002));
+}
+
+// RFC 8166 §3.4.7 memory safety: once the call has failed, its result
+// buffer is no longer reachable; the late reply's RDMA Write hits the
+// revoked handle, which breaks the connection, and the buffer is untouched.
+TEST_F(ApiTest, DeadlineExceededRevokesResultBuffer) {
+  Start();
+  Prime();
+  std::vector<uint8_t> buffer(4096, 0xEE);
+  CallRequest req;
+  req.xdr = CallHeader(0x8201, kHold);
+  req.results.push_back(absl::MakeSpan(buffer));
+  req.max_reply_size = 64;
+  req.deadline = Clock::now() + milliseconds(50);
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(WaitHeld(1));
+  ServerReply late;
+  late.xdr = ReplyHeader(0x8201);
+  Put(late.xdr, 4000);
+  late.results.push_back({kReplyHeaderSize + 4, std::vector<uint8_t>(4000, 1)});
+  for (Responder& h : TakeHeld()) EXPECT_TRUE(h.Send(std::move(late)).ok());
+  Clock::time_point until = Clock::now() + std::chrono::seconds(20);
+  while (channel_->connected() && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_FALSE(channel_->connected());
+  EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(),
+                          [](uint8_t b) { return b == 0xEE; }));
+}
+
+TEST_F(ApiTest, DeadlineAlreadyPassed) {
+  Start();
+  CallRequest req;
+  req.xdr = CallHeader(0x8101, kNull);
+  req.max_reply_size = 64;
+  req.deadline = Clock::now() - milliseconds(1);
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(channel_->counters().calls, 0u);
+}
+
+TEST_F(ApiTest, CancelledCallCompletesWithCancelled) {
+  Start();
+  Prime();
+  std::vector<uint8_t> buffer(4096, 0xEE);
+  CallRequest req;
+  req.xdr = CallHeader(0x9001, kHold);
+  req.results.push_back(absl::MakeSpan(buffer));
+  req.max_reply_size = 64;
+  std::promise<absl::StatusOr<Reply>> done;
+  auto f = done.get_future();
+  Channel::CallId id = channel_->Call(
+      std::move(req),
+      [&done](absl::StatusOr<Reply> r) { done.set_value(std::move(r)); });
+  ASSERT_TRUE(WaitHeld(1));
+  channel_->Cancel(id);
+  absl::StatusOr<Reply> r = Wait(f);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(r.status().message(), "channel: call cancelled");
+  // Cancelling again, or an unknown call, changes nothing.
+  channel_->Cancel(id);
+  channel_->Cancel(12345);
+  EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(),
+                          [](uint8_t b) { return b == 0xEE; }));
+  TakeHeld();  // dropped unanswered
+  CallRequest next;
+  next.xdr = CallHeader(0x9002, kNull);
+  next.max_reply_size = 64;
+  auto f2 = channel_->Call(std::move(next));
+  ASSERT_TRUE(Wait(f2).ok());
+}
+
+TEST_F(ApiTest, ServerGoingAwayFailsCallsWithUnavailable) {
+  Start();
+  Prime();
+  std::vector<std::future<absl::StatusOr<Reply>>> futures;
+  for (uint32_t i = 0; i < 3; ++i) {
+    CallRequest req;
+    req.xdr = CallHeader(0xA001 + i, kHold);
+    req.max_reply_size = 64;
+    futures.push_back(channel_->Call(std::move(req)));
+  }
+  ASSERT_TRUE(WaitHeld(3));
+  server_.reset();
+  for (auto& f : futures) {
+    absl::StatusOr<Reply> r = Wait(f);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  }
+  // Held responders outlive the server safely.
+  for (Responder& h : TakeHeld()) {
+    EXPECT_EQ(h.Send({ReplyHeader(1), {}}).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  // Later calls fail at once.
+  Clock::time_point until = Clock::now() + std::chrono::seconds(20);
+  while (channel_->connected() && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_FALSE(channel_->connected());
+  CallRequest req;
+  req.xdr = CallHeader(0xA101, kNull);
+  req.max_reply_size = 64;
+  auto f = channel_->Call(std::move(req));
+  EXPECT_EQ(Wait(f).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ApiTest, ChannelDestroyedWithCallsPendingFailsThem) {
+  Start();
+  Prime();
+  std::atomic<int> unavailable{0};
+  for (uint32_t i = 0; i < 3; ++i) {
+    CallRequest req;
+    req.xdr = CallHeader(0xB001 + i, kHold);
+    req.max_reply_size = 64;
+    channel_->Call(std::move(req), [&](absl::StatusOr<Reply> r) {
+      if (r.status().code() == absl::StatusCode::kUnavailable) ++unavailable;
+    });
+  }
+  ASSERT_TRUE(WaitHeld(3));
+  channel_.reset();
+  EXPECT_EQ(unavailable.load(), 3);
+}
+
+TEST_F(ApiTest, Rfc8166_6_MisplacedArgumentIsInvalidArgument) {
+  Start();
+  std::vector<uint8_t> arg = Pattern(10, 1);
+  CallRequest req;
+  req.xdr = CallHeader(0xC001, kNull);
+  Put(req.xdr, 10);
+  req.arguments.push_back({kCallHeaderSize + 2, arg});  // not a multiple of 4
+  req.max_reply_size = 64;
+  auto f = channel_->Call(std::move(req));
+  EXPECT_EQ(Wait(f).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(channel_->counters().calls, 0u);
+}
+
+TEST_F(ApiTest, ResponderRepliesOnce) {
+  StartServer(Config());
+  // Replaced handler semantics are checked through a held call.
+  Connect(Config());
+  CallRequest req;
+  req.xdr = CallHeader(0xD001, kHold);
+  req.max_reply_size = 64;
+  auto f = channel_->Call(std::move(req));
+  ASSERT_TRUE(WaitHeld(1));
+  std::vector<Responder> held = TakeHeld();
+  EXPECT_TRUE(held[0].Send({ReplyHeader(0xD001), {}}).ok());
+  EXPECT_EQ(held[0].Send({ReplyHeader(0xD001), {}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->xdr, ReplyHeader(0xD001));
+}
+
+TEST(ApiCreate, RejectsBadUris) {
+  config::TransportConfig c;
+  auto bad = Channel::Create("tcp://1.2.3.4:5", c);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "uri \"tcp://1.2.3.4:5\": unknown scheme (expected soft+unix://, "
+            "soft+tcp:// or rdma://)");
+  auto relative = Channel::Create("soft+unix://sock", c);
+  EXPECT_EQ(relative.status().code(), absl::StatusCode::kInvalidArgument);
+  auto no_port = Server::Create("soft+tcp://127.0.0.1", c, nullptr);
+  EXPECT_EQ(no_port.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_port.status().message(),
+            "uri \"soft+tcp://127.0.0.1\": soft+tcp needs host:port "
+            "(soft+tcp://host:port)");
+}
+
+TEST(ApiCreate, RejectsFabricThatContradictsScheme) {
+  config::TransportConfig c;
+  c.set_fabric(config::TransportConfig::VERBS);
+  auto r = Channel::Create("soft+unix://@x", c);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "config: fabric: VERBS does not match the uri scheme (SOFT_UNIX)");
+}
+
+TEST(ApiCreate, RejectsInvalidConfig) {
+  config::TransportConfig c;
+  c.mutable_credits()->set_max_requests(0);
+  auto r = Channel::Create("soft+unix://@x", c);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("credits.max_requests"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST(ApiCreate, RejectsVersionTwo) {
+  config::TransportConfig c;
+  c.set_version_policy(config::TransportConfig::V2);
+  auto r = Channel::Create("soft+unix://@x", c);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(ApiCreate, NoListenerIsUnavailable) {
+  config::TransportConfig c;
+  auto r = Channel::Create(UniqueUri(), c);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+TEST(ApiCreate, SoftTcpRoundTrip) {
+  config::TransportConfig c;
+  auto server = Server::Create("soft+tcp://127.0.0.1:0", c,
+                               [](IncomingCall call, Responder r) {
+                                 EXPECT_TRUE(r.Send(Answer(call)).ok());
+                               });
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->uri().rfind("soft+tcp://127.0.0.1:", 0), 0u)
+      << (*server)->uri();
+  auto channel = Channel::Create((*server)->uri(), c);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  CallRequest req;
+  req.xdr = CallHeader(0xE001, kEcho);
+  Put(req.xdr, 0x01020304);
+  req.max_reply_size = 64;
+  auto f = (*channel)->Call(std::move(req));
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  absl::StatusOr<Reply> r = f.get();
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<uint8_t> expected = ReplyHeader(0xE001);
+  Put(expected, 0x01020304);
+  EXPECT_EQ(r->xdr, expected);
+  EXPECT_EQ((*server)->connections(), 1u);
+}
+
+}  // namespace
+}  // namespace rpcrdma
