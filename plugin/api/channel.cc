@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
 
 namespace rpcrdma {
@@ -39,6 +40,9 @@ class ChannelLoop {
         MakeFabricFor(*parsed, config);
     if (!fab.ok()) return fab.status();
     fabric_ = std::move(*fab);
+    absl::StatusOr<std::shared_ptr<CaptureTap>> capture =
+        OpenCaptureFor(config);
+    if (!capture.ok()) return capture.status();
     config::ResolvedConfig resolved = config::Resolve(config);
     default_deadline_ = resolved.request_deadline;
     engine::Config ecfg = EngineConfigFor(resolved, Role::kRequester);
@@ -85,6 +89,7 @@ class ChannelLoop {
     hooks.fail = [this](engine::FailCall& f) {
       Finish(f.call, std::move(f.status));
     };
+    AttachCapture(*capture, Role::kRequester, hooks);
     conn_ = std::make_unique<Connection>(std::move(*ep), ecfg, Role::kRequester,
                                          std::move(hooks));
     conn_->Connected(ev->private_data);

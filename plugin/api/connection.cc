@@ -307,6 +307,7 @@ void Connection::TrySends(engine::Actions& out) {
       // Counted before the post: the peer may act on the message (and a
       // reader look at both sides' counters) before PostSend returns.
       CountSent(s.bytes, s.invalidate.has_value());
+      if (hooks_.capture) hooks_.capture(true, s.bytes, s.invalidate);
       st = endpoint_->PostSend(WrId(kSendKind, id),
                                absl::MakeConstSpan(&buffer, 1), s.invalidate);
       if (st.ok()) {
@@ -386,6 +387,7 @@ void Connection::OnCompletion(const fabric::Completion& c,
         absl::Span<const uint8_t> bytes =
             recv_pool_->Memory(slot).subspan(0, c.byte_length);
         CountReceived(bytes, c.invalidated_handle.has_value());
+        if (hooks_.capture) hooks_.capture(false, bytes, c.invalidated_handle);
         engine_.OnReceive(bytes, c.invalidated_handle, out);
         if (c.invalidated_handle) windows_.erase(*c.invalidated_handle);
       } else if (!ok) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ class Connection : public engine::MemoryExposer {
     std::function<void(engine::ReplySent&)> reply_sent;
     std::function<void(engine::CompleteCall&)> complete;
     std::function<void(engine::FailCall&)> fail;
+    // When set, sees every message this side sends (`sent`) or receives,
+    // with the R_Key of a Send With Invalidate (capture_tap.h).
+    std::function<void(bool sent, absl::Span<const uint8_t> message,
+                       std::optional<uint32_t> invalidate_rkey)>
+        capture;
   };
 
   Connection(std::unique_ptr<fabric::Endpoint> endpoint, engine::Config config,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
 
 namespace rpcrdma {
@@ -97,6 +98,10 @@ class ServerLoop {
         MakeFabricFor(*parsed, config);
     if (!fab.ok()) return fab.status();
     fabric_ = std::move(*fab);
+    absl::StatusOr<std::shared_ptr<CaptureTap>> capture =
+        OpenCaptureFor(config);
+    if (!capture.ok()) return capture.status();
+    capture_ = std::move(*capture);
     resolved_ = config::Resolve(config);
     absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
         fabric_->Listen(parsed->address);
@@ -169,6 +174,7 @@ class ServerLoop {
       hooks.reply_sent = [this, id](engine::ReplySent& r) {
         replies_.erase({id, r.call});
       };
+      AttachCapture(capture_, Role::kResponder, hooks);
       auto conn = std::make_unique<Connection>(std::move(*ep), ecfg,
                                                Role::kResponder, hooks);
       Connection* raw = conn.get();
@@ -265,6 +271,7 @@ class ServerLoop {
   std::unique_ptr<fabric::Fabric> fabric_;
   std::unique_ptr<fabric::Listener> listener_;
   config::ResolvedConfig resolved_;
+  std::shared_ptr<CaptureTap> capture_;  // null without capture_path
   std::string uri_;
   std::thread thread_;
   uint64_t next_conn_ = 1;

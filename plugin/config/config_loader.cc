@@ -322,6 +322,18 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   return text;
 }
 
+void ValidateCapturePath(const TransportConfig& c, Validator& v) {
+  const std::string& path = c.capture_path();
+  if (path.empty()) return;
+  if (path.size() > 4096) {
+    v.Error("capture_path", "is longer than 4096 octets");
+  } else if (path.find('\0') != std::string::npos) {
+    v.Error("capture_path", "contains a NUL octet");
+  } else if (path.back() == '/') {
+    v.Error("capture_path", "names a directory, not a file");
+  }
+}
+
 }  // namespace
 
 absl::Status ValidateConfig(const TransportConfig& config,
@@ -333,6 +345,7 @@ absl::Status ValidateConfig(const TransportConfig& config,
   ValidateCredits(config, v);
   ValidateLimits(config, v);
   ValidateTimeouts(config, v);
+  ValidateCapturePath(config, v);
   return v.Result();
 }
 
