@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -97,6 +98,28 @@ Engine::Engine(Config config, MemoryExposer* exposer)
     : config_(std::move(config)), exposer_(exposer) {
   config_.credits = std::max<uint32_t>(config_.credits, 1);
   config_.max_segment_size = std::max<uint32_t>(config_.max_segment_size, 1);
+  // RFC 8167 roles. A server (responder role only) with a configured peer
+  // backchannel limit issues backward calls through the requester role; a
+  // client (requester role) with backchannel credits serves backward calls
+  // through the responder role.
+  backward_requester_ = !config_.requester && config_.responder &&
+                        config_.peer_backchannel_credits > 0;
+  backward_responder_ = config_.requester && config_.backchannel_credits > 0;
+  requester_on_ = config_.requester || backward_requester_;
+  responder_on_ = config_.responder || backward_responder_;
+  // RFC 8167 §3.1: forward and backward credits are accounted separately.
+  requester_limit_ =
+      backward_requester_ ? config_.peer_backchannel_credits : config_.credits;
+  responder_grant_ =
+      backward_responder_ ? config_.backchannel_credits : config_.credits;
+  // RFC 8167 §3.2: the client posts its backchannel credits beyond the
+  // receives for forward replies; the server posts one more receive per
+  // backward call it may have outstanding, for the backward replies.
+  uint64_t receives = config_.credits;
+  if (config_.requester) receives += config_.backchannel_credits;
+  if (backward_requester_) receives += config_.peer_backchannel_credits;
+  receives_ = static_cast<uint32_t>(
+      std::min<uint64_t>(receives, std::numeric_limits<uint32_t>::max()));
 }
 
 std::array<uint8_t, wire::kPrivateDataSize> Engine::LocalPrivateData() const {
@@ -116,7 +139,7 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   // RFC 8166 §3.3.1: one call outstanding until the first reply.
   grant_ = 1;
   outstanding_ = 0;
-  out.push_back(PostReceives{config_.credits, config_.local.receive_size});
+  out.push_back(PostReceives{receives_, config_.local.receive_size});
   Dispatch(out);
 }
 
@@ -157,8 +180,9 @@ void Engine::OnDisconnected(Actions& out) {
 // ---- Requester ------------------------------------------------------------
 
 absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
-  if (!config_.requester) {
-    return absl::FailedPreconditionError("requester role disabled");
+  if (!requester_on_) {
+    return absl::FailedPreconditionError(
+        "requester role disabled and no peer backchannel configured");
   }
   if (call.xdr.size() < 8 || call.xdr.size() % 4 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -263,7 +287,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
     c.reply_chunk = *std::move(segments);
   }
 
-  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, config_.credits,
+  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
                         wire::V1Msg{{{}, c.write_chunks, c.reply_chunk}}};
   std::vector<Item> all;
   for (const DdpArgument& a : c.call.arguments) {
@@ -304,7 +328,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
       //    position-zero read chunk.
       wire::ChunkLists lists{{}, c.write_chunks, c.reply_chunk};
       lists.reads.resize(segments_for(full.size()));
-      wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, config_.credits,
+      wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
                            wire::V1NoMsg{lists}};
       if (wire::V1EncodedSize(nomsg) > send_limit) {
         return fail(absl::ResourceExhaustedError(absl::StrCat(
@@ -391,8 +415,9 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
   const wire::V1Header& h = decoded.header;
   // RFC 8166 §3.3.1: the grant in every reply; a zero grant would stall
   // the connection, so at least one (as the Linux client does), and never
-  // more than this side posts receives for.
-  grant_ = std::clamp<uint32_t>(h.credits, 1, config_.credits);
+  // more than this side posts receives for (for backward calls: never more
+  // than the configured peer backchannel limit, RFC 8167 §3.1).
+  grant_ = std::clamp<uint32_t>(h.credits, 1, requester_limit_);
   ReleaseCredit(c);
 
   auto reply_status = [&]() -> absl::StatusOr<CompleteCall> {
@@ -474,15 +499,22 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   wire::DecodeResult<wire::V1Decoded> decoded =
       wire::DecodeV1(bytes, config_.limits);
 
-  // Direction (RFC 8167 §4): an RDMA_MSG whose RPC msg_type is CALL is a
-  // call even when its XID equals one of this side's own calls.
-  bool inline_call = false;
+  // Direction (RFC 8167 §4): forward and backward calls use independent
+  // XID spaces, so the XID alone cannot tell a reply. An RDMA_MSG whose RPC
+  // msg_type is CALL is a call, and so is an RDMA_NOMSG with a read list
+  // (a long call, RFC 8166 §3.5.3; a reply never carries a read list), even
+  // when the XID equals one of this side's own calls.
+  bool is_call = false;
   if (decoded.ok() && decoded->header.proc() == wire::V1Proc::kMsg &&
       bytes.size() >= decoded->header_length + 8) {
-    inline_call = wire::LoadBigEndian32(bytes.data() + decoded->header_length +
-                                        4) == kRpcCall;
+    is_call = wire::LoadBigEndian32(bytes.data() + decoded->header_length +
+                                    4) == kRpcCall;
   }
-  if (config_.requester && !inline_call) {
+  if (decoded.ok() && decoded->header.proc() == wire::V1Proc::kNoMsg &&
+      !decoded->header.chunks()->reads.empty()) {
+    is_call = true;
+  }
+  if (requester_on_ && !is_call) {
     auto it = by_xid_.find(xid);
     if (it != by_xid_.end()) {
       RequesterCall& c = requests_.at(it->second);
@@ -504,17 +536,20 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
       --outstanding_;
       if (decoded.ok()) {
         grant_ =
-            std::clamp<uint32_t>(decoded->header.credits, 1, config_.credits);
+            std::clamp<uint32_t>(decoded->header.credits, 1, requester_limit_);
       }
       Dispatch(out);
       return;
     }
   }
-  if (!config_.responder || bytes.size() < kMinCallHeader) return;
+  // A client without backchannel credits drops calls, as the Linux client
+  // does when it has no backchannel service (RFC 8167 §5 leaves it to the
+  // ULP to use the backchannel only once both sides support it).
+  if (!responder_on_ || bytes.size() < kMinCallHeader) return;
   if (!decoded.ok()) {
     // RFC 8166 §4.5.1 / §4.5.2.
     wire::V1Header reply =
-        wire::V1ErrorReplyFor(bytes, decoded.error(), config_.credits);
+        wire::V1ErrorReplyFor(bytes, decoded.error(), responder_grant_);
     out.push_back(Send{NextOp(), wire::EncodeV1(reply), std::nullopt});
     return;
   }
@@ -528,7 +563,7 @@ void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out) {
   wire::V1Error err;
   err.code = code;
   if (code == wire::V1ErrorCode::kVers) err.vers_low = err.vers_high = 1;
-  wire::V1Header h{xid, wire::kRpcRdmaVersion1, config_.credits, err};
+  wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
   out.push_back(Send{NextOp(), wire::EncodeV1(h), std::nullopt});
 }
 
@@ -763,7 +798,7 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   }
   c.reply_stream = InsertItems(reply.xdr, inline_items);
 
-  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, config_.credits,
+  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
                    wire::V1Msg{{{}, returned, std::nullopt}}};
   bool use_reply_chunk = false;
   if (wire::V1EncodedSize(h) + c.reply_stream.size() > thresholds_.send) {

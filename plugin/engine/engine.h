@@ -14,11 +14,34 @@
 // - responder: incoming calls are fetched, reassembled and delivered
 //   (DeliverCall); Reply() answers them.
 // A received message is a reply when its XID matches a call this side sent
-// and still awaits, unless it is an RDMA_MSG whose RPC msg_type is CALL
-// (RFC 8167 §4: direction is told by msg_type); everything else is a call
-// for the responder role (a requester-only engine drops it). Both roles
-// share one pool of posted receives (Config::credits); separate backchannel
-// receive accounting (RFC 8167 §3) is later work.
+// and still awaits, unless it is an RDMA_MSG whose RPC msg_type is CALL or
+// an RDMA_NOMSG with a read list (RFC 8167 §4: forward and backward XIDs
+// are independent, direction is told by msg_type); everything else is a
+// call for the responder role (an engine without it drops it).
+//
+// Backchannel (RFC 8167), roles by configuration:
+// - Client: requester role with Config::backchannel_credits > 0. Its
+//   responder role (implied, even with Config::responder false) serves
+//   backward calls; it posts credits + backchannel_credits receives
+//   (§3.2) and grants backchannel_credits in every backward reply and
+//   error (§3.1). With backchannel_credits 0 and the responder role off,
+//   backward calls are dropped (their receive is replaced), as the Linux
+//   client does without a backchannel service.
+// - Server: responder role only (Config::requester false) with
+//   Config::peer_backchannel_credits > 0. StartCall then issues backward
+//   calls through the requester role: one outstanding until the first
+//   backward reply, thereafter that reply's grant clamped to
+//   [1, peer_backchannel_credits]; the rest wait in the queue. Every
+//   backward call requests peer_backchannel_credits. The server posts
+//   credits + peer_backchannel_credits receives so that every backward
+//   reply finds one (§3.2). Forward replies keep granting Config::credits.
+// - RPC-over-RDMA v1 has no transport-level negotiation of backchannel
+//   resources: the upper layer settles them (NFSv4.1 CREATE_SESSION's
+//   back-channel attributes) and configures both ends with the same value.
+// - Backward calls and replies use the same code paths as forward ones,
+//   so read, write and reply chunks work in the backward direction too
+//   (RFC 8167 §4.3 allows them); a ULB that wants inline-only backward
+//   operation simply names no DDP items.
 //
 // Upper Layer Binding contract (RFC 8166 §6), as this engine implements it:
 // - A call is its XDR stream *reduced* by its DDP-eligible items: the stream
@@ -63,8 +86,8 @@
 // - Credits (§3.3.1): one call until the first reply; thereafter the grant
 //   of the latest reply, clamped to [1, Config::credits] (a zero grant would
 //   deadlock; Linux also treats it as one). Every call requests
-//   Config::credits; every reply grants Config::credits, which equals the
-//   receives this side keeps posted.
+//   Config::credits; every reply grants Config::credits, the receives this
+//   side keeps posted for forward calls (backward calls: see above).
 // - Responder: messages shorter than 28 octets are dropped (§4.5); a wrong
 //   version is answered ERR_VERS 1..1 (§4.5.1); RDMA_DONE and RDMA_ERROR
 //   are dropped and RDMA_MSGP answered ERR_CHUNK (as Linux does; RDMA_MSGP
@@ -135,7 +158,8 @@ class MemoryExposer {
 
 // Post `count` more receive buffers of at least `buffer_size` octets.
 // Receives are posted per credit (RFC 8166 §3.3.1); every consumed receive
-// is replaced at once, so the posted count stays at Config::credits.
+// is replaced at once, so the posted count stays at Config::credits plus
+// the backchannel receives (RFC 8167 §3.2; Engine::receives_posted()).
 struct PostReceives {
   uint32_t count = 0;
   uint32_t buffer_size = 0;
@@ -250,6 +274,14 @@ struct Config {
   uint32_t max_call_size = 1u << 20;
   // Largest segment one exposure may cover; longer buffers are split.
   uint32_t max_segment_size = 1u << 20;
+  // Client (requester role): backward calls this side accepts at once
+  // (RFC 8167 §3.1); that many receives are posted beyond `credits`.
+  // 0 = no backchannel.
+  uint32_t backchannel_credits = 0;
+  // Server (responder role only): the client's backchannel_credits as the
+  // upper layer learned it (e.g. NFSv4.1 CREATE_SESSION); the most backward
+  // calls this side has outstanding. 0 = StartCall is refused.
+  uint32_t peer_backchannel_credits = 0;
 };
 
 struct ConnectionParams {
@@ -306,6 +338,10 @@ class Engine {
   uint32_t calls_outstanding() const { return outstanding_; }
   size_t calls_queued() const { return queue_.size(); }
   bool connected() const { return connected_; }
+  // Receives this side keeps posted (credits plus backchannel receives).
+  uint32_t receives_posted() const { return receives_; }
+  // True when StartCall issues backward calls (RFC 8167 server).
+  bool issues_backward_calls() const { return backward_requester_; }
 
  private:
   enum class ReqState { kQueued, kSent, kFinishing };
@@ -373,6 +409,14 @@ class Engine {
   bool connected_ = false;
   wire::InlineThresholds thresholds_;
   uint32_t max_reads_ = 1;
+  // Roles and credits, fixed by the configuration (RFC 8167 §3).
+  bool backward_requester_ = false;
+  bool backward_responder_ = false;
+  bool requester_on_ = false;
+  bool responder_on_ = false;
+  uint32_t requester_limit_ = 1;  // highest grant the requester role uses
+  uint32_t responder_grant_ = 1;  // credits every reply/error grants
+  uint32_t receives_ = 1;         // receives kept posted
   uint32_t grant_ = 1;
   uint32_t outstanding_ = 0;
   CallId next_call_ = 1;

@@ -159,14 +159,22 @@ class Loopback {
     bool progress = true;
     while (progress) {
       progress = false;
-      if (!a.pending.empty()) {
-        Step(a, b);
-        progress = true;
-      }
-      if (!b.pending.empty()) {
-        Step(b, a);
-        progress = true;
-      }
+      // With bursts, a side carries out everything it has queued before
+      // the other side gets a turn, so the receives a burst consumes are
+      // replaced only after the burst: a stricter model of a peer that
+      // processes its completions late.
+      do {
+        if (!a.pending.empty()) {
+          Step(a, b);
+          progress = true;
+        }
+      } while (bursts && !a.pending.empty());
+      do {
+        if (!b.pending.empty()) {
+          Step(b, a);
+          progress = true;
+        }
+      } while (bursts && !b.pending.empty());
     }
   }
 
@@ -175,6 +183,8 @@ class Loopback {
   std::vector<std::string> errors;
   // With one call in flight, no handle may be live when it ends.
   bool check_live = true;
+  // See Run().
+  bool bursts = false;
 
  private:
   static std::vector<uint8_t> LocalBytes(const Side& s) {
