@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -43,17 +44,22 @@ class ChannelLoop {
     absl::StatusOr<std::shared_ptr<CaptureTap>> capture =
         OpenCaptureFor(config);
     if (!capture.ok()) return capture.status();
+    capture_ = std::move(*capture);
     config::ResolvedConfig resolved = config::Resolve(config);
     default_deadline_ = resolved.request_deadline;
-    engine::Config ecfg = EngineConfigFor(resolved, Role::kRequester);
-    std::vector<uint8_t> private_data;
+    connect_timeout_ = resolved.connect_timeout;
+    backoff_initial_ = resolved.reconnect_backoff_initial;
+    backoff_max_ = resolved.reconnect_backoff_max;
+    backoff_ = backoff_initial_;
+    address_ = parsed->address;
+    ecfg_ = EngineConfigFor(resolved, Role::kRequester);
     if (resolved.inline_settings.cm_private_data) {
-      engine::Engine probe(ecfg, nullptr);
+      engine::Engine probe(ecfg_, nullptr);
       auto pd = probe.LocalPrivateData();
-      private_data.assign(pd.begin(), pd.end());
+      private_data_.assign(pd.begin(), pd.end());
     }
-    absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep = fabric_->Connect(
-        parsed->address, private_data, EndpointOptionsFor(ecfg));
+    absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
+        fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
     if (!ep.ok()) {
       return absl::UnavailableError(absl::StrCat(
           "connect to ", uri, ": ", std::string(ep.status().message())));
@@ -80,18 +86,7 @@ class ChannelLoop {
           "connect to ", uri, ": ", fabric::ConnectionEventTypeName(ev->type),
           ev->detail.empty() ? "" : ": ", ev->detail));
     }
-    // The remote invalidation bit must match what was sent, so the
-    // connection recomputes nothing: the engine config is used as sent.
-    Connection::Hooks hooks;
-    hooks.complete = [this](engine::CompleteCall& c) {
-      Finish(c.call, Reply{std::move(c.reply), std::move(c.result_lengths)});
-    };
-    hooks.fail = [this](engine::FailCall& f) {
-      Finish(f.call, std::move(f.status));
-    };
-    AttachCapture(*capture, Role::kRequester, hooks);
-    conn_ = std::make_unique<Connection>(std::move(*ep), ecfg, Role::kRequester,
-                                         std::move(hooks));
+    conn_ = MakeConnection(std::move(*ep));
     conn_->Connected(ev->private_data);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return absl::InternalError("eventfd failed");
@@ -102,7 +97,8 @@ class ChannelLoop {
   Channel::CallId Submit(CallRequest request, Channel::Callback done) {
     std::unique_lock<std::mutex> lock(mu_);
     Channel::CallId id = next_id_++;
-    if (stopping_ || !connected_) {
+    // While the connection is down only calls that allow a retry wait.
+    if (stopping_ || (!connected_ && !request.retry_on_reconnect)) {
       lock.unlock();
       done(absl::UnavailableError("channel: connection lost"));
       return id;
@@ -122,7 +118,16 @@ class ChannelLoop {
     Wake();
   }
 
-  Counters counters() const { return conn_->counters(); }
+  // Summed over every connection of the Channel; credits_granted is the
+  // current connection's (0 while there is none or before its first reply).
+  Counters counters() const {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    Counters c = past_;
+    c.credits_granted = 0;
+    if (conn_ != nullptr) c += conn_->counters();
+    c.reconnects = reconnects_;
+    return c;
+  }
   bool connected() const {
     std::lock_guard<std::mutex> lock(mu_);
     return connected_;
@@ -136,9 +141,16 @@ class ChannelLoop {
     bool cancel = false;
   };
   struct Pending {
-    engine::CallId engine_id = 0;
+    // Unset while the call waits for a connection (held for a re-send).
+    std::optional<engine::CallId> engine_id;
     Channel::Callback done;
     std::optional<Clock::time_point> deadline;
+    // Kept for a re-send when the caller allows it; otherwise moved into
+    // the engine when the call is started.
+    CallRequest request;
+    // Set when a deadline or Cancel() ended the call while the engine still
+    // had it: the status it ends with, even if the connection goes first.
+    std::optional<absl::Status> ending;
   };
 
   void Wake() {
@@ -149,11 +161,24 @@ class ChannelLoop {
     }
   }
 
-  void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result) {
-    auto it = by_engine_.find(engine_id);
-    if (it == by_engine_.end()) return;
-    Channel::CallId id = it->second;
-    by_engine_.erase(it);
+  std::unique_ptr<Connection> MakeConnection(
+      std::unique_ptr<fabric::Endpoint> endpoint) {
+    // The remote invalidation bit must match what was sent, so the
+    // connection recomputes nothing: the engine config is used as sent.
+    Connection::Hooks hooks;
+    hooks.complete = [this](engine::CompleteCall& c) {
+      Finish(c.call, Reply{std::move(c.reply), std::move(c.result_lengths)});
+    };
+    hooks.fail = [this](engine::FailCall& f) {
+      Finish(f.call, std::move(f.status));
+    };
+    AttachCapture(capture_, Role::kRequester, hooks);
+    return std::make_unique<Connection>(std::move(endpoint), ecfg_,
+                                        Role::kRequester, std::move(hooks));
+  }
+
+  // Delivers the outcome of the call and forgets it.
+  void Complete(Channel::CallId id, absl::StatusOr<Reply> result) {
     auto p = pending_.find(id);
     if (p == pending_.end()) return;
     Channel::Callback done = std::move(p->second.done);
@@ -161,58 +186,209 @@ class ChannelLoop {
     done(std::move(result));
   }
 
-  void StartCall(Command& c) {
-    engine::OutgoingCall call;
-    call.xdr = std::move(c.request.xdr);
-    for (const CallArgument& a : c.request.arguments) {
-      call.arguments.push_back(engine::DdpArgument{
-          a.position, absl::Span<uint8_t>(const_cast<uint8_t*>(a.data.data()),
-                                          a.data.size())});
+  void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result) {
+    auto it = by_engine_.find(engine_id);
+    if (it == by_engine_.end()) return;
+    Channel::CallId id = it->second;
+    by_engine_.erase(it);
+    auto p = pending_.find(id);
+    if (p == pending_.end()) return;
+    // The engine reports a lost connection as UNAVAILABLE once every handle
+    // of the call is invalidated; a call that allows it waits for the
+    // reconnect instead.
+    if (!result.ok() &&
+        result.status().code() == absl::StatusCode::kUnavailable &&
+        p->second.request.retry_on_reconnect && !shutting_down_ &&
+        conn_->disconnected()) {
+      if (p->second.ending) {
+        absl::Status ending = *p->second.ending;
+        Complete(id, std::move(ending));
+        return;
+      }
+      p->second.engine_id.reset();
+      return;
     }
-    call.results = std::move(c.request.results);
-    call.max_reply_size = c.request.max_reply_size;
+    Complete(id, std::move(result));
+  }
+
+  bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
+
+  void Accept(Command& c) {
     std::optional<Clock::time_point> deadline = c.request.deadline;
     if (!deadline && default_deadline_.count() > 0) {
       deadline = Clock::now() + default_deadline_;
     }
-    if (conn_->disconnected()) {
+    bool retry = c.request.retry_on_reconnect;
+    if (!Up() && !retry) {
       c.done(absl::UnavailableError("channel: connection lost"));
       return;
     }
-    if (deadline && *deadline <= Clock::now()) {
-      c.done(absl::DeadlineExceededError(
-          "channel: deadline passed before the call was sent"));
+    Pending& p = pending_[c.id];
+    p.done = std::move(c.done);
+    p.deadline = deadline;
+    p.request = std::move(c.request);
+    if (Up()) Send(c.id);
+  }
+
+  // Hands a call that is not in an engine to the current connection.
+  void Send(Channel::CallId id) {
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.engine_id) return;
+    Pending& p = it->second;
+    if (p.deadline && *p.deadline <= Clock::now()) {
+      Complete(id, absl::DeadlineExceededError(
+                       "channel: deadline passed before the call was sent"));
       return;
     }
+    engine::OutgoingCall call;
+    // The same XID on every connection (it is in the stream): the server's
+    // duplicate request cache recognizes a re-sent call.
+    if (p.request.retry_on_reconnect) {
+      call.xdr = p.request.xdr;
+    } else {
+      call.xdr = std::move(p.request.xdr);
+    }
+    for (const CallArgument& a : p.request.arguments) {
+      call.arguments.push_back(engine::DdpArgument{
+          a.position, absl::Span<uint8_t>(const_cast<uint8_t*>(a.data.data()),
+                                          a.data.size())});
+    }
+    call.results = p.request.results;
+    call.max_reply_size = p.request.max_reply_size;
     engine::Actions out;
     absl::StatusOr<engine::CallId> eid =
         conn_->engine().StartCall(std::move(call), out);
     if (!eid.ok()) {
       conn_->Run(out);
-      c.done(eid.status());
+      Complete(id, eid.status());
       return;
     }
-    pending_[c.id] = Pending{*eid, std::move(c.done), deadline};
-    by_engine_[*eid] = c.id;
+    p.engine_id = *eid;
+    by_engine_[*eid] = id;
     conn_->Run(out);
   }
 
   void CancelCall(Channel::CallId id, absl::Status status) {
     auto p = pending_.find(id);
     if (p == pending_.end()) return;
+    if (!p->second.engine_id) {
+      Complete(id, std::move(status));
+      return;
+    }
+    if (p->second.ending) return;
+    p->second.ending = status;
     engine::Actions out;
-    conn_->engine().Cancel(p->second.engine_id, std::move(status), out);
+    conn_->engine().Cancel(*p->second.engine_id, std::move(status), out);
     conn_->Run(out);
   }
 
+  // The lost connection has drained (or the guard ran out): its endpoint,
+  // and with it every registration and handle of it, goes away.
+  void Retire(Clock::time_point now) {
+    Counters c = conn_->counters();
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      past_ += c;
+      conn_.reset();
+    }
+    by_engine_.clear();
+    lost_since_.reset();
+    std::vector<std::pair<Channel::CallId, absl::Status>> failed;
+    for (auto& [id, p] : pending_) {
+      if (!p.engine_id) continue;
+      // Not finished by the engine: only when the drain guard ran out.
+      p.engine_id.reset();
+      if (p.ending) {
+        failed.emplace_back(id, *p.ending);
+      } else if (!p.request.retry_on_reconnect || shutting_down_) {
+        failed.emplace_back(id,
+                            absl::UnavailableError("channel: connection lost"));
+      }
+    }
+    for (auto& [id, status] : failed) Complete(id, std::move(status));
+    backoff_ = backoff_initial_;
+    next_attempt_ = now;  // the first attempt at once
+  }
+
+  void Backoff(Clock::time_point now) {
+    next_attempt_ = now + backoff_;
+    backoff_ = std::min(backoff_ * 2, backoff_max_);
+  }
+
+  // Without a connection: drives the connect attempts.
+  void Reconnect(Clock::time_point now) {
+    if (connecting_ == nullptr) {
+      if (now < next_attempt_) return;
+      absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
+          fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
+      if (!ep.ok()) {
+        Backoff(now);
+        return;
+      }
+      connecting_ = std::move(*ep);
+      connect_until_ = now + connect_timeout_;
+    }
+    std::optional<fabric::ConnectionEvent> ev =
+        connecting_->PollConnectionEvent();
+    if (!ev) {
+      if (now >= connect_until_) {
+        connecting_->Disconnect();
+        connecting_.reset();
+        Backoff(now);
+      }
+      return;
+    }
+    if (ev->type != fabric::ConnectionEventType::kEstablished) {
+      connecting_.reset();
+      Backoff(now);
+      return;
+    }
+    std::unique_ptr<Connection> conn = MakeConnection(std::move(connecting_));
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      conn_ = std::move(conn);
+      ++reconnects_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = true;
+    }
+    // A fresh engine: credits restart at one and the inline thresholds are
+    // negotiated again from this connection's private data (RFC 8166
+    // §3.3.1, RFC 8797 §4.2).
+    conn_->Connected(ev->private_data);
+    std::vector<Channel::CallId> held;
+    for (const auto& [id, p] : pending_) {
+      if (!p.engine_id) held.push_back(id);
+    }
+    for (Channel::CallId id : held) {
+      if (!Up()) break;
+      Send(id);
+    }
+  }
+
   void Loop() {
-    bool stop = false;
     while (true) {
       std::vector<Command> commands;
+      bool stop = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
         commands.swap(commands_);
         stop = stopping_;
+      }
+      if (stop && !shutting_down_) {
+        shutting_down_ = true;
+        if (connecting_ != nullptr) {
+          connecting_->Disconnect();
+          connecting_.reset();
+        }
+        std::vector<Channel::CallId> held;
+        for (const auto& [id, p] : pending_) {
+          if (!p.engine_id) held.push_back(id);
+        }
+        for (Channel::CallId id : held) {
+          Complete(id, absl::UnavailableError("channel: shut down"));
+        }
       }
       for (Command& c : commands) {
         if (c.cancel) {
@@ -220,23 +396,35 @@ class ChannelLoop {
         } else if (stop) {
           c.done(absl::UnavailableError("channel: shut down"));
         } else {
-          StartCall(c);
+          Accept(c);
         }
       }
-      conn_->Poll();
-      if (conn_->disconnected()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        connected_ = false;
-      }
-      // Deadlines, enforced here: the engine has no clock.
       Clock::time_point now = Clock::now();
+      if (conn_ != nullptr) {
+        conn_->Poll();
+        if (conn_->disconnected()) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            connected_ = false;
+          }
+          if (!lost_since_) lost_since_ = now;
+          // Every posted operation flushes after a disconnect; the bound is
+          // a guard against a provider that never reports.
+          if (conn_->finished() ||
+              now - *lost_since_ > std::chrono::seconds(10)) {
+            Retire(now);
+          }
+        }
+      }
+      if (conn_ == nullptr && !shutting_down_) Reconnect(now);
+      // Deadlines, enforced here: the engine has no clock.
+      now = Clock::now();
       std::optional<Clock::time_point> next;
       std::vector<Channel::CallId> expired;
       for (auto& [id, p] : pending_) {
-        if (!p.deadline) continue;
+        if (!p.deadline || p.ending) continue;
         if (*p.deadline <= now) {
           expired.push_back(id);
-          p.deadline.reset();
         } else if (!next || *p.deadline < *next) {
           next = p.deadline;
         }
@@ -246,17 +434,25 @@ class ChannelLoop {
                    absl::DeadlineExceededError("channel: deadline exceeded"));
       }
       if (!expired.empty()) continue;
-      if (stop) {
+      if (shutting_down_) {
+        if (conn_ == nullptr) break;
         if (!stop_since_) {
           stop_since_ = now;
           conn_->Disconnect();
         }
-        // Every posted operation flushes after a disconnect; the bound is a
-        // guard against a provider that never reports.
         if (conn_->finished() ||
             now - *stop_since_ > std::chrono::seconds(10)) {
           break;
         }
+      }
+      int fd = -1;
+      if (conn_ != nullptr) {
+        fd = conn_->endpoint().event_fd();
+      } else if (connecting_ != nullptr) {
+        fd = connecting_->event_fd();
+        if (!next || connect_until_ < *next) next = connect_until_;
+      } else if (!next || next_attempt_ < *next) {
+        next = next_attempt_;
       }
       int timeout = -1;
       if (next) {
@@ -265,10 +461,9 @@ class ChannelLoop {
                 .count();
         timeout = static_cast<int>(std::clamp<int64_t>(ms + 1, 1, 1000));
       }
-      if (stop) timeout = 10;
-      pollfd fds[2] = {{wake_fd_, POLLIN, 0},
-                       {conn_->endpoint().event_fd(), POLLIN, 0}};
-      poll(fds, 2, timeout);
+      if (shutting_down_ || lost_since_) timeout = 10;
+      pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {fd, POLLIN, 0}};
+      poll(fds, fd >= 0 ? 2 : 1, timeout);
       if (fds[0].revents & POLLIN) {
         uint64_t v;
         ssize_t n = read(wake_fd_, &v, sizeof v);
@@ -280,15 +475,32 @@ class ChannelLoop {
     for (auto& [id, p] : pending_) left.push_back(std::move(p.done));
     pending_.clear();
     for (auto& done : left) done(absl::UnavailableError("channel: shut down"));
+    std::lock_guard<std::mutex> lock(counters_mu_);
     conn_.reset();
   }
 
   std::unique_ptr<fabric::Fabric> fabric_;
-  std::unique_ptr<Connection> conn_;
+  std::shared_ptr<CaptureTap> capture_;
+  std::string address_;
+  engine::Config ecfg_;
+  std::vector<uint8_t> private_data_;
   std::chrono::milliseconds default_deadline_{0};
+  std::chrono::milliseconds connect_timeout_{0};
+  std::chrono::milliseconds backoff_initial_{0};
+  std::chrono::milliseconds backoff_max_{0};
   int wake_fd_ = -1;
   std::thread thread_;
+
+  // Loop thread only.
+  bool shutting_down_ = false;
   std::optional<Clock::time_point> stop_since_;
+  std::optional<Clock::time_point> lost_since_;
+  std::unique_ptr<fabric::Endpoint> connecting_;
+  Clock::time_point connect_until_;
+  Clock::time_point next_attempt_;
+  std::chrono::milliseconds backoff_{0};
+  std::map<Channel::CallId, Pending> pending_;
+  std::map<engine::CallId, Channel::CallId> by_engine_;
 
   mutable std::mutex mu_;
   bool stopping_ = false;
@@ -296,9 +508,11 @@ class ChannelLoop {
   Channel::CallId next_id_ = 1;
   std::vector<Command> commands_;
 
-  // Loop thread only.
-  std::map<Channel::CallId, Pending> pending_;
-  std::map<engine::CallId, Channel::CallId> by_engine_;
+  // Written by the loop thread under counters_mu_, read by counters().
+  mutable std::mutex counters_mu_;
+  std::unique_ptr<Connection> conn_;
+  Counters past_;  // connections lost
+  uint64_t reconnects_ = 0;
 };
 
 }  // namespace api_internal

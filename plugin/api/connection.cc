@@ -29,6 +29,7 @@ Counters& Counters::operator+=(const Counters& o) {
   errors_sent += o.errors_sent;
   errors_received += o.errors_received;
   credits_granted = std::max(credits_granted, o.credits_granted);
+  reconnects += o.reconnects;
   return *this;
 }
 

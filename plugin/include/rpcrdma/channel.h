@@ -4,13 +4,29 @@
 // Threads: every Channel owns one event-loop thread that drives the
 // protocol engine and the fabric. Call(), Cancel() and counters() may be
 // used from any thread. Callbacks run on the loop thread (or, for a call
-// made after the connection was lost, at once on the calling thread): they
+// without retry_on_reconnect made while the connection is down, at once on
+// the calling thread): they
 // must not block for long and must not destroy the Channel; they may start
 // new calls.
 //
+// Reconnect: when the connection is lost the loop thread fails every
+// pending call that does not allow a retry (CallRequest::retry_on_reconnect)
+// with UNAVAILABLE, waits until the lost connection has revoked every handle
+// it exposed and has flushed (its registrations die with its endpoint),
+// and connects again to the same URI: the first attempt at once, then after
+// timeouts.reconnect_backoff_initial_ms, doubling up to
+// timeouts.reconnect_backoff_max_ms, without end while the Channel lives.
+// On success it sends the waiting calls again, in the order they were
+// made, with their XIDs unchanged, through a fresh protocol engine: one
+// credit until the first reply (RFC 8166 §3.3.1) and inline thresholds
+// negotiated anew from the new connection's private data (RFC 8797 §4.2).
+// While there is no connection, a new call that allows a retry waits for
+// the reconnect; one that does not fails at once with UNAVAILABLE.
+// Deadlines and Cancel() apply to waiting calls as to any other.
+//
 // Status codes of a call:
-// - UNAVAILABLE: the connection was lost (or the Channel was destroyed)
-//   before the reply arrived; there is no reconnect in this version.
+// - UNAVAILABLE: the connection was lost before the reply arrived and the
+//   call does not allow a retry, or the Channel was destroyed.
 // - DEADLINE_EXCEEDED: the deadline passed first (enforced by the loop).
 // - CANCELLED: Cancel() was called first.
 // - RESOURCE_EXHAUSTED: the call's transport header alone exceeds the
@@ -59,8 +75,9 @@ class Channel {
 
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
-  // Fails every pending call with UNAVAILABLE (callbacks run before the
-  // destructor returns), disconnects and joins the loop thread.
+  // Stops reconnecting, fails every pending call (waiting for a reconnect
+  // or not) with UNAVAILABLE (callbacks run before the destructor returns),
+  // disconnects and joins the loop thread.
   ~Channel();
 
   // Starts a call; `done` runs exactly once, on the loop thread.
@@ -71,7 +88,7 @@ class Channel {
   void Cancel(CallId call);
 
   Counters counters() const;
-  // False once the connection has been lost.
+  // False from the loss of the connection until a reconnect succeeds.
   bool connected() const;
 
  private:

@@ -59,6 +59,20 @@ struct CallRequest {
   // When unset, the configured timeouts.request_deadline_ms applies (none
   // when that is zero).
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // What happens to the call when the connection is lost before its reply
+  // arrives (see channel.h, "Reconnect"):
+  // - false (at most once): it fails with UNAVAILABLE. The server may or
+  //   may not have executed it.
+  // - true (at least once): the Channel keeps it and, once it has
+  //   reconnected, sends it again with the SAME XID (the stream is sent
+  //   unchanged), until it completes, its deadline passes, it is cancelled
+  //   or the Channel is destroyed. A non-idempotent procedure may then
+  //   execute twice unless the server keeps a duplicate request cache keyed
+  //   by XID (as ONC RPC servers do; that is why the XID is kept). Which
+  //   semantics a procedure needs is the caller's decision. The call's
+  //   memory stays the caller's, untouched, until its completion; it is not
+  //   exposed to the peer while the call waits for the reconnect.
+  bool retry_on_reconnect = false;
 };
 
 struct Reply {
@@ -78,9 +92,12 @@ struct ServerReply {
   std::vector<ReplyItem> results;
 };
 
-// Per-connection counters, taken from the RPC-over-RDMA transport headers
-// this side sends and receives. "Calls" are the calls a Channel sent or a
-// Server received; "replies" the reverse.
+// Counters taken from the RPC-over-RDMA transport headers this side sends
+// and receives. "Calls" are the calls a Channel sent or a Server received;
+// "replies" the reverse. A Server sums them over every connection, past and
+// present; so does a Channel over each connection it has made (they do not
+// reset on a reconnect; a call sent again after a reconnect counts again),
+// except credits_granted, which is the current connection's.
 struct Counters {
   uint64_t calls = 0;             // calls sent (Channel) or received (Server)
   uint64_t replies = 0;           // replies received (Channel) or sent (Server)
@@ -95,8 +112,12 @@ struct Counters {
   uint64_t remote_invalidations = 0;
   uint64_t errors_sent = 0;      // RDMA_ERROR messages sent
   uint64_t errors_received = 0;  // RDMA_ERROR messages received
-  // rdma_credit of the latest reply received (Channel) or sent (Server).
+  // rdma_credit of the latest reply received (Channel: on the current
+  // connection, 0 while there is none or before its first reply) or sent
+  // (Server).
   uint32_t credits_granted = 0;
+  // Connections a Channel re-established after losing one (0 for a Server).
+  uint64_t reconnects = 0;
 
   // Sums every field except credits_granted, which becomes the larger.
   Counters& operator+=(const Counters& o);
