@@ -29,11 +29,7 @@
 #include "plugin/include/rpcrdma/server.h"
 #include "plugin/proto/config.pb.h"
 #ifdef RPCRDMA_API_TEST_VERBS
-#include <optional>
-
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "plugin/fabric/verbs/verbs_fabric.h"
+#include "tests/testing/rdma_vm.h"
 #endif
 
 namespace rpcrdma {
@@ -1109,96 +1105,16 @@ TEST(ApiCreate, SoftTcpRoundTrip) {
 
 #else  // RPCRDMA_API_TEST_VERBS
 
-std::string TestHost() {
-  const char* addr = std::getenv("RPCRDMA_TEST_ADDR");
-  return addr != nullptr && *addr != '\0' ? addr : "192.0.2.1";
-}
-
 // rdma-cm cannot resolve a route to 127.0.0.1 over Soft-RoCE: server and
 // client both use the device's address.
-INSTANTIATE_TEST_SUITE_P(
-    Api, ApiTest,
-    ::testing::Values(Transport{
-        "Rdma", [] { return absl::StrCat("rdma://", TestHost(), ":0"); }}),
-    TransportName);
-
-// Counts of kernel RDMA objects (all devices) from `rdma resource show`
-// (iproute2): "0: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0".
-std::optional<std::map<std::string, long>> RdmaObjectCounts() {
-  FILE* pipe = popen("rdma resource show 2>/dev/null", "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) text += buf;
-  if (pclose(pipe) != 0 || text.empty()) return std::nullopt;
-  std::map<std::string, long> counts;
-  const std::vector<std::string> words =
-      absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    long n = 0;
-    if (absl::SimpleAtoi(words[i + 1], &n)) counts[words[i]] += n;
-  }
-  return counts;
-}
-
-// Every protection domain, completion queue, queue pair, memory region and
-// rdma-cm id that Channels and Servers created is gone once they are
-// destroyed, on every path the tests took (connection loss, a broken
-// connection, calls pending at destruction).
-class LeakCheck : public ::testing::Environment {
- public:
-  void SetUp() override { before_ = RdmaObjectCounts(); }
-  void TearDown() override {
-    if (!before_.has_value()) {
-      std::printf("leak check: no `rdma resource show` here\n");
-      return;
-    }
-    const std::optional<std::map<std::string, long>> after = RdmaObjectCounts();
-    ASSERT_TRUE(after.has_value());
-    auto count = [](const std::map<std::string, long>& m, const char* kind) {
-      auto it = m.find(kind);
-      return it == m.end() ? 0L : it->second;
-    };
-    for (const char* kind : {"pd", "cq", "qp", "cm_id", "mr"}) {
-      EXPECT_EQ(count(*after, kind), count(*before_, kind))
-          << kind << " objects left behind";
-    }
-    std::printf(
-        "leak check: pd/cq/qp/cm_id/mr counts back to %ld/%ld/%ld/%ld/%ld\n",
-        count(*after, "pd"), count(*after, "cq"), count(*after, "qp"),
-        count(*after, "cm_id"), count(*after, "mr"));
-  }
-
- private:
-  std::optional<std::map<std::string, long>> before_;
-};
-
-// Connects once through the verbs fabric to name the device the tests run
-// on.
-std::string ProbeDevice() {
-  std::unique_ptr<fabric::Fabric> fab = fabric::MakeVerbsFabric();
-  absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
-      fab->Listen(absl::StrCat(TestHost(), ":0"));
-  if (!listener.ok()) {
-    std::printf("verbs device: none (%s)\n",
-                std::string(listener.status().message()).c_str());
-    return "";
-  }
-  absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
-      fab->Connect((*listener)->address(), {}, {});
-  if (!ep.ok()) {
-    std::printf("verbs device: none (%s)\n",
-                std::string(ep.status().message()).c_str());
-    return "";
-  }
-  const fabric::Capabilities& caps = (*ep)->capabilities();
-  std::printf(
-      "verbs device: %s (max_send_sge %u, max_inline_data %u, "
-      "max_message_size %u, remote_invalidation %s)\n",
-      caps.device_name.c_str(), caps.max_send_sge, caps.max_inline_data,
-      caps.max_message_size, caps.remote_invalidation ? "yes" : "no");
-  return caps.device_name;
-}
+INSTANTIATE_TEST_SUITE_P(Api, ApiTest,
+                         ::testing::Values(Transport{
+                             "Rdma",
+                             [] {
+                               return absl::StrCat(
+                                   "rdma://", testutil::RdmaTestHost(), ":0");
+                             }}),
+                         TransportName);
 
 #endif  // RPCRDMA_API_TEST_VERBS
 
@@ -1210,8 +1126,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Every test of this file passes on Soft-RoCE (rxe, Linux 6.1) as on
   // hardware: no test is left out for a device deviation.
-  if (rpcrdma::ProbeDevice().empty()) return 1;
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::LeakCheck);
+  if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::testutil::RdmaLeakCheck);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }

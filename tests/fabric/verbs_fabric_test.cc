@@ -21,14 +21,10 @@
 #include "plugin/fabric/verbs/cm_events.h"
 #include "plugin/fabric/verbs/verbs_address.h"
 #include "tests/fabric/fabric_conformance.h"
+#include "tests/testing/rdma_vm.h"
 
 namespace rpcrdma::fabric::testing {
 namespace {
-
-std::string TestHost() {
-  const char* addr = std::getenv("RPCRDMA_TEST_ADDR");
-  return addr != nullptr && *addr != '\0' ? addr : "192.0.2.1";
-}
 
 FabricFactory VerbsFactory(std::string name, WindowMode windows) {
   FabricFactory f;
@@ -37,7 +33,9 @@ FabricFactory VerbsFactory(std::string name, WindowMode windows) {
   options.windows = windows;
   f.make_client = [options] { return MakeVerbsFabric(options); };
   f.make_server = [options] { return MakeVerbsFabric(options); };
-  f.listen_address = [] { return absl::StrCat(TestHost(), ":0"); };
+  f.listen_address = [] {
+    return absl::StrCat(::rpcrdma::testutil::RdmaTestHost(), ":0");
+  };
   return f;
 }
 
@@ -56,8 +54,8 @@ class VerbsFabricTest : public FabricConformanceTest {
   void Start(VerbsFabricOptions options) {
     client_fabric_ = MakeVerbsFabric(options);
     server_fabric_ = MakeVerbsFabric(options);
-    absl::StatusOr<std::unique_ptr<Listener>> l =
-        server_fabric_->Listen(absl::StrCat(TestHost(), ":0"));
+    absl::StatusOr<std::unique_ptr<Listener>> l = server_fabric_->Listen(
+        absl::StrCat(::rpcrdma::testutil::RdmaTestHost(), ":0"));
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = *std::move(l);
   }
@@ -71,10 +69,12 @@ std::vector<uint8_t> Seq(size_t n) {
 
 TEST_F(VerbsFabricTest, ListenerReportsTheChosenPort) {
   const std::string address = listener_->address();
-  ASSERT_TRUE(absl::StartsWith(address, TestHost() + ":")) << address;
+  ASSERT_TRUE(
+      absl::StartsWith(address, ::rpcrdma::testutil::RdmaTestHost() + ":"))
+      << address;
   absl::StatusOr<verbs::SocketAddress> parsed = verbs::ParseAddress(address);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_NE(address, TestHost() + ":0");
+  EXPECT_NE(address, ::rpcrdma::testutil::RdmaTestHost() + ":0");
 }
 
 // RFC 8797 §5.1 carries its message in the CM private data; rdma-cm on
@@ -396,56 +396,6 @@ TEST(VerbsAddress, RejectsMalformedAddresses) {
   }
 }
 
-// Counts of kernel RDMA objects (all devices) from `rdma resource show`
-// (iproute2): "0: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0".
-std::optional<std::map<std::string, long>> RdmaObjectCounts() {
-  FILE* pipe = popen("rdma resource show 2>/dev/null", "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) text += buf;
-  if (pclose(pipe) != 0 || text.empty()) return std::nullopt;
-  std::map<std::string, long> counts;
-  const std::vector<std::string> words =
-      absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    long n = 0;
-    if (absl::SimpleAtoi(words[i + 1], &n)) counts[words[i]] += n;
-  }
-  return counts;
-}
-
-// Every protection domain, completion queue, queue pair, memory region and
-// rdma-cm id the tests created is gone at the end, on every path they took
-// (rejects, unreachable peers, broken connections, leftover windows).
-class LeakCheck : public ::testing::Environment {
- public:
-  void SetUp() override { before_ = RdmaObjectCounts(); }
-  void TearDown() override {
-    if (!before_.has_value()) {
-      std::printf("leak check: no `rdma resource show` here\n");
-      return;
-    }
-    const std::optional<std::map<std::string, long>> after = RdmaObjectCounts();
-    ASSERT_TRUE(after.has_value());
-    for (const char* kind : {"pd", "cq", "qp", "cm_id", "mr"}) {
-      EXPECT_EQ(after->count(kind) ? after->at(kind) : 0,
-                before_->count(kind) ? before_->at(kind) : 0)
-          << kind << " objects left behind";
-    }
-    std::printf(
-        "leak check: pd/cq/qp/cm_id/mr counts back to %ld/%ld/%ld/%ld/%ld\n",
-        after->count("pd") ? after->at("pd") : 0,
-        after->count("cq") ? after->at("cq") : 0,
-        after->count("qp") ? after->at("qp") : 0,
-        after->count("cm_id") ? after->at("cm_id") : 0,
-        after->count("mr") ? after->at("mr") : 0);
-  }
-
- private:
-  std::optional<std::map<std::string, long>> before_;
-};
-
 // Conformance tests whose expectations the verbs fabric cannot meet. Each
 // entry is a gtest negative pattern and the reason.
 struct KnownDeviation {
@@ -477,32 +427,6 @@ constexpr KnownDeviation kSoftRoce[] = {
      "rxe acknowledges the Send before the invalidation fails"},
 };
 
-// Connects once to name the device the suite runs on (from Capabilities).
-std::string ProbeDevice() {
-  std::unique_ptr<Fabric> fabric = MakeVerbsFabric();
-  absl::StatusOr<std::unique_ptr<Listener>> listener =
-      fabric->Listen(absl::StrCat(TestHost(), ":0"));
-  if (!listener.ok()) {
-    std::printf("verbs device: none (%s)\n",
-                std::string(listener.status().message()).c_str());
-    return "";
-  }
-  absl::StatusOr<std::unique_ptr<Endpoint>> ep =
-      fabric->Connect((*listener)->address(), {}, {});
-  if (!ep.ok()) {
-    std::printf("verbs device: none (%s)\n",
-                std::string(ep.status().message()).c_str());
-    return "";
-  }
-  const Capabilities& caps = (*ep)->capabilities();
-  std::printf(
-      "verbs device: %s (max_send_sge %u, max_inline_data %u, "
-      "max_message_size %u, remote_invalidation %s)\n",
-      caps.device_name.c_str(), caps.max_send_sge, caps.max_inline_data,
-      caps.max_message_size, caps.remote_invalidation ? "yes" : "no");
-  return caps.device_name;
-}
-
 // Without an explicit --gtest_filter, leaves out the known deviations (and
 // says so); with one, runs what was asked.
 void ExcludeKnownDeviations(const std::string& device) {
@@ -526,9 +450,8 @@ void ExcludeKnownDeviations(const std::string& device) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleMock(&argc, argv);
   using rpcrdma::fabric::testing::ExcludeKnownDeviations;
-  using rpcrdma::fabric::testing::ProbeDevice;
-  ExcludeKnownDeviations(ProbeDevice());
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::fabric::testing::LeakCheck);
+  ExcludeKnownDeviations(rpcrdma::testutil::ProbeVerbsDevice());
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::testutil::RdmaLeakCheck);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }
