@@ -307,7 +307,7 @@ void Connection::TrySends(engine::Actions& out) {
       fabric::LocalBuffer buffer = send_pool_->Buffer(*slot, s.bytes.size());
       // Counted before the post: the peer may act on the message (and a
       // reader look at both sides' counters) before PostSend returns.
-      CountSent(s.bytes, s.invalidate.has_value());
+      CountMessage(s.bytes, s.invalidate.has_value(), /*sent=*/true);
       if (hooks_.capture) hooks_.capture(true, s.bytes, s.invalidate);
       st = endpoint_->PostSend(WrId(kSendKind, id),
                                absl::MakeConstSpan(&buffer, 1), s.invalidate);
@@ -387,7 +387,8 @@ void Connection::OnCompletion(const fabric::Completion& c,
       if (ok && !disconnected_) {
         absl::Span<const uint8_t> bytes =
             recv_pool_->Memory(slot).subspan(0, c.byte_length);
-        CountReceived(bytes, c.invalidated_handle.has_value());
+        CountMessage(bytes, c.invalidated_handle.has_value(),
+                     /*sent=*/false);
         if (hooks_.capture) hooks_.capture(false, bytes, c.invalidated_handle);
         engine_.OnReceive(bytes, c.invalidated_handle, out);
         if (c.invalidated_handle) windows_.erase(*c.invalidated_handle);
@@ -440,51 +441,22 @@ uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
 
 }  // namespace
 
-void Connection::CountSent(absl::Span<const uint8_t> bytes, bool invalidate) {
+void Connection::CountMessage(absl::Span<const uint8_t> bytes,
+                              bool remote_invalidation, bool sent) {
   auto decoded = wire::DecodeV1(bytes);
   if (!decoded.ok()) return;
   const wire::V1Header& h = decoded->header;
   std::lock_guard<std::mutex> lock(counters_mu_);
-  if (invalidate) ++counters_.remote_invalidations;
+  if (remote_invalidation) ++counters_.remote_invalidations;
   if (h.proc() == wire::V1Proc::kError) {
-    ++counters_.errors_sent;
+    ++(sent ? counters_.errors_sent : counters_.errors_received);
     return;
   }
   const wire::ChunkLists* chunks = h.chunks();
   if (chunks == nullptr) return;
-  if (role_ == Role::kRequester) {
-    ++counters_.calls;
-    if (h.proc() == wire::V1Proc::kNoMsg) {
-      ++counters_.long_calls;
-    } else if (chunks->reads.empty()) {
-      ++counters_.inline_calls;
-    } else {
-      ++counters_.read_chunk_calls;
-      counters_.read_chunks += DistinctPositions(*chunks);
-    }
-    counters_.write_chunks += chunks->writes.size();
-    if (chunks->reply) ++counters_.reply_chunks;
-  } else {
-    ++counters_.replies;
-    if (h.proc() == wire::V1Proc::kNoMsg) ++counters_.long_replies;
-    counters_.credits_granted = h.credits;
-  }
-}
-
-void Connection::CountReceived(absl::Span<const uint8_t> bytes,
-                               bool invalidated) {
-  auto decoded = wire::DecodeV1(bytes);
-  if (!decoded.ok()) return;
-  const wire::V1Header& h = decoded->header;
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  if (invalidated) ++counters_.remote_invalidations;
-  if (h.proc() == wire::V1Proc::kError) {
-    ++counters_.errors_received;
-    return;
-  }
-  const wire::ChunkLists* chunks = h.chunks();
-  if (chunks == nullptr) return;
-  if (role_ == Role::kResponder) {
+  // A requester sends calls and receives replies; a responder the reverse.
+  const bool is_call = sent == (role_ == Role::kRequester);
+  if (is_call) {
     ++counters_.calls;
     if (h.proc() == wire::V1Proc::kNoMsg) {
       ++counters_.long_calls;

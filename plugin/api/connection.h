@@ -103,8 +103,10 @@ class Connection : public engine::MemoryExposer {
   void TrySends(engine::Actions& out);
   void OnCompletion(const fabric::Completion& c, engine::Actions& out);
   void Fatal(absl::string_view what);
-  void CountSent(absl::Span<const uint8_t> bytes, bool invalidate);
-  void CountReceived(absl::Span<const uint8_t> bytes, bool invalidated);
+  // Counts one transport message this side sent or received;
+  // `remote_invalidation`: it was (or came as) a Send With Invalidate.
+  void CountMessage(absl::Span<const uint8_t> bytes, bool remote_invalidation,
+                    bool sent);
 
   std::unique_ptr<fabric::Endpoint> endpoint_;
   engine::Config config_;
