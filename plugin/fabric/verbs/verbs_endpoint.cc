@@ -450,47 +450,40 @@ absl::Status VerbsEndpoint::PostSend(uint64_t wr_id,
 absl::Status VerbsEndpoint::PostRdmaRead(uint64_t wr_id,
                                          absl::Span<const LocalBuffer> scatter,
                                          const RemoteRegion& source) {
-  if (absl::Status s = CheckConnected(); !s.ok()) return s;
-  uint64_t total = 0;
-  absl::StatusOr<std::vector<ibv_sge>> sges =
-      Gather(scatter, caps_.max_rdma_read_sge, &total);
-  if (!sges.ok()) return sges.status();
-  if (total != source.length) {
-    return absl::InvalidArgumentError(absl::StrCat("RDMA Read scatters ", total,
-                                                   " octets from a region of ",
-                                                   source.length));
-  }
-  ibv_send_wr wr;
-  std::memset(&wr, 0, sizeof(wr));
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.sg_list = sges->data();
-  wr.num_sge = static_cast<int>(sges->size());
-  wr.wr.rdma.remote_addr = source.offset;
-  wr.wr.rdma.rkey = source.handle;
-  return PostSendWr(wr, "RDMA_READ", wr_id, WorkType::kRdmaRead);
+  return PostRdma(wr_id, scatter, source, WorkType::kRdmaRead);
 }
 
 absl::Status VerbsEndpoint::PostRdmaWrite(uint64_t wr_id,
                                           absl::Span<const LocalBuffer> gather,
                                           const RemoteRegion& target) {
+  return PostRdma(wr_id, gather, target, WorkType::kRdmaWrite);
+}
+
+absl::Status VerbsEndpoint::PostRdma(uint64_t wr_id,
+                                     absl::Span<const LocalBuffer> local,
+                                     const RemoteRegion& remote,
+                                     WorkType type) {
   if (absl::Status s = CheckConnected(); !s.ok()) return s;
+  const bool read = type == WorkType::kRdmaRead;
   uint64_t total = 0;
-  absl::StatusOr<std::vector<ibv_sge>> sges =
-      Gather(gather, caps_.max_send_sge, &total);
+  absl::StatusOr<std::vector<ibv_sge>> sges = Gather(
+      local, read ? caps_.max_rdma_read_sge : caps_.max_send_sge, &total);
   if (!sges.ok()) return sges.status();
-  if (total != target.length) {
-    return absl::InvalidArgumentError(absl::StrCat("RDMA Write gathers ", total,
-                                                   " octets for a region of ",
-                                                   target.length));
+  if (total != remote.length) {
+    return absl::InvalidArgumentError(
+        read ? absl::StrCat("RDMA Read scatters ", total,
+                            " octets from a region of ", remote.length)
+             : absl::StrCat("RDMA Write gathers ", total,
+                            " octets for a region of ", remote.length));
   }
   ibv_send_wr wr;
   std::memset(&wr, 0, sizeof(wr));
-  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
   wr.sg_list = sges->data();
   wr.num_sge = static_cast<int>(sges->size());
-  wr.wr.rdma.remote_addr = target.offset;
-  wr.wr.rdma.rkey = target.handle;
-  return PostSendWr(wr, "RDMA_WRITE", wr_id, WorkType::kRdmaWrite);
+  wr.wr.rdma.remote_addr = remote.offset;
+  wr.wr.rdma.rkey = remote.handle;
+  return PostSendWr(wr, read ? "RDMA_READ" : "RDMA_WRITE", wr_id, type);
 }
 
 void VerbsEndpoint::ReapCompletions() {

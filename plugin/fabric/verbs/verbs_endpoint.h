@@ -99,6 +99,10 @@ class VerbsEndpoint final : public Endpoint {
       uint64_t* total) const;
   absl::StatusOr<ibv_sge> Element(const LocalBuffer& buffer) const;
   uint64_t Track(uint64_t wr_id, WorkType type, uint32_t handle = 0);
+  // RDMA Read (type kRdmaRead) or Write (kRdmaWrite) of `local` from or
+  // to `remote`.
+  absl::Status PostRdma(uint64_t wr_id, absl::Span<const LocalBuffer> local,
+                        const RemoteRegion& remote, WorkType type);
   absl::Status PostSendWr(ibv_send_wr& wr, absl::string_view verb,
                           uint64_t wr_id, WorkType type, uint32_t handle = 0);
 
