@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/responder_queue.h"
 
 namespace rpcrdma {
 namespace api_internal {
@@ -23,7 +25,11 @@ using Clock = std::chrono::steady_clock;
 
 class ChannelLoop {
  public:
+  explicit ChannelLoop(Channel::BackwardHandler backward_handler)
+      : backward_handler_(std::move(backward_handler)) {}
+
   ~ChannelLoop() {
+    if (queue_ != nullptr) queue_->Close();
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -35,6 +41,9 @@ class ChannelLoop {
 
   absl::Status Start(absl::string_view uri,
                      const config::TransportConfig& config) {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return absl::InternalError("eventfd failed");
+    queue_ = std::make_shared<ReplyQueue>(wake_fd_);
     absl::StatusOr<ParsedUri> parsed = ParseUri(uri);
     if (!parsed.ok()) return parsed.status();
     absl::StatusOr<std::unique_ptr<fabric::Fabric>> fab =
@@ -52,7 +61,8 @@ class ChannelLoop {
     backoff_max_ = resolved.reconnect_backoff_max;
     backoff_ = backoff_initial_;
     address_ = parsed->address;
-    ecfg_ = EngineConfigFor(resolved, Role::kRequester);
+    ecfg_ = EngineConfigFor(resolved, Role::kRequester,
+                            backward_handler_ != nullptr);
     if (resolved.inline_settings.cm_private_data) {
       engine::Engine probe(ecfg_, nullptr);
       auto pd = probe.LocalPrivateData();
@@ -87,11 +97,49 @@ class ChannelLoop {
           ev->detail.empty() ? "" : ": ", ev->detail));
     }
     conn_ = MakeConnection(std::move(*ep));
-    conn_->Connected(ev->private_data);
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) return absl::InternalError("eventfd failed");
+    conn_->Connected(ev->private_data, DrawXid());
+    if (absl::Status s = AwaitVersion(uri, until); !s.ok()) {
+      conn_->Disconnect();
+      return s;
+    }
     thread_ = std::thread([this] { Loop(); });
     return absl::OkStatus();
+  }
+
+  // draft-cel-nfsv4-rpcrdma-version-two-04 §7: with version two offered,
+  // Create returns once the peer has answered the probe.
+  absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until) {
+    while (conn_->engine().negotiating() && !conn_->disconnected()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - Clock::now());
+      if (left.count() <= 0) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "connect to ", uri, ": no answer to the version-two probe"));
+      }
+      pollfd p{conn_->endpoint().event_fd(), POLLIN, 0};
+      poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+      conn_->Poll();
+    }
+    if (conn_->disconnected()) {
+      return absl::UnavailableError(absl::StrCat(
+          "connect to ", uri, ": connection lost during version negotiation"));
+    }
+    const absl::Status& st = conn_->engine().negotiation_status();
+    if (!st.ok()) {
+      return absl::Status(st.code(),
+                          absl::StrCat("connect to ", uri, ": ", st.message()));
+    }
+    // §7.2: a peer that answered ERR_VERS is not asked again on a
+    // reconnect.
+    ecfg_.offered_version = conn_->engine().version();
+    return absl::OkStatus();
+  }
+
+  // XIDs of version probes: drawn at random, as RPC clients draw their
+  // first XID, so that they do not repeat across connections.
+  uint32_t DrawXid() {
+    if (ecfg_.offered_version < 2) return 0;
+    return static_cast<uint32_t>(rng_());
   }
 
   Channel::CallId Submit(CallRequest request, Channel::Callback done) {
@@ -131,6 +179,10 @@ class ChannelLoop {
   bool connected() const {
     std::lock_guard<std::mutex> lock(mu_);
     return connected_;
+  }
+  ConnectionInfo connection_info() const {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    return conn_ != nullptr ? conn_->info() : last_info_;
   }
 
  private:
@@ -172,6 +224,21 @@ class ChannelLoop {
     hooks.fail = [this](engine::FailCall& f) {
       Finish(f.call, std::move(f.status));
     };
+    // Backward calls (RFC 8167). Replies name the connection they belong
+    // to, so that one for a lost connection is dropped.
+    const uint64_t generation = ++generation_;
+    if (backward_handler_) {
+      hooks.deliver = [this, generation](engine::DeliverCall& d) {
+        IncomingCall call{0, d.xid, std::move(d.message),
+                          std::move(d.write_chunk_capacities),
+                          d.reply_chunk_capacity};
+        backward_handler_(std::move(call),
+                          ResponderAccess::Make(queue_, generation, d.call));
+      };
+      hooks.reply_sent = [this, generation](engine::ReplySent& r) {
+        replies_.Sent(generation, r.call);
+      };
+    }
     AttachCapture(capture_, Role::kRequester, hooks);
     return std::make_unique<Connection>(std::move(endpoint), ecfg_,
                                         Role::kRequester, std::move(hooks));
@@ -289,8 +356,10 @@ class ChannelLoop {
     {
       std::lock_guard<std::mutex> lock(counters_mu_);
       past_ += c;
+      last_info_ = conn_->info();
       conn_.reset();
     }
+    replies_.Forget(generation_);
     by_engine_.clear();
     lost_since_.reset();
     std::vector<std::pair<Channel::CallId, absl::Status>> failed;
@@ -356,7 +425,7 @@ class ChannelLoop {
     // A fresh engine: credits restart at one and the inline thresholds are
     // negotiated again from this connection's private data (RFC 8166
     // §3.3.1, RFC 8797 §4.2).
-    conn_->Connected(ev->private_data);
+    conn_->Connected(ev->private_data, DrawXid());
     std::vector<Channel::CallId> held;
     for (const auto& [id, p] : pending_) {
       if (!p.engine_id) held.push_back(id);
@@ -400,6 +469,9 @@ class ChannelLoop {
         }
       }
       Clock::time_point now = Clock::now();
+      replies_.SendQueued(*queue_, [this](uint64_t generation) {
+        return generation == generation_ ? conn_.get() : nullptr;
+      });
       if (conn_ != nullptr) {
         conn_->Poll();
         if (conn_->disconnected()) {
@@ -475,10 +547,15 @@ class ChannelLoop {
     for (auto& [id, p] : pending_) left.push_back(std::move(p.done));
     pending_.clear();
     for (auto& done : left) done(absl::UnavailableError("channel: shut down"));
+    replies_.Clear();
     std::lock_guard<std::mutex> lock(counters_mu_);
+    if (conn_ != nullptr) last_info_ = conn_->info();
     conn_.reset();
   }
 
+  Channel::BackwardHandler backward_handler_;
+  std::shared_ptr<ReplyQueue> queue_;
+  std::mt19937 rng_{std::random_device{}()};
   std::unique_ptr<fabric::Fabric> fabric_;
   std::shared_ptr<CaptureTap> capture_;
   std::string address_;
@@ -501,6 +578,8 @@ class ChannelLoop {
   std::chrono::milliseconds backoff_{0};
   std::map<Channel::CallId, Pending> pending_;
   std::map<engine::CallId, Channel::CallId> by_engine_;
+  uint64_t generation_ = 0;  // of the current connection
+  ReplySender replies_;      // backward replies being sent
 
   mutable std::mutex mu_;
   bool stopping_ = false;
@@ -512,6 +591,7 @@ class ChannelLoop {
   mutable std::mutex counters_mu_;
   std::unique_ptr<Connection> conn_;
   Counters past_;  // connections lost
+  ConnectionInfo last_info_;
   uint64_t reconnects_ = 0;
 };
 
@@ -519,7 +599,14 @@ class ChannelLoop {
 
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     absl::string_view uri, const config::TransportConfig& config) {
-  auto loop = std::make_unique<api_internal::ChannelLoop>();
+  return Create(uri, config, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
+    absl::string_view uri, const config::TransportConfig& config,
+    BackwardHandler backward_handler) {
+  auto loop =
+      std::make_unique<api_internal::ChannelLoop>(std::move(backward_handler));
   if (absl::Status s = loop->Start(uri, config); !s.ok()) return s;
   return std::unique_ptr<Channel>(new Channel(std::move(loop)));
 }
@@ -546,5 +633,8 @@ void Channel::Cancel(CallId call) { loop_->Cancel(call); }
 
 Counters Channel::counters() const { return loop_->counters(); }
 bool Channel::connected() const { return loop_->connected(); }
+ConnectionInfo Channel::connection_info() const {
+  return loop_->connection_info();
+}
 
 }  // namespace rpcrdma

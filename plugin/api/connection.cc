@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,11 @@ Counters& Counters::operator+=(const Counters& o) {
   errors_sent += o.errors_sent;
   errors_received += o.errors_received;
   credits_granted = std::max(credits_granted, o.credits_granted);
+  peak_calls_outstanding =
+      std::max(peak_calls_outstanding, o.peak_calls_outstanding);
   reconnects += o.reconnects;
+  backward_calls += o.backward_calls;
+  backward_replies += o.backward_replies;
   return *this;
 }
 
@@ -84,12 +89,6 @@ absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
                      " does not match the uri scheme (",
                      config::TransportConfig::Fabric_Name(uri.fabric), ")"));
   }
-  config::ResolvedConfig resolved = config::Resolve(config);
-  if (resolved.version_policy != config::TransportConfig::V1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "config: version_policy: only V1 is implemented, not ",
-        config::TransportConfig::VersionPolicy_Name(resolved.version_policy)));
-  }
   if (uri.fabric == config::TransportConfig::VERBS) {
 #ifdef RPCRDMA_API_HAVE_VERBS
     return fabric::MakeVerbsFabric();
@@ -101,7 +100,7 @@ absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
 }
 
 engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
-                               Role role) {
+                               Role role, bool backward_service) {
   engine::Config c;
   c.local = resolved.inline_settings.ToPrivateData();
   c.local.remote_invalidation = resolved.inline_settings.remote_invalidation;
@@ -110,6 +109,20 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
   c.credits = role == Role::kRequester ? resolved.max_requests
                                        : resolved.credits_granted;
   c.limits = resolved.chunk_limits;
+  c.max_call_size = resolved.max_call_size;
+  // RFC 8167 §3: both ends use the configured backchannel credits (zero
+  // when disabled); a client without a backward handler posts nothing for
+  // backward calls and drops them.
+  if (role == Role::kRequester) {
+    c.backchannel_credits = backward_service ? resolved.backchannel_credits : 0;
+    if (resolved.version_policy != config::TransportConfig::V1) {
+      c.offered_version = 2;
+      c.version_fallback =
+          resolved.version_policy == config::TransportConfig::V2_WITH_FALLBACK;
+    }
+  } else {
+    c.peer_backchannel_credits = resolved.backchannel_credits;
+  }
   return c;
 }
 
@@ -117,7 +130,9 @@ fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
   fabric::EndpointOptions o;
   // Receives: one per credit plus slack. Send queue: per call a Send, its
   // window binds and invalidations, reads and writes.
-  o.recv_queue_depth = std::min<uint32_t>(config.credits + 8, 4096);
+  const uint32_t receives = config.credits + config.backchannel_credits +
+                            config.peer_backchannel_credits;
+  o.recv_queue_depth = std::min<uint32_t>(receives + 8, 4096);
   o.send_queue_depth = std::min<uint32_t>(config.credits * 16 + 64, 4096);
   return o;
 }
@@ -148,8 +163,10 @@ Connection::~Connection() {
   windows_.clear();
 }
 
-void Connection::Connected(absl::Span<const uint8_t> peer_private_data) {
+void Connection::Connected(absl::Span<const uint8_t> peer_private_data,
+                           uint32_t version_probe_xid) {
   engine::ConnectionParams params;
+  params.version_probe_xid = version_probe_xid;
   params.peer_private_data.assign(peer_private_data.begin(),
                                   peer_private_data.end());
   params.max_outstanding_reads =
@@ -172,6 +189,12 @@ void Connection::Run(engine::Actions& actions) {
     for (engine::Action& b : out) queue_.push_back(std::move(b));
   }
   running_ = false;
+  const uint32_t outstanding = engine_.calls_outstanding();
+  ConnectionInfo info = ComputeInfo();
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  counters_.peak_calls_outstanding =
+      std::max(counters_.peak_calls_outstanding, outstanding);
+  info_ = info;
 }
 
 void Connection::Fatal(absl::string_view /*what*/) {
@@ -245,7 +268,7 @@ void Connection::DoPostReceives(const engine::PostReceives& p) {
   if (recv_pool_ == nullptr) {
     absl::StatusOr<std::unique_ptr<fabric::BufferPool>> pool =
         fabric::BufferPool::Create(*endpoint_, p.buffer_size,
-                                   config_.credits + 4);
+                                   engine_.receives_posted() + 4);
     if (!pool.ok()) {
       Fatal(pool.status().message());
       return;
@@ -454,8 +477,21 @@ void Connection::CountMessage(absl::Span<const uint8_t> bytes,
   }
   const wire::ChunkLists* chunks = h.chunks();
   if (chunks == nullptr) return;
-  // A requester sends calls and receives replies; a responder the reverse.
-  const bool is_call = sent == (role_ == Role::kRequester);
+  // Direction as the engine tells it (RFC 8167 §4): an RDMA_MSG carrying
+  // an RPC CALL, or an RDMA_NOMSG with a read list, is a call.
+  bool is_call = !chunks->reads.empty();
+  if (h.proc() == wire::V1Proc::kMsg &&
+      bytes.size() >= decoded->header_length + 8) {
+    is_call = wire::LoadBigEndian32(bytes.data() + decoded->header_length +
+                                    4) == 0;  // msg_type CALL
+  }
+  // Forward calls go from the requester to the responder; a call the
+  // other way is a backward call (RFC 8167).
+  const bool forward = is_call == (sent == (role_ == Role::kRequester));
+  if (!forward) {
+    ++(is_call ? counters_.backward_calls : counters_.backward_replies);
+    return;
+  }
   if (is_call) {
     ++counters_.calls;
     if (h.proc() == wire::V1Proc::kNoMsg) {
@@ -473,6 +509,28 @@ void Connection::CountMessage(absl::Span<const uint8_t> bytes,
     if (h.proc() == wire::V1Proc::kNoMsg) ++counters_.long_replies;
     counters_.credits_granted = h.credits;
   }
+}
+
+ConnectionInfo Connection::info() const {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  return info_;
+}
+
+ConnectionInfo Connection::ComputeInfo() const {
+  ConnectionInfo i;
+  if (const auto& peer = engine_.peer_private_data()) {
+    i.peer_private_data = true;
+    i.peer_send_size = peer->send_size;
+    i.peer_receive_size = peer->receive_size;
+    i.peer_remote_invalidation = peer->remote_invalidation;
+  }
+  i.send_threshold = engine_.thresholds().send;
+  i.receive_threshold = engine_.thresholds().receive;
+  i.remote_invalidation = engine_.thresholds().remote_invalidation;
+  i.offered_version = config_.offered_version;
+  i.version = engine_.version();
+  std::tie(i.peer_version_low, i.peer_version_high) = engine_.peer_versions();
+  return i;
 }
 
 Counters Connection::counters() const {

@@ -41,8 +41,9 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
 absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     const ParsedUri& uri, const config::TransportConfig& config);
 
+// `backward_service`: a requester that serves backward calls (RFC 8167).
 engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
-                               Role role);
+                               Role role, bool backward_service = false);
 fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config);
 
 class Connection : public engine::MemoryExposer {
@@ -68,7 +69,10 @@ class Connection : public engine::MemoryExposer {
 
   // Tells the engine the connection is up (RFC 8797 private data of the
   // peer) and carries out what follows.
-  void Connected(absl::Span<const uint8_t> peer_private_data);
+  // `version_probe_xid`: the XID of the version-two probe, when the
+  // engine offers version two.
+  void Connected(absl::Span<const uint8_t> peer_private_data,
+                 uint32_t version_probe_xid = 0);
   // Carries out `actions` (and everything they lead to).
   void Run(engine::Actions& actions);
   // Consumes the endpoint's completions and connection events.
@@ -80,6 +84,7 @@ class Connection : public engine::MemoryExposer {
   // Disconnected and every posted operation has completed: safe to destroy.
   bool finished() const { return disconnected_ && outstanding_ == 0; }
   Counters counters() const;
+  ConnectionInfo info() const;
 
   absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
                                        uint32_t access) override;
@@ -132,8 +137,11 @@ class Connection : public engine::MemoryExposer {
   bool running_ = false;
   std::deque<engine::Action> queue_;
 
+  ConnectionInfo ComputeInfo() const;
+
   mutable std::mutex counters_mu_;
   Counters counters_;
+  ConnectionInfo info_;  // as of the end of the latest Run()
 };
 
 }  // namespace rpcrdma::api_internal

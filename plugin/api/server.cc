@@ -4,8 +4,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -13,81 +15,38 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/responder_queue.h"
 
 namespace rpcrdma {
 namespace api_internal {
 
 using Clock = std::chrono::steady_clock;
 
-// Shared between the loop and every Responder: replies queued for the loop.
-struct ReplyQueue {
-  struct Item {
-    uint64_t connection = 0;
-    engine::CallId call = 0;
-    ServerReply reply;
-  };
-  std::mutex mu;
-  bool closed = false;
-  int wake_fd = -1;
-  std::vector<Item> items;
-
-  absl::Status Push(Item item) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (closed) {
-        return absl::FailedPreconditionError("server: shut down");
-      }
-      items.push_back(std::move(item));
-    }
-    uint64_t one = 1;
-    ssize_t n = write(wake_fd, &one, sizeof one);
-    (void)n;
-    return absl::OkStatus();
-  }
-};
-
-}  // namespace api_internal
-
-struct Responder::State {
-  std::shared_ptr<api_internal::ReplyQueue> queue;
-  uint64_t connection = 0;
-  engine::CallId call = 0;
-  bool replied = false;
-};
-
-Responder::Responder(std::unique_ptr<State> state) : state_(std::move(state)) {}
-Responder::Responder(Responder&&) noexcept = default;
-Responder& Responder::operator=(Responder&&) noexcept = default;
-Responder::~Responder() = default;
-
-absl::Status Responder::Send(ServerReply reply) {
-  if (state_ == nullptr || state_->replied) {
-    return absl::FailedPreconditionError("responder: already replied");
-  }
-  state_->replied = true;
-  return state_->queue->Push(api_internal::ReplyQueue::Item{
-      state_->connection, state_->call, std::move(reply)});
-}
-
-namespace api_internal {
-
 class ServerLoop {
+ private:
+  struct BackwardCommand {
+    uint64_t connection = 0;
+    CallRequest request;
+    Server::Callback done;
+  };
+  struct BackwardCall {
+    Server::Callback done;
+    std::optional<Clock::time_point> deadline;
+    bool ending = false;  // cancelled for its deadline, awaiting the engine
+  };
+
  public:
-  explicit ServerLoop(Server::Handler handler)
-      : handler_(std::move(handler)), queue_(std::make_shared<ReplyQueue>()) {}
+  explicit ServerLoop(Server::Handler handler) : handler_(std::move(handler)) {}
 
   ~ServerLoop() {
+    if (queue_ != nullptr) queue_->Close();
     {
-      std::lock_guard<std::mutex> lock(queue_->mu);
-      queue_->closed = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
     }
-    uint64_t one = 1;
-    if (queue_->wake_fd >= 0) {
-      ssize_t n = write(queue_->wake_fd, &one, sizeof one);
-      (void)n;
-    }
+    Wake();
     if (thread_.joinable()) thread_.join();
-    if (queue_->wake_fd >= 0) close(queue_->wake_fd);
+    if (wake_fd_ >= 0) close(wake_fd_);
   }
 
   absl::Status Start(absl::string_view uri,
@@ -103,6 +62,14 @@ class ServerLoop {
     if (!capture.ok()) return capture.status();
     capture_ = std::move(*capture);
     resolved_ = config::Resolve(config);
+    // The responder speaks version one; under V2_WITH_FALLBACK it answers
+    // a version-two probe with ERR_VERS 1..1, which is how a client falls
+    // back (draft-cel-nfsv4-rpcrdma-version-two-04 §7.2).
+    if (resolved_.version_policy == config::TransportConfig::V2) {
+      return absl::UnimplementedError(
+          "config: version_policy: V2: this release's Server answers in "
+          "version one only (use V1 or V2_WITH_FALLBACK)");
+    }
     absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
         fabric_->Listen(parsed->address);
     if (!listener.ok()) {
@@ -122,8 +89,9 @@ class ServerLoop {
         uri_ = absl::StrCat("rdma://", address);
         break;
     }
-    queue_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (queue_->wake_fd < 0) return absl::InternalError("eventfd failed");
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return absl::InternalError("eventfd failed");
+    queue_ = std::make_shared<ReplyQueue>(wake_fd_);
     thread_ = std::thread([this] { Loop(); });
     return absl::OkStatus();
   }
@@ -139,6 +107,20 @@ class ServerLoop {
   size_t connections() const {
     std::lock_guard<std::mutex> lock(mu_);
     return conns_.size();
+  }
+
+  void SubmitBackward(uint64_t connection, CallRequest request,
+                      Server::Callback done) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) {
+      lock.unlock();
+      done(absl::UnavailableError("server: shut down"));
+      return;
+    }
+    backward_commands_.push_back(
+        BackwardCommand{connection, std::move(request), std::move(done)});
+    lock.unlock();
+    Wake();
   }
 
  private:
@@ -162,17 +144,20 @@ class ServerLoop {
       uint64_t id = next_conn_++;
       Connection::Hooks hooks;
       hooks.deliver = [this, id](engine::DeliverCall& d) {
-        auto state = std::make_unique<Responder::State>();
-        state->queue = queue_;
-        state->connection = id;
-        state->call = d.call;
         IncomingCall call{id, d.xid, std::move(d.message),
                           std::move(d.write_chunk_capacities),
                           d.reply_chunk_capacity};
-        handler_(std::move(call), Responder(std::move(state)));
+        handler_(std::move(call), ResponderAccess::Make(queue_, id, d.call));
       };
       hooks.reply_sent = [this, id](engine::ReplySent& r) {
-        replies_.erase({id, r.call});
+        replies_.Sent(id, r.call);
+      };
+      hooks.complete = [this, id](engine::CompleteCall& c) {
+        FinishBackward(id, c.call,
+                       Reply{std::move(c.reply), std::move(c.result_lengths)});
+      };
+      hooks.fail = [this, id](engine::FailCall& f) {
+        FinishBackward(id, f.call, std::move(f.status));
       };
       AttachCapture(capture_, Role::kResponder, hooks);
       auto conn = std::make_unique<Connection>(std::move(*ep), ecfg,
@@ -189,27 +174,83 @@ class ServerLoop {
   }
 
   void SendReplies() {
-    std::vector<ReplyQueue::Item> items;
-    {
-      std::lock_guard<std::mutex> lock(queue_->mu);
-      items.swap(queue_->items);
+    replies_.SendQueued(*queue_, [this](uint64_t id) -> Connection* {
+      auto it = conns_.find(id);
+      return it == conns_.end() ? nullptr : it->second.get();
+    });
+  }
+
+  // Backward calls (RFC 8167), started on the loop thread.
+  void StartBackward(BackwardCommand& c) {
+    if (!resolved_.backchannel_enabled) {
+      c.done(absl::FailedPreconditionError(
+          "server: backchannel disabled in the configuration"));
+      return;
     }
-    for (ReplyQueue::Item& item : items) {
-      auto it = conns_.find(item.connection);
-      if (it == conns_.end() || it->second->disconnected()) continue;
-      auto stored = std::make_unique<ServerReply>(std::move(item.reply));
-      engine::OutgoingReply out_reply;
-      out_reply.xdr = stored->xdr;
-      for (const ReplyItem& r : stored->results) {
-        out_reply.results.push_back(engine::DdpResult{r.position, r.data});
-      }
-      std::pair<uint64_t, engine::CallId> key{item.connection, item.call};
-      replies_[key] = std::move(stored);
-      engine::Actions out;
-      absl::Status st =
-          it->second->engine().Reply(item.call, std::move(out_reply), out);
-      if (!st.ok()) replies_.erase(key);
+    auto it = conns_.find(c.connection);
+    if (it == conns_.end() || it->second->disconnected()) {
+      c.done(absl::NotFoundError(
+          absl::StrCat("server: no connection ", c.connection)));
+      return;
+    }
+    engine::OutgoingCall call;
+    call.xdr = std::move(c.request.xdr);
+    for (const CallArgument& a : c.request.arguments) {
+      call.arguments.push_back(engine::DdpArgument{
+          a.position, absl::Span<uint8_t>(const_cast<uint8_t*>(a.data.data()),
+                                          a.data.size())});
+    }
+    call.results = c.request.results;
+    call.max_reply_size = c.request.max_reply_size;
+    engine::Actions out;
+    absl::StatusOr<engine::CallId> eid =
+        it->second->engine().StartCall(std::move(call), out);
+    if (!eid.ok()) {
       it->second->Run(out);
+      c.done(eid.status());
+      return;
+    }
+    std::optional<Clock::time_point> deadline = c.request.deadline;
+    if (!deadline && resolved_.request_deadline.count() > 0) {
+      deadline = Clock::now() + resolved_.request_deadline;
+    }
+    backward_[{c.connection, *eid}] = BackwardCall{std::move(c.done), deadline};
+    it->second->Run(out);
+  }
+
+  void FinishBackward(uint64_t connection, engine::CallId call,
+                      absl::StatusOr<Reply> result) {
+    auto it = backward_.find({connection, call});
+    if (it == backward_.end()) return;
+    Server::Callback done = std::move(it->second.done);
+    backward_.erase(it);
+    done(std::move(result));
+  }
+
+  // Deadlines of backward calls, enforced here: the engine has no clock.
+  void ExpireBackward(Clock::time_point now) {
+    std::vector<std::pair<uint64_t, engine::CallId>> expired;
+    for (auto& [key, b] : backward_) {
+      if (b.deadline && *b.deadline <= now && !b.ending) {
+        b.ending = true;
+        expired.push_back(key);
+      }
+    }
+    for (const auto& [conn, call] : expired) {
+      auto it = conns_.find(conn);
+      if (it == conns_.end()) continue;
+      engine::Actions out;
+      it->second->engine().Cancel(
+          call, absl::DeadlineExceededError("server: deadline exceeded"), out);
+      it->second->Run(out);
+    }
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    if (wake_fd_ >= 0) {
+      ssize_t n = write(wake_fd_, &one, sizeof one);
+      (void)n;
     }
   }
 
@@ -217,9 +258,18 @@ class ServerLoop {
     std::optional<Clock::time_point> stop_since;
     while (true) {
       bool stop;
+      std::vector<BackwardCommand> commands;
       {
-        std::lock_guard<std::mutex> lock(queue_->mu);
-        stop = queue_->closed;
+        std::lock_guard<std::mutex> lock(mu_);
+        stop = stopping_;
+        commands.swap(backward_commands_);
+      }
+      for (BackwardCommand& c : commands) {
+        if (stop) {
+          c.done(absl::UnavailableError("server: shut down"));
+        } else {
+          StartBackward(c);
+        }
       }
       if (!stop) {
         Accept();
@@ -235,9 +285,7 @@ class ServerLoop {
       for (auto it = conns_.begin(); it != conns_.end();) {
         bool expired = stop && now - *stop_since > std::chrono::seconds(10);
         if (it->second->finished() || expired) {
-          for (auto r = replies_.begin(); r != replies_.end();) {
-            r = r->first.first == it->first ? replies_.erase(r) : std::next(r);
-          }
+          replies_.Forget(it->first);
           std::unique_ptr<Connection> dead;
           {
             std::lock_guard<std::mutex> lock(mu_);
@@ -249,24 +297,39 @@ class ServerLoop {
           ++it;
         }
       }
+      ExpireBackward(now);
       if (stop && conns_.empty()) break;
       std::vector<pollfd> fds;
-      fds.push_back({queue_->wake_fd, POLLIN, 0});
+      fds.push_back({wake_fd_, POLLIN, 0});
       fds.push_back({listener_->event_fd(), POLLIN, 0});
       for (auto& [id, c] : conns_) {
         fds.push_back({c->endpoint().event_fd(), POLLIN, 0});
       }
-      poll(fds.data(), fds.size(), stop ? 10 : 1000);
+      int timeout = stop ? 10 : 1000;
+      for (const auto& [key, b] : backward_) {
+        if (!b.deadline || b.ending) continue;
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      *b.deadline - now)
+                      .count();
+        timeout = static_cast<int>(std::clamp<int64_t>(ms + 1, 1, timeout));
+      }
+      poll(fds.data(), fds.size(), timeout);
       if (fds[0].revents & POLLIN) {
         uint64_t v;
-        ssize_t n = read(queue_->wake_fd, &v, sizeof v);
+        ssize_t n = read(wake_fd_, &v, sizeof v);
         (void)n;
       }
     }
-    replies_.clear();
+    replies_.Clear();
+    // Backward calls whose connection outlived the drain guard.
+    std::vector<Server::Callback> left;
+    for (auto& [key, b] : backward_) left.push_back(std::move(b.done));
+    backward_.clear();
+    for (auto& done : left) done(absl::UnavailableError("server: shut down"));
   }
 
   Server::Handler handler_;
+  int wake_fd_ = -1;
   std::shared_ptr<ReplyQueue> queue_;
   std::unique_ptr<fabric::Fabric> fabric_;
   std::unique_ptr<fabric::Listener> listener_;
@@ -276,13 +339,17 @@ class ServerLoop {
   std::thread thread_;
   uint64_t next_conn_ = 1;
 
-  mutable std::mutex mu_;  // guards conns_ membership and closed_counters_
+  // Guards conns_ membership, closed_counters_, stopping_ and
+  // backward_commands_.
+  mutable std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;
   Counters closed_counters_;
+  bool stopping_ = false;
+  std::vector<BackwardCommand> backward_commands_;
 
-  // Loop thread only: reply memory kept until its Send completes.
-  std::map<std::pair<uint64_t, engine::CallId>, std::unique_ptr<ServerReply>>
-      replies_;
+  // Loop thread only.
+  ReplySender replies_;
+  std::map<std::pair<uint64_t, engine::CallId>, BackwardCall> backward_;
 };
 
 }  // namespace api_internal
@@ -301,6 +368,20 @@ Server::~Server() = default;
 
 std::string Server::uri() const { return loop_->uri(); }
 Counters Server::counters() const { return loop_->counters(); }
+
+void Server::Call(uint64_t connection, CallRequest request, Callback done) {
+  loop_->SubmitBackward(connection, std::move(request), std::move(done));
+}
+
+std::future<absl::StatusOr<Reply>> Server::Call(uint64_t connection,
+                                                CallRequest request) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<Reply>>>();
+  std::future<absl::StatusOr<Reply>> future = promise->get_future();
+  loop_->SubmitBackward(
+      connection, std::move(request),
+      [promise](absl::StatusOr<Reply> r) { promise->set_value(std::move(r)); });
+  return future;
+}
 size_t Server::connections() const { return loop_->connections(); }
 
 }  // namespace rpcrdma

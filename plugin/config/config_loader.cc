@@ -202,6 +202,9 @@ void ValidateLimits(const TransportConfig& c, Validator& v) {
               l.max_header_segments(), kDefaultMaxHeaderSegments),
           1u, kMaxHeaderSegments,
           "the header must fit a 1024-octet inline threshold");
+  v.Range(Get("limits.max_call_size", l.has_max_call_size(), l.max_call_size(),
+              kDefaultMaxCallSize),
+          kMinCallSize, kMaxCallSize);
 }
 
 void ValidateTimeouts(const TransportConfig& c, Validator& v) {
@@ -391,6 +394,7 @@ TransportConfig DefaultConfig() {
   l->set_max_write_chunks(kDecoderBounds.max_write_chunks);
   l->set_max_segments_per_chunk(kDecoderBounds.max_segments_per_chunk);
   l->set_max_header_segments(kDefaultMaxHeaderSegments);
+  l->set_max_call_size(kDefaultMaxCallSize);
   Timeouts* t = c.mutable_timeouts();
   t->set_connect_ms(kDefaultConnectMs);
   t->set_request_deadline_ms(kDefaultRequestDeadlineMs);
@@ -447,6 +451,8 @@ ResolvedConfig Resolve(const TransportConfig& config) {
   r.max_header_segments = l.has_max_header_segments()
                               ? l.max_header_segments()
                               : kDefaultMaxHeaderSegments;
+  r.max_call_size =
+      l.has_max_call_size() ? l.max_call_size() : kDefaultMaxCallSize;
   const Timeouts& t = config.timeouts();
   auto ms = [](bool has, int64_t value, int64_t fallback) {
     return std::chrono::milliseconds(has ? value : fallback);

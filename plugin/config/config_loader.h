@@ -31,6 +31,7 @@ inline constexpr uint32_t kDefaultMaxRequests = 128;     // kernel client
 inline constexpr uint32_t kDefaultCreditsGranted = 128;  // kernel server
 inline constexpr uint32_t kDefaultBackchannelCredits = 2;
 inline constexpr uint32_t kDefaultMaxHeaderSegments = 8;
+inline constexpr uint32_t kDefaultMaxCallSize = (1u << 20) + 4096;
 inline constexpr int64_t kDefaultConnectMs = 60000;
 inline constexpr int64_t kDefaultRequestDeadlineMs = 60000;
 inline constexpr int64_t kDefaultReconnectBackoffInitialMs = 5000;
@@ -40,6 +41,8 @@ inline constexpr int64_t kDefaultIdleMs = 300000;
 // Bounds the validator enforces.
 inline constexpr uint32_t kMaxCredits = 65535;
 inline constexpr uint32_t kMaxHeaderSegments = 32;
+inline constexpr uint32_t kMinCallSize = 1024;
+inline constexpr uint32_t kMaxCallSize = 1u << 28;
 inline constexpr int64_t kMaxTimeoutMs = 86400000;  // one day
 // Largest configuration file LoadConfigFile reads.
 inline constexpr size_t kMaxConfigFileSize = 1 << 20;
@@ -100,6 +103,8 @@ struct ResolvedConfig {
   wire::ChunkLimits chunk_limits;
   // What this endpoint puts into one header it sends.
   uint32_t max_header_segments = kDefaultMaxHeaderSegments;
+  // Largest reassembled call accepted as a responder.
+  uint32_t max_call_size = kDefaultMaxCallSize;
   std::chrono::milliseconds connect_timeout{kDefaultConnectMs};
   // Zero: no default deadline.
   std::chrono::milliseconds request_deadline{kDefaultRequestDeadlineMs};

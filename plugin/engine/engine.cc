@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
 
 namespace rpcrdma::engine {
@@ -133,6 +134,7 @@ std::array<uint8_t, wire::kPrivateDataSize> Engine::LocalPrivateData() const {
 void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   connected_ = true;
   // RFC 8797 §4.2 / §5.1, redone on every connection.
+  peer_private_data_ = wire::FindPrivateData(params.peer_private_data);
   thresholds_ = wire::NegotiateInline(
       config_.local, wire::PrivateDataOrDefault(params.peer_private_data));
   max_reads_ = std::max<uint32_t>(params.max_outstanding_reads, 1);
@@ -140,11 +142,81 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   grant_ = 1;
   outstanding_ = 0;
   out.push_back(PostReceives{receives_, config_.local.receive_size});
+  if (requester_on_ && !backward_requester_ && config_.offered_version == 2 &&
+      negotiation_.ok()) {
+    SendVersionProbe(params.version_probe_xid, out);
+    return;
+  }
+  Dispatch(out);
+}
+
+// draft-cel-nfsv4-rpcrdma-version-two-04 §7: a single version-two message
+// first, no larger than the version-one default inline threshold; it
+// holds the one credit a requester has before any reply (§7). An
+// RDMA2_CONNPROP (§5.3.1) is the message every version-two peer must
+// accept first, and it reports this side's receive buffer size (§5.2.1).
+void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
+  wire::V2Header probe;
+  probe.xid = xid;
+  probe.vers = wire::kRpcRdmaVersion2;
+  probe.credits = requester_limit_;
+  wire::V2ConnProp props;
+  props.start.push_back(wire::MakeRbsizProperty(config_.local.receive_size));
+  probe.body = std::move(props);
+  negotiating_ = true;
+  probe_xid_ = xid;
+  outstanding_ = 1;
+  out.push_back(Send{NextOp(), wire::EncodeV2(probe), std::nullopt});
+}
+
+void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
+  if (bytes.size() < 8) return;
+  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
+  const uint32_t vers = wire::LoadBigEndian32(bytes.data() + 4);
+  if (vers == wire::kRpcRdmaVersion2) {
+    negotiation_ = absl::UnimplementedError(
+        "the peer answered in RPC-over-RDMA version two; this engine "
+        "carries calls in version one only");
+  } else if (xid != probe_xid_) {
+    return;  // nothing else is expected before the answer (§7)
+  } else {
+    wire::DecodeResult<wire::V1Decoded> d = wire::DecodeV1(bytes);
+    const wire::V1Error* err =
+        d.ok() ? std::get_if<wire::V1Error>(&d->header.body) : nullptr;
+    if (err == nullptr || err->code != wire::V1ErrorCode::kVers) {
+      negotiation_ = absl::DataLossError(
+          "the peer answered the version-two probe with neither a "
+          "version-two message nor RDMA_ERROR ERR_VERS");
+    } else {
+      peer_version_low_ = err->vers_low;
+      peer_version_high_ = err->vers_high;
+      // §7.2: the client selects a version in the peer's range.
+      if (config_.version_fallback && err->vers_low <= 1 &&
+          err->vers_high >= 1) {
+        version_ = 1;
+      } else {
+        negotiation_ = absl::FailedPreconditionError(absl::StrCat(
+            "the peer supports RPC-over-RDMA versions ", err->vers_low, " to ",
+            err->vers_high, ", not version 2 (ERR_VERS)"));
+      }
+    }
+  }
+  negotiating_ = false;
+  outstanding_ = 0;
+  if (!negotiation_.ok()) {
+    std::vector<CallId> ids(queue_.begin(), queue_.end());
+    queue_.clear();
+    for (CallId id : ids) {
+      Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
+    }
+    return;
+  }
   Dispatch(out);
 }
 
 void Engine::OnDisconnected(Actions& out) {
   connected_ = false;
+  negotiating_ = false;
   grant_ = 1;
   outstanding_ = 0;
   by_xid_.clear();
@@ -230,6 +302,15 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
 }
 
 void Engine::Dispatch(Actions& out) {
+  if (negotiating_ || !negotiation_.ok()) {
+    std::vector<CallId> ids;
+    if (!negotiation_.ok()) ids.assign(queue_.begin(), queue_.end());
+    if (!negotiation_.ok()) queue_.clear();
+    for (CallId id : ids) {
+      Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
+    }
+    return;
+  }
   // RFC 8166 §3.3.1: never more calls outstanding than the grant.
   while (connected_ && outstanding_ < grant_ && !queue_.empty()) {
     CallId id = queue_.front();
@@ -494,6 +575,10 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   if (!connected_) return;
   // The consumed receive is replaced at once (receives per credit).
   out.push_back(PostReceives{1, config_.local.receive_size});
+  if (negotiating_) {
+    HandleProbeAnswer(bytes, out);
+    return;
+  }
   if (bytes.size() < kMinReplyHeader) return;
   const uint32_t xid = wire::LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V1Decoded> decoded =

@@ -119,6 +119,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -282,6 +283,15 @@ struct Config {
   // upper layer learned it (e.g. NFSv4.1 CREATE_SESSION); the most backward
   // calls this side has outstanding. 0 = StartCall is refused.
   uint32_t peer_backchannel_credits = 0;
+  // Requester: the RPC-over-RDMA version offered first on every connection
+  // (draft-cel-nfsv4-rpcrdma-version-two-04 §7). With 2, the first message
+  // is an RDMA2_CONNPROP with rdma_vers 2 and no call goes out until the
+  // peer has answered it; ERR_VERS with a range holding 1 then selects
+  // version one when `version_fallback` allows it (§7.2). This engine
+  // carries calls in version one only, so a version-two answer ends the
+  // negotiation with UNIMPLEMENTED.
+  uint32_t offered_version = 1;
+  bool version_fallback = true;
 };
 
 struct ConnectionParams {
@@ -291,6 +301,9 @@ struct ConnectionParams {
   // RDMA Reads this side may have outstanding (min of our ORD and the
   // peer's IRD as negotiated); at least 1 is used.
   uint32_t max_outstanding_reads = 1;
+  // XID of the version-two probe (Config::offered_version 2); the api
+  // layer draws it like any other XID.
+  uint32_t version_probe_xid = 0;
 };
 
 // ---- The engine ------------------------------------------------------------
@@ -342,6 +355,22 @@ class Engine {
   uint32_t receives_posted() const { return receives_; }
   // True when StartCall issues backward calls (RFC 8167 server).
   bool issues_backward_calls() const { return backward_requester_; }
+  // The peer's RFC 8797 private data on this connection, when valid.
+  const std::optional<wire::PrivateData>& peer_private_data() const {
+    return peer_private_data_;
+  }
+  // Version negotiation (Config::offered_version): true while the probe
+  // awaits its answer; then version() is the version in use and
+  // negotiation_status() says why calls cannot go out when it failed
+  // (FAILED_PRECONDITION naming the peer's range, UNIMPLEMENTED for a
+  // version-two peer). peer_versions() is the range of the peer's
+  // ERR_VERS (0..0 when it sent none).
+  bool negotiating() const { return negotiating_; }
+  uint32_t version() const { return version_; }
+  const absl::Status& negotiation_status() const { return negotiation_; }
+  std::pair<uint32_t, uint32_t> peer_versions() const {
+    return {peer_version_low_, peer_version_high_};
+  }
 
  private:
   enum class ReqState { kQueued, kSent, kFinishing };
@@ -380,6 +409,8 @@ class Engine {
   };
 
   // Requester.
+  void SendVersionProbe(uint32_t xid, Actions& out);
+  void HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out);
   void Dispatch(Actions& out);
   void SendCall(RequesterCall& c, Actions& out);
   absl::StatusOr<std::vector<wire::Segment>> ExposeSpan(RequesterCall& c,
@@ -408,6 +439,13 @@ class Engine {
   MemoryExposer* exposer_;
   bool connected_ = false;
   wire::InlineThresholds thresholds_;
+  std::optional<wire::PrivateData> peer_private_data_;
+  bool negotiating_ = false;
+  uint32_t probe_xid_ = 0;
+  uint32_t version_ = 1;
+  uint32_t peer_version_low_ = 0;
+  uint32_t peer_version_high_ = 0;
+  absl::Status negotiation_;
   uint32_t max_reads_ = 1;
   // Roles and credits, fixed by the configuration (RFC 8167 §3).
   bool backward_requester_ = false;

@@ -59,6 +59,7 @@ void ExpectKernelDefaults(const ResolvedConfig& r) {
   EXPECT_EQ(r.chunk_limits.max_write_chunks, 64u);
   EXPECT_EQ(r.chunk_limits.max_segments_per_chunk, 256u);
   EXPECT_EQ(r.max_header_segments, 8u);  // RPCRDMA_MAX_HDR_SEGS
+  EXPECT_EQ(r.max_call_size, 1052672u);  // NFSSVC_MAXBLKSIZE + a page
   EXPECT_EQ(r.connect_timeout, milliseconds(60000));
   EXPECT_EQ(r.request_deadline, milliseconds(60000));
   EXPECT_EQ(r.reconnect_backoff_initial, milliseconds(5000));
@@ -208,6 +209,7 @@ TEST(ConfigExamples, TunedExampleValues) {
   EXPECT_EQ(r.chunk_limits.max_write_chunks, 4u);
   EXPECT_EQ(r.chunk_limits.max_segments_per_chunk, 64u);
   EXPECT_EQ(r.max_header_segments, 16u);
+  EXPECT_EQ(r.max_call_size, 4198400u);
   EXPECT_EQ(r.connect_timeout, milliseconds(10000));
   EXPECT_EQ(r.request_deadline, milliseconds(0));
   EXPECT_EQ(r.reconnect_backoff_initial, milliseconds(250));
@@ -319,6 +321,11 @@ INSTANTIATE_TEST_SUITE_P(
                     "limits.max_header_segments", "0 is out of range 1..32"},
         InvalidCase{"limits { max_header_segments: 33 }",
                     "limits.max_header_segments", "33 is out of range 1..32"},
+        InvalidCase{"limits { max_call_size: 1023 }", "limits.max_call_size",
+                    "1023 is out of range 1024..268435456"},
+        InvalidCase{"limits { max_call_size: 268435457 }",
+                    "limits.max_call_size",
+                    "268435457 is out of range 1024..268435456"},
         // Timeouts.
         InvalidCase{"timeouts { connect_ms: 0 }", "timeouts.connect_ms",
                     "0 is out of range 1..86400000"},

@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "plugin/include/rpcrdma/responder.h"
 #include "plugin/include/rpcrdma/types.h"
 #include "plugin/proto/config.pb.h"
 
@@ -69,9 +70,31 @@ class Channel {
   // `config` is validated (INVALID_ARGUMENT naming the field); its fabric,
   // when set, must agree with the scheme. UNAVAILABLE when the peer cannot
   // be reached or rejects, DEADLINE_EXCEEDED after timeouts.connect_ms,
-  // UNIMPLEMENTED for a version policy other than V1.
+  // FAILED_PRECONDITION under version_policy V2 when the peer does not
+  // speak version two, whose message names the peer's range. Under V2 and
+  // V2_WITH_FALLBACK the first message on every connection is an
+  // RDMA2_CONNPROP with rdma_vers 2 (draft-cel-nfsv4-rpcrdma-version-two-04
+  // §7); a peer that answers ERR_VERS leaves V2_WITH_FALLBACK on the
+  // highest version of its range this side speaks (one); see
+  // connection_info(). A version-two answer is UNIMPLEMENTED: this release
+  // carries calls in version one only.
   static absl::StatusOr<std::unique_ptr<Channel>> Create(
       absl::string_view uri, const config::TransportConfig& config);
+
+  // Serves backward-direction calls the Server makes on this connection
+  // (RFC 8167), on the loop thread, like a Server's handler; the Responder
+  // may answer later from any thread.
+  using BackwardHandler =
+      std::function<void(IncomingCall call, Responder responder)>;
+  // The same, also serving backward calls: the Channel posts
+  // backchannel.credits receives beyond its forward credits for them and
+  // grants that many in every backward reply (RFC 8167 §3). Needs
+  // backchannel.enabled (the default); without a handler, backward calls
+  // are dropped, as the Linux client drops them without a backchannel
+  // service.
+  static absl::StatusOr<std::unique_ptr<Channel>> Create(
+      absl::string_view uri, const config::TransportConfig& config,
+      BackwardHandler backward_handler);
 
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -90,6 +113,9 @@ class Channel {
   Counters counters() const;
   // False from the loss of the connection until a reconnect succeeds.
   bool connected() const;
+  // What the current (or last) connection settled: RFC 8797 private data
+  // and thresholds, remote invalidation, protocol version.
+  ConnectionInfo connection_info() const;
 
  private:
   explicit Channel(std::unique_ptr<api_internal::ChannelLoop> loop);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "plugin/include/rpcrdma/responder.h"
 #include "plugin/include/rpcrdma/types.h"
 #include "plugin/proto/config.pb.h"
 
@@ -26,42 +28,10 @@ namespace api_internal {
 class ServerLoop;
 }  // namespace api_internal
 
-// A call delivered to the handler.
-struct IncomingCall {
-  uint64_t connection = 0;  // identifies the connection within the Server
-  uint32_t xid = 0;
-  std::vector<uint8_t> message;  // the complete RPC call stream
-  // Octets the requester offered per write chunk, and for a reply chunk
-  // (0 if none) (RFC 8166 §3.4.7, §3.5.4).
-  std::vector<uint32_t> write_chunk_capacities;
-  uint32_t reply_chunk_capacity = 0;
-};
-
-// Answers one call, once, from any thread. Dropping it unanswered leaves
-// the requester waiting until its deadline.
-class Responder {
- public:
-  Responder(Responder&&) noexcept;
-  Responder& operator=(Responder&&) noexcept;
-  ~Responder();
-
-  // Queues the reply for the loop thread. FAILED_PRECONDITION when this
-  // responder already replied, or the Server is gone. A reply for a
-  // connection that has been lost meanwhile is dropped. A reply the offered
-  // chunks cannot carry is answered with RDMA_ERROR ERR_CHUNK (RFC 8166
-  // §4.5.2).
-  absl::Status Send(ServerReply reply);
-
- private:
-  friend class api_internal::ServerLoop;
-  struct State;
-  explicit Responder(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
-};
-
 class Server {
  public:
   using Handler = std::function<void(IncomingCall call, Responder responder)>;
+  using Callback = std::function<void(absl::StatusOr<Reply>)>;
 
   // Listens on `uri` (a port of 0 picks one; see address()).
   static absl::StatusOr<std::unique_ptr<Server>> Create(
@@ -72,6 +42,23 @@ class Server {
   Server& operator=(const Server&) = delete;
   // Disconnects every connection and joins the loop thread.
   ~Server();
+
+  // Backward-direction call (RFC 8167) to the client on `connection` (an
+  // IncomingCall::connection): the XID and program are the caller's, as in
+  // a forward call (channel.h describes the request and status codes). The
+  // client must have been configured with a backchannel (both sides use
+  // backchannel.credits: RPC-over-RDMA version one has no transport-level
+  // negotiation of it, the upper layer settles it). At most that many
+  // backward calls are outstanding, one until the client's first backward
+  // reply; the rest wait. `done` runs exactly once, on the loop thread:
+  // FAILED_PRECONDITION when this Server's backchannel is disabled,
+  // NOT_FOUND for an unknown or lost connection, UNAVAILABLE when the
+  // connection is lost before the reply. retry_on_reconnect is ignored: a
+  // client's new connection is a new connection.
+  void Call(uint64_t connection, CallRequest request, Callback done);
+  // The same, completing a future instead.
+  std::future<absl::StatusOr<Reply>> Call(uint64_t connection,
+                                          CallRequest request);
 
   // The URI clients connect to.
   std::string uri() const;

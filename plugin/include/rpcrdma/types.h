@@ -93,8 +93,10 @@ struct ServerReply {
 };
 
 // Counters taken from the RPC-over-RDMA transport headers this side sends
-// and receives. "Calls" are the calls a Channel sent or a Server received;
-// "replies" the reverse. A Server sums them over every connection, past and
+// and receives. "Calls" are the forward calls a Channel sent or a Server
+// received; "replies" the reverse; the chunk counters describe forward
+// calls and replies. Backward calls (RFC 8167: a Server calling a Channel)
+// are counted apart. A Server sums them over every connection, past and
 // present; so does a Channel over each connection it has made (they do not
 // reset on a reconnect; a call sent again after a reconnect counts again),
 // except credits_granted, which is the current connection's.
@@ -118,10 +120,45 @@ struct Counters {
   uint32_t credits_granted = 0;
   // Connections a Channel re-established after losing one (0 for a Server).
   uint64_t reconnects = 0;
+  // Most calls this side had sent and not yet seen answered at one time
+  // (requester role; a Server counts its backward calls): never above the
+  // grant in force (RFC 8166 §3.3.1).
+  uint32_t peak_calls_outstanding = 0;
+  // Backward-direction calls sent (Server) or received (Channel), and
+  // their replies received (Server) or sent (Channel).
+  uint64_t backward_calls = 0;
+  uint64_t backward_replies = 0;
 
-  // Sums every field except credits_granted, which becomes the larger.
+  // Sums every field except credits_granted and peak_calls_outstanding,
+  // which become the larger.
   Counters& operator+=(const Counters& o);
   friend bool operator==(const Counters&, const Counters&) = default;
+};
+
+// What was settled when the current connection was set up.
+struct ConnectionInfo {
+  // The peer's RFC 8797 private data, when it sent a valid one (§4).
+  bool peer_private_data = false;
+  uint32_t peer_send_size = 0;            // its Send Size, octets
+  uint32_t peer_receive_size = 0;         // its Receive Size, octets
+  bool peer_remote_invalidation = false;  // its R bit (§4.1)
+  // Inline thresholds in force (RFC 8797 §4.2; 1024 each without the
+  // peer's private data, §5.1): the largest message this side sends in one
+  // Send, and the largest it accepts.
+  uint32_t send_threshold = 0;
+  uint32_t receive_threshold = 0;
+  // Both sides set R: replies may use Send With Invalidate.
+  bool remote_invalidation = false;
+  // RPC-over-RDMA version offered first and the version in use
+  // (draft-cel-nfsv4-rpcrdma-version-two-04 §7). When the peer answered
+  // the offer with ERR_VERS, the range it reported (else both 0).
+  uint32_t offered_version = 1;
+  uint32_t version = 1;
+  uint32_t peer_version_low = 0;
+  uint32_t peer_version_high = 0;
+
+  friend bool operator==(const ConnectionInfo&,
+                         const ConnectionInfo&) = default;
 };
 
 }  // namespace rpcrdma

@@ -1,0 +1,81 @@
+// Replies on their way from a Responder (any thread) to the loop thread
+// that owns the connection: shared by the Server (forward calls) and the
+// Channel (backward calls, RFC 8167).
+#ifndef RPCRDMA_PLUGIN_API_RESPONDER_QUEUE_H_
+#define RPCRDMA_PLUGIN_API_RESPONDER_QUEUE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "plugin/api/connection.h"
+#include "plugin/engine/engine.h"
+#include "plugin/include/rpcrdma/responder.h"
+
+namespace rpcrdma::api_internal {
+
+class ReplyQueue {
+ public:
+  struct Item {
+    uint64_t connection = 0;
+    engine::CallId call = 0;
+    ServerReply reply;
+  };
+
+  // Wakes the loop through `wake_fd` (an eventfd) after each Push.
+  explicit ReplyQueue(int wake_fd) : wake_fd_(wake_fd) {}
+
+  // FAILED_PRECONDITION once closed.
+  absl::Status Push(Item item);
+  std::vector<Item> Take();
+  // Replies pushed afterwards are refused (the owner is going away).
+  void Close();
+
+ private:
+  std::mutex mu_;
+  bool closed_ = false;
+  const int wake_fd_;
+  std::vector<Item> items_;
+};
+
+class ResponderAccess {
+ public:
+  static Responder Make(std::shared_ptr<ReplyQueue> queue, uint64_t connection,
+                        engine::CallId call);
+};
+
+// Loop-thread side: hands queued replies to their connection's engine and
+// keeps each reply's memory until the engine reports it sent.
+class ReplySender {
+ public:
+  // `find` maps a connection id to its live Connection (or nullptr).
+  template <typename Find>
+  void SendQueued(ReplyQueue& queue, Find find) {
+    for (ReplyQueue::Item& item : queue.Take()) {
+      Connection* conn = find(item.connection);
+      if (conn == nullptr || conn->disconnected()) continue;
+      Send(*conn, std::move(item));
+    }
+  }
+  // The engine sent the reply: its memory may go.
+  void Sent(uint64_t connection, engine::CallId call) {
+    replies_.erase({connection, call});
+  }
+  // The connection is gone: so are its replies.
+  void Forget(uint64_t connection);
+  void Clear() { replies_.clear(); }
+
+ private:
+  void Send(Connection& conn, ReplyQueue::Item item);
+
+  std::map<std::pair<uint64_t, engine::CallId>, std::unique_ptr<ServerReply>>
+      replies_;
+};
+
+}  // namespace rpcrdma::api_internal
+
+#endif  // RPCRDMA_PLUGIN_API_RESPONDER_QUEUE_H_
