@@ -77,8 +77,7 @@ struct DecodedCall {
 };
 // INVALID_ARGUMENT for a message that is not a CALL, rpcvers other than 2,
 // or an auth body over kMaxAuthBody; OUT_OF_RANGE when truncated.
-absl::StatusOr<DecodedCall> DecodeCallHeader(
-    absl::Span<const uint8_t> message);
+absl::StatusOr<DecodedCall> DecodeCallHeader(absl::Span<const uint8_t> message);
 
 // RFC 5531 §9 reply_stat, accept_stat, reject_stat, auth_stat.
 enum class ReplyStat : uint32_t { kAccepted = 0, kDenied = 1 };
