@@ -1,7 +1,9 @@
 // RPC-over-RDMA in two processes: this program starts a copy of itself as
 // the server, connects to it as the client, makes a few small calls and
-// moves a megabyte each way through RDMA chunks, checks every byte, and prints
-// which transport paths each call took plus both sides' counters. The
+// moves a megabyte each way through RDMA chunks, has the server call the
+// client back over the same connection (RFC 8167 backchannel), checks every
+// byte, and prints which transport paths each call took plus both sides'
+// counters. The
 // client also writes a capture of every RPC-over-RDMA message to a pcap
 // file for Wireshark or rpcrdma-dump.
 //
@@ -17,11 +19,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +47,12 @@ constexpr uint32_t kPing = 0;           // NULL: no arguments, no results
 constexpr uint32_t kStore = 1;    // args opaque<>: returns size and checksum
 constexpr uint32_t kLoad = 2;     // args n, seed: returns opaque<n> (DDP)
 constexpr uint32_t kListing = 3;  // args n, seed: returns opaque<n> inline
+// args n, seed: before answering, the server calls the client back with
+// CB_CHECK carrying opaque<n>; returns what the client answered.
+constexpr uint32_t kCallMeBack = 4;
+// The client's callback program (RFC 8167 backward direction), version 1.
+constexpr uint32_t kCallbackProg = 0x40000099;
+constexpr uint32_t kCbCheck = 1;  // args opaque<> (DDP): returns n, checksum
 
 constexpr uint32_t kCallHeaderSize = 40;   // RFC 5531, AUTH_NONE
 constexpr uint32_t kReplyHeaderSize = 24;  // RFC 5531, accepted, SUCCESS
@@ -84,9 +94,10 @@ uint32_t Checksum(const std::vector<uint8_t>& data, size_t from, size_t n) {
   return h;
 }
 
-std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
+std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc,
+                                uint32_t prog = kProg) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 0u, 2u, kProg, 1u, proc, 0u, 0u, 0u, 0u}) {
+  for (uint32_t w : {xid, 0u, 2u, prog, 1u, proc, 0u, 0u, 0u, 0u}) {
     Put(out, w);
   }
   return out;
@@ -126,22 +137,64 @@ rpcrdma::ServerReply Answer(const rpcrdma::IncomingCall& call) {
   return reply;
 }
 
+// kCallMeBack: a backward call to the client on the caller's connection
+// (RFC 8167), its payload DDP-eligible, so that the client pulls it with
+// RDMA Read; the forward reply carries the client's answer.
+void CallBack(rpcrdma::Server& server, const rpcrdma::IncomingCall& call,
+              rpcrdma::Responder responder) {
+  const uint32_t n = Get(call.message, kCallHeaderSize);
+  const uint32_t seed = Get(call.message, kCallHeaderSize + 4);
+  const uint32_t xid = call.xid;
+  auto payload = std::make_shared<std::vector<uint8_t>>(Pattern(n, seed));
+  auto forward = std::make_shared<rpcrdma::Responder>(std::move(responder));
+  rpcrdma::CallRequest req;
+  req.xdr = CallHeader(xid ^ 0xcb000000u, kCbCheck, kCallbackProg);
+  Put(req.xdr, n);
+  req.arguments.push_back(
+      {static_cast<uint32_t>(req.xdr.size()), absl::MakeConstSpan(*payload)});
+  req.max_reply_size = 1024;
+  server.Call(call.connection, std::move(req),
+              [payload, forward, xid](absl::StatusOr<rpcrdma::Reply> r) {
+                rpcrdma::ServerReply reply;
+                reply.xdr = ReplyHeader(xid);
+                // The client's n and checksum, or zeros when the backward
+                // call failed.
+                Put(reply.xdr, r.ok() ? Get(r->xdr, kReplyHeaderSize) : 0);
+                Put(reply.xdr, r.ok() ? Get(r->xdr, kReplyHeaderSize + 4) : 0);
+                (void)forward->Send(std::move(reply));
+              });
+}
+
+// The client's side of the backchannel: CB_CHECK answers with the length
+// and checksum of what it received.
+rpcrdma::ServerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
+  const std::vector<uint8_t>& m = call.message;
+  rpcrdma::ServerReply reply;
+  reply.xdr = ReplyHeader(call.xid);
+  const uint32_t n = Get(m, kCallHeaderSize);
+  Put(reply.xdr, n);
+  Put(reply.xdr, Checksum(m, kCallHeaderSize + 4, n));
+  return reply;
+}
+
 std::string CountersLine(const Counters& c) {
   return absl::StrCat(c.calls, " ", c.replies, " ", c.inline_calls, " ",
                       c.read_chunk_calls, " ", c.read_chunks, " ",
                       c.write_chunks, " ", c.reply_chunks, " ", c.long_calls,
                       " ", c.long_replies, " ", c.remote_invalidations, " ",
-                      c.errors_sent, " ", c.errors_received);
+                      c.errors_sent, " ", c.errors_received, " ",
+                      c.backward_calls, " ", c.backward_replies);
 }
 
 bool ParseCountersLine(const std::string& line, Counters& c) {
   std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  uint64_t* fields[] = {&c.calls,        &c.replies,
-                        &c.inline_calls, &c.read_chunk_calls,
-                        &c.read_chunks,  &c.write_chunks,
-                        &c.reply_chunks, &c.long_calls,
-                        &c.long_replies, &c.remote_invalidations,
-                        &c.errors_sent,  &c.errors_received};
+  uint64_t* fields[] = {&c.calls,          &c.replies,
+                        &c.inline_calls,   &c.read_chunk_calls,
+                        &c.read_chunks,    &c.write_chunks,
+                        &c.reply_chunks,   &c.long_calls,
+                        &c.long_replies,   &c.remote_invalidations,
+                        &c.errors_sent,    &c.errors_received,
+                        &c.backward_calls, &c.backward_replies};
   if (f.size() != std::size(fields)) return false;
   for (size_t i = 0; i < f.size(); ++i) {
     if (!absl::SimpleAtoi(f[i], fields[i])) return false;
@@ -154,15 +207,21 @@ bool ParseCountersLine(const std::string& line, Counters& c) {
 int Serve(const std::string& uri) {
   signal(SIGPIPE, SIG_IGN);
   rpcrdma::config::TransportConfig config;
+  rpcrdma::Server* self = nullptr;  // set before any client can connect
   auto server = rpcrdma::Server::Create(
       uri, config,
-      [](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
+      [&self](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
+        if (Get(call.message, 20) == kCallMeBack) {
+          CallBack(*self, call, std::move(responder));
+          return;
+        }
         (void)responder.Send(Answer(call));
       });
   if (!server.ok()) {
     std::fprintf(stderr, "server: %s\n", server.status().ToString().c_str());
     return 1;
   }
+  self = server->get();
   std::printf("ready %s\n", (*server)->uri().c_str());
   std::fflush(stdout);
   char buf[64];
@@ -293,7 +352,13 @@ int RunClient(const char* self, const std::string& uri,
 
   rpcrdma::config::TransportConfig config;
   if (!capture.empty()) config.set_capture_path(capture);
-  auto channel = rpcrdma::Channel::Create(server_uri, config);
+  std::atomic<int> callbacks{0};
+  auto channel = rpcrdma::Channel::Create(
+      server_uri, config,
+      [&callbacks](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
+        ++callbacks;
+        (void)responder.Send(AnswerCallback(call));
+      });
   if (!channel.ok()) {
     std::fprintf(stderr, "client: %s\n", channel.status().ToString().c_str());
     finish_server(nullptr);
@@ -413,6 +478,33 @@ int RunClient(const char* self, const std::string& uri,
         });
   }
 
+  // The server calls the client back (RFC 8167) before it answers.
+  {
+    constexpr uint32_t kCallbackBytes = 65536;
+    std::vector<uint8_t> full;
+    PutOpaque(full, Pattern(kCallbackBytes, 5));
+    const uint32_t want = Checksum(full, 4, kCallbackBytes);
+    rpcrdma::CallRequest req;
+    req.xdr = CallHeader(++xid, kCallMeBack);
+    Put(req.xdr, kCallbackBytes);
+    Put(req.xdr, 5);
+    req.max_reply_size = 1024;
+    const Counters before = (*channel)->counters();
+    run("server calls back", std::move(req),
+        [&](const rpcrdma::Reply& r) -> std::string {
+          const Counters after = (*channel)->counters();
+          if (callbacks.load() != 1 ||
+              after.backward_calls != before.backward_calls + 1) {
+            return "FAILED: no backward call arrived";
+          }
+          if (Get(r.xdr, kReplyHeaderSize) != kCallbackBytes ||
+              Get(r.xdr, kReplyHeaderSize + 4) != want) {
+            return "FAILED: the backward call carried other bytes";
+          }
+          return "ok, 65536 bytes server->client via RDMA Read";
+        });
+  }
+
   Counters client = (*channel)->counters();
   channel->reset();  // disconnects; the capture file is complete
   Counters server_counters;
@@ -444,6 +536,10 @@ int RunClient(const char* self, const std::string& uri,
       server_counters.remote_invalidations);
   row("RDMA_ERROR", client.errors_sent + client.errors_received,
       server_counters.errors_sent + server_counters.errors_received);
+  row("backward calls (RFC 8167, server -> client)", client.backward_calls,
+      server_counters.backward_calls);
+  row("backward replies", client.backward_replies,
+      server_counters.backward_replies);
   // Both sides count the same messages.
   const bool agree =
       client.calls == server_counters.calls &&
@@ -451,7 +547,9 @@ int RunClient(const char* self, const std::string& uri,
       client.inline_calls == server_counters.inline_calls &&
       client.read_chunk_calls == server_counters.read_chunk_calls &&
       client.long_calls == server_counters.long_calls &&
-      client.long_replies == server_counters.long_replies;
+      client.long_replies == server_counters.long_replies &&
+      client.backward_calls == server_counters.backward_calls &&
+      client.backward_replies == server_counters.backward_replies;
   if (!agree) {
     std::printf("\n  FAILED: the two sides' counters disagree\n");
     all_ok = false;
