@@ -6,8 +6,15 @@ function(rpcrdma_add_test)
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest
                                           GTest::gtest_main)
-  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST
-                       PROPERTIES LABELS "${T_LABELS}")
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST)
+  # Labels are set after discovery, from the list of tests it makes:
+  # gtest_discover_tests' PROPERTIES would flatten a list of labels.
+  set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_labels.cmake)
+  file(WRITE ${labels_file}
+       "if(${T_NAME}_TESTS)\n"
+       "  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES LABELS \"${T_LABELS}\")\n"
+       "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels_file})
 endfunction()
 
 # rpcrdma_add_fuzzer(NAME <name> SOURCES <files...> LIBS <targets...>

@@ -173,10 +173,24 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
   if (bytes.size() < 8) return;
   const uint32_t xid = wire::LoadBigEndian32(bytes.data());
   const uint32_t vers = wire::LoadBigEndian32(bytes.data() + 4);
+  // §7.2: the answer of a server without version two is RDMA2_ERROR /
+  // RDMA2_ERR_VERS with the probe's XID. It may come as a version-one
+  // RDMA_ERROR ERR_VERS, or with rdma_vers 2 as Linux's svcrdma sends it
+  // (it copies rdma_vers from the message it rejects): the same octets, a
+  // well-formed version-two RDMA2_ERROR.
+  std::optional<std::pair<uint32_t, uint32_t>> range;
   if (vers == wire::kRpcRdmaVersion2) {
-    negotiation_ = absl::UnimplementedError(
-        "the peer answered in RPC-over-RDMA version two; this engine "
-        "carries calls in version one only");
+    wire::DecodeResult<wire::V2Decoded> d = wire::DecodeV2(bytes);
+    const wire::V2Error* err =
+        d.ok() ? std::get_if<wire::V2Error>(&d->header.body) : nullptr;
+    if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&
+        xid == probe_xid_) {
+      range = {err->vers_low, err->vers_high};
+    } else {
+      negotiation_ = absl::UnimplementedError(
+          "the peer answered in RPC-over-RDMA version two; this engine "
+          "carries calls in version one only");
+    }
   } else if (xid != probe_xid_) {
     return;  // nothing else is expected before the answer (§7)
   } else {
@@ -188,17 +202,19 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
           "the peer answered the version-two probe with neither a "
           "version-two message nor RDMA_ERROR ERR_VERS");
     } else {
-      peer_version_low_ = err->vers_low;
-      peer_version_high_ = err->vers_high;
-      // §7.2: the client selects a version in the peer's range.
-      if (config_.version_fallback && err->vers_low <= 1 &&
-          err->vers_high >= 1) {
-        version_ = 1;
-      } else {
-        negotiation_ = absl::FailedPreconditionError(absl::StrCat(
-            "the peer supports RPC-over-RDMA versions ", err->vers_low, " to ",
-            err->vers_high, ", not version 2 (ERR_VERS)"));
-      }
+      range = {err->vers_low, err->vers_high};
+    }
+  }
+  if (range) {
+    peer_version_low_ = range->first;
+    peer_version_high_ = range->second;
+    // §7.2: the client selects a version in the peer's range.
+    if (config_.version_fallback && range->first <= 1 && range->second >= 1) {
+      version_ = 1;
+    } else {
+      negotiation_ = absl::FailedPreconditionError(absl::StrCat(
+          "the peer supports RPC-over-RDMA versions ", range->first, " to ",
+          range->second, ", not version 2 (ERR_VERS)"));
     }
   }
   negotiating_ = false;
@@ -281,11 +297,9 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
     }
   }
   uint32_t xid = wire::LoadBigEndian32(call.xdr.data());
-  for (const auto& [id, c] : requests_) {
-    if (c.xid == xid && c.state != ReqState::kFinishing) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("XID ", xid, " is already in flight"));
-    }
+  if (live_xids_.count(xid) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("XID ", xid, " is already in flight"));
   }
   if (by_xid_.count(xid) != 0 || cancelled_xids_.count(xid) != 0) {
     return absl::AlreadyExistsError(
@@ -293,6 +307,7 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
   }
   CallId id = next_call_++;
   RequesterCall& c = requests_[id];
+  live_xids_.insert(xid);
   c.id = id;
   c.xid = xid;
   c.call = std::move(call);
@@ -439,6 +454,9 @@ void Engine::ReleaseCredit(RequesterCall& c) {
 void Engine::Finish(RequesterCall& c, Action outcome,
                     std::optional<uint32_t> remotely_invalidated,
                     Actions& out) {
+  // The XID may be reused from here on (a call that allows a retry is
+  // started again with it).
+  if (c.state != ReqState::kFinishing) live_xids_.erase(c.xid);
   c.state = ReqState::kFinishing;
   c.outcome = std::move(outcome);
   auto it = by_xid_.find(c.xid);
@@ -717,6 +735,11 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   c.xid = h.xid;
   c.chunks = lists;
   c.base_length = static_cast<uint32_t>(base);
+  if (PlaceReadsDirectly(c, bytes.subspan(decoded.header_length, inline_length),
+                         nomsg, base + chunk_total)) {
+    if (c.reads_pending == 0) return Deliver(c, out);
+    return IssueReads(out);
+  }
   c.staging.resize(base + chunk_total);
   size_t cursor = 0;
   if (!nomsg) {
@@ -737,6 +760,58 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   }
   if (c.reads_pending == 0) return Deliver(c, out);
   IssueReads(out);
+}
+
+// The call's final layout is known before any read: the base stream with
+// every chunk at its position plus XDR roundup (RFC 8166 §3.4.6). Unless
+// the position-zero chunk and other chunks come together (their layout
+// depends on each other), the inline pieces are copied and the RDMA Reads
+// land directly where the chunks belong, so the reassembled call is never
+// copied again.
+bool Engine::PlaceReadsDirectly(ResponderCall& c,
+                                absl::Span<const uint8_t> inline_payload,
+                                bool nomsg, size_t total) {
+  const auto& reads = c.chunks.reads;
+  const bool position_zero =
+      std::any_of(reads.begin(), reads.end(),
+                  [](const wire::ReadSegment& r) { return r.position == 0; });
+  if (position_zero && !nomsg) return false;
+  if (position_zero &&
+      std::any_of(reads.begin(), reads.end(),
+                  [](const wire::ReadSegment& r) { return r.position != 0; })) {
+    return false;
+  }
+  c.message.resize(total);  // zero-filled: the roundup octets stay zero
+  auto read_into = [&](const wire::ReadSegment& r, size_t at) {
+    if (r.target.length == 0) return;
+    read_queue_.push_back(
+        {c.id, r.target,
+         absl::MakeSpan(c.message).subspan(at, r.target.length)});
+    ++c.reads_pending;
+  };
+  size_t dest = 0;
+  size_t src = 0;  // octets of the inline payload placed so far
+  for (size_t i = 0; i < reads.size();) {
+    const uint32_t position = reads[i].position;
+    if (!nomsg) {
+      std::memcpy(c.message.data() + dest, inline_payload.data() + src,
+                  position - src);
+      dest += position - src;
+      src = position;
+    }
+    size_t length = 0;
+    for (; i < reads.size() && reads[i].position == position; ++i) {
+      read_into(reads[i], dest + length);
+      length += reads[i].target.length;
+    }
+    dest += wire::XdrRoundUp(length);
+  }
+  if (!nomsg) {
+    std::memcpy(c.message.data() + dest, inline_payload.data() + src,
+                inline_payload.size() - src);
+  }
+  c.assembled = true;
+  return true;
 }
 
 void Engine::IssueReads(Actions& out) {
@@ -777,7 +852,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
 }
 
 void Engine::Deliver(ResponderCall& c, Actions& out) {
-  Assemble(c);
+  if (!c.assembled) Assemble(c);
   DeliverCall deliver{c.id, c.xid, std::move(c.message), {}, 0};
   for (const auto& w : c.chunks.writes) {
     deliver.write_chunk_capacities.push_back(

@@ -401,6 +401,7 @@ class Engine {
     RespState state = RespState::kReading;
     OpId send_op = 0;
     uint32_t base_length = 0;  // inline payload or position-zero chunk
+    bool assembled = false;    // reads land in `message` directly
   };
   struct PendingRead {
     CallId call = 0;
@@ -429,6 +430,9 @@ class Engine {
                   absl::Span<const uint8_t> bytes, Actions& out);
   void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out);
   void IssueReads(Actions& out);
+  bool PlaceReadsDirectly(ResponderCall& c,
+                          absl::Span<const uint8_t> inline_payload, bool nomsg,
+                          size_t total);
   void Assemble(ResponderCall& c);
   void Deliver(ResponderCall& c, Actions& out);
   std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
@@ -461,6 +465,7 @@ class Engine {
   OpId next_op_ = 1;
 
   std::map<CallId, RequesterCall> requests_;
+  std::set<uint32_t> live_xids_;  // of requests_ not yet finishing
   std::deque<CallId> queue_;
   std::map<uint32_t, CallId> by_xid_;     // sent calls awaiting a reply
   std::set<uint32_t> cancelled_xids_;     // sent, cancelled, still hold credit
