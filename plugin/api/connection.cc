@@ -110,6 +110,7 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
                                        : resolved.credits_granted;
   c.limits = resolved.chunk_limits;
   c.max_call_size = resolved.max_call_size;
+  c.max_header_segments = resolved.max_header_segments;
   // RFC 8167 §3: both ends use the configured backchannel credits (zero
   // when disabled); a client without a backward handler posts nothing for
   // backward calls and drops them.

@@ -385,17 +385,34 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
 
   wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
                         wire::V1Msg{{{}, c.write_chunks, c.reply_chunk}}};
-  std::vector<Item> all;
+  // The call with every DDP item inserted; built only for the forms that
+  // carry it whole (a chunked call's items are never copied).
+  auto full_call = [&] {
+    std::vector<Item> all;
+    for (const DdpArgument& a : c.call.arguments) {
+      all.push_back({a.position, a.data});
+    }
+    return InsertItems(c.call.xdr, all);
+  };
+  size_t full_size = c.call.xdr.size();
   for (const DdpArgument& a : c.call.arguments) {
-    all.push_back({a.position, a.data});
+    full_size += wire::XdrRoundUp(a.data.size());
   }
-  std::vector<uint8_t> full = InsertItems(c.call.xdr, all);
   const size_t send_limit = thresholds_.send;
+  // Segments the header names besides read segments (RFC 8166 §3.4).
+  size_t reply_segments = c.reply_chunk ? c.reply_chunk->size() : 0;
+  for (const auto& w : c.write_chunks) reply_segments += w.size();
   std::vector<uint8_t> payload;
+  if (reply_segments > config_.max_header_segments) {
+    return fail(absl::ResourceExhaustedError(
+        absl::StrCat("the call's write and reply chunks need ", reply_segments,
+                     " segments in its transport header; at most ",
+                     config_.max_header_segments, " are allowed")));
+  }
 
   // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit.
-  if (wire::V1EncodedSize(header) + full.size() <= send_limit) {
-    payload = std::move(full);
+  if (wire::V1EncodedSize(header) + full_size <= send_limit) {
+    payload = full_call();
   } else {
     // 2. DDP-eligible arguments as read chunks at their positions (RFC 8166
     //    §3.4.5, no roundup in the chunk, §3.4.6). Size the header first so
@@ -408,7 +425,8 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
     wire::V1Header sized = header;
     sized.body = wire::V1Msg{sizing};
     if (!sizing.reads.empty() &&
-        wire::V1EncodedSize(sized) + c.call.xdr.size() <= send_limit) {
+        wire::V1EncodedSize(sized) + c.call.xdr.size() <= send_limit &&
+        sizing.reads.size() + reply_segments <= config_.max_header_segments) {
       auto& chunks = std::get<wire::V1Msg>(header.body).chunks;
       for (const DdpArgument& a : c.call.arguments) {
         if (a.data.empty()) continue;
@@ -423,7 +441,13 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
       // 3. Long call (RFC 8166 §3.5.3): RDMA_NOMSG with the whole call in a
       //    position-zero read chunk.
       wire::ChunkLists lists{{}, c.write_chunks, c.reply_chunk};
-      lists.reads.resize(segments_for(full.size()));
+      lists.reads.resize(segments_for(full_size));
+      if (lists.reads.size() + reply_segments > config_.max_header_segments) {
+        return fail(absl::ResourceExhaustedError(
+            absl::StrCat("the call needs ", lists.reads.size() + reply_segments,
+                         " segments in its transport header; at most ",
+                         config_.max_header_segments, " are allowed")));
+      }
       wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
                            wire::V1NoMsg{lists}};
       if (wire::V1EncodedSize(nomsg) > send_limit) {
@@ -431,7 +455,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
             "transport header of ", wire::V1EncodedSize(nomsg),
             " octets exceeds the send threshold of ", send_limit)));
       }
-      c.long_call = std::move(full);
+      c.long_call = full_call();
       auto segments = ExposeSpan(c, absl::MakeSpan(c.long_call), kRemoteRead);
       if (!segments.ok()) return fail(segments.status());
       lists.reads.clear();

@@ -275,6 +275,11 @@ struct Config {
   uint32_t max_call_size = 1u << 20;
   // Largest segment one exposure may cover; longer buffers are split.
   uint32_t max_segment_size = 1u << 20;
+  // Requester: segments one call's transport header may name, all lists
+  // together (Linux: RPCRDMA_MAX_HDR_SEGS, 8). A call whose read chunks
+  // would exceed it goes as a long call instead; one that still exceeds it
+  // fails with RESOURCE_EXHAUSTED.
+  uint32_t max_header_segments = 8;
   // Client (requester role): backward calls this side accepts at once
   // (RFC 8167 §3.1); that many receives are posted beyond `credits`.
   // 0 = no backchannel.

@@ -156,6 +156,50 @@ TEST_F(RequesterTest, Rfc8166_3_5_3_PositionZeroLongCall) {
   EXPECT_EQ(std::vector<uint8_t>(whole->begin(), whole->end()), expected);
 }
 
+// Config::max_header_segments (Linux: RPCRDMA_MAX_HDR_SEGS): nine DDP
+// arguments would need nine read segments; the call goes as one long call.
+TEST_F(RequesterTest, Rfc8166_3_5_3_TooManyReadSegmentsBecomeALongCall) {
+  Connect();
+  Take();
+  std::vector<std::vector<uint8_t>> args(9, std::vector<uint8_t>(200, 0x11));
+  OutgoingCall call{CallStream(0x31, {}), {}, {}, 100};
+  for (auto& a : args) {
+    testutil::AppendWord(call.xdr, 200);
+    call.arguments.push_back(
+        {static_cast<uint32_t>(call.xdr.size()), absl::MakeSpan(a)});
+  }
+  Start(std::move(call));
+  Actions out = Take();
+  ASSERT_EQ(Count<Send>(out), 1u);
+  // RDMA_NOMSG, one position-zero segment of 12 + 9 * (4 + 200) octets.
+  EXPECT_EQ(Only<Send>(out)[0].bytes, Words({0x31, 1, kCredits, 1, 1, 0, 0x100,
+                                             1848, 0x100, 0, 0, 0, 0}));
+  EXPECT_EQ(exposer_.windows.size(), 1u);
+}
+
+TEST_F(RequesterTest, Rfc8166_3_4_7_TooManyWriteSegmentsFailTheCall) {
+  Connect();
+  Take();
+  std::vector<std::vector<uint8_t>> results(9, std::vector<uint8_t>(64));
+  OutgoingCall call{CallStream(0x32, {}), {}, {}, 100};
+  for (auto& r : results) call.results.push_back(absl::MakeSpan(r));
+  Start(std::move(call));
+  Actions out = Take();
+  EXPECT_EQ(Count<Send>(out), 0u);
+  // Every exposed result is revoked before the failure is reported.
+  EXPECT_EQ(Count<Invalidate>(out), 9u);
+  for (const Invalidate& i : Only<Invalidate>(out)) {
+    engine_->OnInvalidated(i.handle, out_);
+  }
+  std::vector<FailCall> failed = Only<FailCall>(Take());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(failed[0].status.message(),
+            "the call's write and reply chunks need 9 segments in its "
+            "transport header; at most 8 are allowed");
+  EXPECT_EQ(engine_->calls_outstanding(), 0u);
+}
+
 TEST_F(RequesterTest, Rfc8166_3_4_7_WriteChunkResultWithActualLength) {
   Connect();
   Take();
