@@ -44,6 +44,7 @@ test-sanitize: deps $(ASAN_BUILD_DIR)/build.ninja
 # Benchmarks (not tests): codecs and fabrics next to memcpy and loopback TCP.
 bench: build
 	$(BUILD_DIR)/bench/wire_bench
+	$(BUILD_DIR)/bench/engine_bench
 	$(BUILD_DIR)/bench/fabric_bench
 
 # The same inside the Soft-RoCE VM, with the verbs fabric and perftest on
