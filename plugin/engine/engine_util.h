@@ -1,0 +1,56 @@
+// Helpers shared by the engine's source files (requester, responder and
+// connection handling); not part of the engine's interface.
+#ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_
+#define RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "plugin/wire/chunks.h"
+
+namespace rpcrdma::engine {
+
+// RFC 8166 §4.5 and the Linux server: a call header shorter than the
+// smallest RDMA_MSG header (four fixed words and three empty lists) is
+// dropped without a reply.
+inline constexpr size_t kMinCallHeader = 28;
+// The smallest message a requester can receive: RDMA_ERROR with ERR_CHUNK
+// (four fixed words and the error code), the Linux client's
+// RPCRDMA_HDRLEN_ERR.
+inline constexpr size_t kMinReplyHeader = 20;
+// RPC msg_type CALL (RFC 5531 §9), the word after the XID.
+inline constexpr uint32_t kRpcCall = 0;
+
+// A DDP item at its XDR position in a reduced stream.
+struct Item {
+  uint32_t position;
+  absl::Span<const uint8_t> data;
+};
+
+// Rebuilds an XDR stream from its reduced form by inserting each item with
+// its XDR roundup (RFC 4506 §4.10) at its position. Positions are validated
+// (non-decreasing, within the stream) by the caller.
+std::vector<uint8_t> InsertItems(absl::Span<const uint8_t> reduced,
+                                 absl::Span<const Item> items);
+
+uint64_t ChunkLength(const wire::WriteChunk& chunk);
+
+// Checks a chunk the responder returned against the one this side offered
+// (same handles, lengths within what was offered) and returns the octets it
+// reports as written.
+absl::StatusOr<uint32_t> ReturnedLength(const wire::WriteChunk& returned,
+                                        const wire::WriteChunk& offered,
+                                        absl::string_view what);
+
+// Fills a returned chunk: the offered segments with the lengths actually
+// used, `length` octets spread over them in order (RFC 8166 §3.4.7; an
+// unused chunk comes back with every length zero, as the Linux server does).
+wire::WriteChunk FillChunk(const wire::WriteChunk& offered, size_t length);
+
+}  // namespace rpcrdma::engine
+
+#endif  // RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_

@@ -1,0 +1,363 @@
+// The requester role of the engine (RFC 8166 §3, §4): call forms,
+// credits, replies, cancellation and invalidation.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/engine/engine.h"
+#include "plugin/engine/engine_util.h"
+#include "plugin/wire/v2.h"
+#include "plugin/wire/xdr.h"
+
+namespace rpcrdma::engine {
+
+absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
+  if (!requester_on_) {
+    return absl::FailedPreconditionError(
+        "requester role disabled and no peer backchannel configured");
+  }
+  if (call.xdr.size() < 8 || call.xdr.size() % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "call stream of ", call.xdr.size(),
+        " octets is not an XDR RPC call (XID and msg_type needed)"));
+  }
+  if (wire::LoadBigEndian32(call.xdr.data() + 4) != kRpcCall) {
+    return absl::InvalidArgumentError(
+        "msg_type of the call stream is not CALL");
+  }
+  uint32_t previous = 0;
+  for (const DdpArgument& a : call.arguments) {
+    if (a.position % 4 != 0 || a.position < previous ||
+        a.position > call.xdr.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DDP argument position ", a.position,
+          " is unaligned, out of order or past the reduced stream"));
+    }
+    previous = a.position;
+  }
+  for (const auto& r : call.results) {
+    if (r.empty()) {
+      return absl::InvalidArgumentError("empty DDP result destination");
+    }
+  }
+  uint32_t xid = wire::LoadBigEndian32(call.xdr.data());
+  if (live_xids_.count(xid) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("XID ", xid, " is already in flight"));
+  }
+  if (by_xid_.count(xid) != 0 || cancelled_xids_.count(xid) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("XID ", xid, " is still awaiting its reply"));
+  }
+  CallId id = next_call_++;
+  RequesterCall& c = requests_[id];
+  live_xids_.insert(xid);
+  c.id = id;
+  c.xid = xid;
+  c.call = std::move(call);
+  queue_.push_back(id);
+  Dispatch(out);
+  return id;
+}
+
+void Engine::Dispatch(Actions& out) {
+  if (negotiating_ || !negotiation_.ok()) {
+    std::vector<CallId> ids;
+    if (!negotiation_.ok()) ids.assign(queue_.begin(), queue_.end());
+    if (!negotiation_.ok()) queue_.clear();
+    for (CallId id : ids) {
+      Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
+    }
+    return;
+  }
+  // RFC 8166 §3.3.1: never more calls outstanding than the grant.
+  while (connected_ && outstanding_ < grant_ && !queue_.empty()) {
+    CallId id = queue_.front();
+    queue_.pop_front();
+    SendCall(requests_.at(id), out);
+  }
+}
+
+absl::StatusOr<std::vector<wire::Segment>> Engine::ExposeSpan(
+    RequesterCall& c, absl::Span<uint8_t> memory, uint32_t access) {
+  std::vector<wire::Segment> segments;
+  size_t at = 0;
+  do {
+    size_t n = std::min<size_t>(memory.size() - at, config_.max_segment_size);
+    absl::StatusOr<wire::Segment> s =
+        exposer_->Expose(memory.subspan(at, n), access);
+    if (!s.ok()) return s.status();
+    c.handles.push_back(s->handle);
+    segments.push_back(*s);
+    at += n;
+  } while (at < memory.size());
+  return segments;
+}
+
+void Engine::SendCall(RequesterCall& c, Actions& out) {
+  c.state = ReqState::kSent;
+  c.holds_credit = true;
+  ++outstanding_;
+  by_xid_[c.xid] = c.id;
+  auto fail = [&](absl::Status status) {
+    ReleaseCredit(c);
+    Finish(c, FailCall{c.id, std::move(status)}, std::nullopt, out);
+    Dispatch(out);
+  };
+  auto segments_for = [&](size_t length) {
+    return std::max<size_t>(
+        1, (length + config_.max_segment_size - 1) / config_.max_segment_size);
+  };
+
+  // Write chunks for DDP-eligible results (RFC 8166 §3.4.7).
+  for (absl::Span<uint8_t> result : c.call.results) {
+    auto segments = ExposeSpan(c, result, kRemoteWrite);
+    if (!segments.ok()) return fail(segments.status());
+    c.write_chunks.push_back(*std::move(segments));
+  }
+  // Reply chunk when the largest reply, with the header echoing the write
+  // list, may not fit the receive threshold (RFC 8166 §3.5.4).
+  wire::V1Header reply_header{c.xid, wire::kRpcRdmaVersion1, 0,
+                              wire::V1Msg{{{}, c.write_chunks, std::nullopt}}};
+  if (c.call.max_reply_size + wire::V1EncodedSize(reply_header) >
+      thresholds_.receive) {
+    c.reply_buffer.resize(c.call.max_reply_size);
+    auto segments = ExposeSpan(c, absl::MakeSpan(c.reply_buffer), kRemoteWrite);
+    if (!segments.ok()) return fail(segments.status());
+    c.reply_chunk = *std::move(segments);
+  }
+
+  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
+                        wire::V1Msg{{{}, c.write_chunks, c.reply_chunk}}};
+  // The call with every DDP item inserted; built only for the forms that
+  // carry it whole (a chunked call's items are never copied).
+  auto full_call = [&] {
+    std::vector<Item> all;
+    for (const DdpArgument& a : c.call.arguments) {
+      all.push_back({a.position, a.data});
+    }
+    return InsertItems(c.call.xdr, all);
+  };
+  size_t full_size = c.call.xdr.size();
+  for (const DdpArgument& a : c.call.arguments) {
+    full_size += wire::XdrRoundUp(a.data.size());
+  }
+  const size_t send_limit = thresholds_.send;
+  // Segments the header names besides read segments (RFC 8166 §3.4).
+  size_t reply_segments = c.reply_chunk ? c.reply_chunk->size() : 0;
+  for (const auto& w : c.write_chunks) reply_segments += w.size();
+  std::vector<uint8_t> payload;
+  if (reply_segments > config_.max_header_segments) {
+    return fail(absl::ResourceExhaustedError(
+        absl::StrCat("the call's write and reply chunks need ", reply_segments,
+                     " segments in its transport header; at most ",
+                     config_.max_header_segments, " are allowed")));
+  }
+
+  // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit.
+  if (wire::V1EncodedSize(header) + full_size <= send_limit) {
+    payload = full_call();
+  } else {
+    // 2. DDP-eligible arguments as read chunks at their positions (RFC 8166
+    //    §3.4.5, no roundup in the chunk, §3.4.6). Size the header first so
+    //    nothing is exposed for a form that will not be used.
+    wire::ChunkLists sizing = std::get<wire::V1Msg>(header.body).chunks;
+    for (const DdpArgument& a : c.call.arguments) {
+      if (a.data.empty()) continue;
+      sizing.reads.resize(sizing.reads.size() + segments_for(a.data.size()));
+    }
+    wire::V1Header sized = header;
+    sized.body = wire::V1Msg{sizing};
+    if (!sizing.reads.empty() &&
+        wire::V1EncodedSize(sized) + c.call.xdr.size() <= send_limit &&
+        sizing.reads.size() + reply_segments <= config_.max_header_segments) {
+      auto& chunks = std::get<wire::V1Msg>(header.body).chunks;
+      for (const DdpArgument& a : c.call.arguments) {
+        if (a.data.empty()) continue;
+        auto segments = ExposeSpan(c, a.data, kRemoteRead);
+        if (!segments.ok()) return fail(segments.status());
+        for (const wire::Segment& s : *segments) {
+          chunks.reads.push_back({a.position, s});
+        }
+      }
+      payload = c.call.xdr;
+    } else {
+      // 3. Long call (RFC 8166 §3.5.3): RDMA_NOMSG with the whole call in a
+      //    position-zero read chunk.
+      wire::ChunkLists lists{{}, c.write_chunks, c.reply_chunk};
+      lists.reads.resize(segments_for(full_size));
+      if (lists.reads.size() + reply_segments > config_.max_header_segments) {
+        return fail(absl::ResourceExhaustedError(
+            absl::StrCat("the call needs ", lists.reads.size() + reply_segments,
+                         " segments in its transport header; at most ",
+                         config_.max_header_segments, " are allowed")));
+      }
+      wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
+                           wire::V1NoMsg{lists}};
+      if (wire::V1EncodedSize(nomsg) > send_limit) {
+        return fail(absl::ResourceExhaustedError(absl::StrCat(
+            "transport header of ", wire::V1EncodedSize(nomsg),
+            " octets exceeds the send threshold of ", send_limit)));
+      }
+      c.long_call = full_call();
+      auto segments = ExposeSpan(c, absl::MakeSpan(c.long_call), kRemoteRead);
+      if (!segments.ok()) return fail(segments.status());
+      lists.reads.clear();
+      for (const wire::Segment& s : *segments) lists.reads.push_back({0, s});
+      header.body = wire::V1NoMsg{std::move(lists)};
+    }
+  }
+  std::vector<uint8_t> bytes = wire::EncodeV1(header);
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+}
+
+void Engine::ReleaseCredit(RequesterCall& c) {
+  if (c.holds_credit) {
+    c.holds_credit = false;
+    --outstanding_;
+  }
+}
+
+void Engine::Finish(RequesterCall& c, Action outcome,
+                    std::optional<uint32_t> remotely_invalidated,
+                    Actions& out) {
+  // The XID may be reused from here on (a call that allows a retry is
+  // started again with it).
+  if (c.state != ReqState::kFinishing) live_xids_.erase(c.xid);
+  c.state = ReqState::kFinishing;
+  c.outcome = std::move(outcome);
+  auto it = by_xid_.find(c.xid);
+  if (it != by_xid_.end() && it->second == c.id) by_xid_.erase(it);
+  for (uint32_t handle : c.handles) {
+    if (remotely_invalidated == handle) continue;  // RFC 8797 §4.1
+    out.push_back(Invalidate{handle});
+    by_handle_[handle] = c.id;
+    ++c.pending_invalidations;
+  }
+  c.handles.clear();
+  MaybeComplete(c, out);
+}
+
+void Engine::MaybeComplete(RequesterCall& c, Actions& out) {
+  if (c.pending_invalidations != 0) return;
+  out.push_back(*std::move(c.outcome));
+  requests_.erase(c.id);
+}
+
+void Engine::OnInvalidated(uint32_t handle, Actions& out) {
+  auto it = by_handle_.find(handle);
+  if (it == by_handle_.end()) return;
+  CallId id = it->second;
+  by_handle_.erase(it);
+  auto call = requests_.find(id);
+  if (call == requests_.end()) return;
+  --call->second.pending_invalidations;
+  MaybeComplete(call->second, out);
+}
+
+void Engine::Cancel(CallId id, absl::Status status, Actions& out) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  RequesterCall& c = it->second;
+  switch (c.state) {
+    case ReqState::kQueued:
+      queue_.erase(std::find(queue_.begin(), queue_.end(), id));
+      break;
+    case ReqState::kSent:
+      // The responder may still answer and consume a receive; the credit
+      // stays taken until that reply arrives (RFC 8166 §3.3.1).
+      cancelled_xids_.insert(c.xid);
+      c.holds_credit = false;
+      break;
+    case ReqState::kFinishing:
+      return;
+  }
+  Finish(c, FailCall{id, std::move(status)}, std::nullopt, out);
+}
+
+void Engine::HandleReply(const wire::V1Decoded& decoded,
+                         absl::Span<const uint8_t> bytes, RequesterCall& c,
+                         std::optional<uint32_t> invalidated, Actions& out) {
+  const wire::V1Header& h = decoded.header;
+  // RFC 8166 §3.3.1: the grant in every reply; a zero grant would stall
+  // the connection, so at least one (as the Linux client does), and never
+  // more than this side posts receives for (for backward calls: never more
+  // than the configured peer backchannel limit, RFC 8167 §3.1).
+  grant_ = std::clamp<uint32_t>(h.credits, 1, requester_limit_);
+  ReleaseCredit(c);
+
+  auto reply_status = [&]() -> absl::StatusOr<CompleteCall> {
+    if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
+      if (err->code == wire::V1ErrorCode::kVers) {
+        // RFC 8166 §4.5.1.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "RDMA_ERROR ERR_VERS: the peer supports RPC-over-RDMA versions ",
+            err->vers_low, " to ", err->vers_high));
+      }
+      // RFC 8166 §4.5.2.
+      return absl::InvalidArgumentError(
+          "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
+          "chunk lists or convey the reply in them");
+    }
+    if (h.proc() != wire::V1Proc::kMsg && h.proc() != wire::V1Proc::kNoMsg) {
+      return absl::DataLossError(absl::StrCat(
+          "reply with unexpected procedure ", wire::V1ProcName(h.proc())));
+    }
+    const wire::ChunkLists& lists = *h.chunks();
+    if (!lists.reads.empty()) {
+      return absl::DataLossError("reply carries a read list");
+    }
+    if (lists.writes.size() > c.write_chunks.size()) {
+      return absl::DataLossError(
+          absl::StrCat("reply returns ", lists.writes.size(), " write chunks, ",
+                       c.write_chunks.size(), " offered"));
+    }
+    CompleteCall done{c.id, c.xid, {}, {}};
+    for (size_t i = 0; i < lists.writes.size(); ++i) {
+      auto n = ReturnedLength(lists.writes[i], c.write_chunks[i],
+                              absl::StrCat("write chunk ", i));
+      if (!n.ok()) return n.status();
+      done.result_lengths.push_back(*n);
+    }
+    uint32_t reply_length = 0;
+    if (lists.reply.has_value()) {
+      if (!c.reply_chunk.has_value()) {
+        return absl::DataLossError("reply returns a reply chunk never offered");
+      }
+      auto n = ReturnedLength(*lists.reply, *c.reply_chunk, "reply chunk");
+      if (!n.ok()) return n.status();
+      reply_length = *n;
+    }
+    if (h.proc() == wire::V1Proc::kMsg) {
+      if (reply_length != 0) {
+        return absl::DataLossError("RDMA_MSG reply also used the reply chunk");
+      }
+      auto payload = bytes.subspan(decoded.header_length);
+      done.reply.assign(payload.begin(), payload.end());
+    } else {
+      // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.
+      if (!lists.reply.has_value() || reply_length == 0) {
+        return absl::DataLossError(
+            "RDMA_NOMSG reply without a used reply chunk");
+      }
+      done.reply.assign(c.reply_buffer.begin(),
+                        c.reply_buffer.begin() + reply_length);
+    }
+    return done;
+  }();
+  if (reply_status.ok()) {
+    Finish(c, *std::move(reply_status), invalidated, out);
+  } else {
+    Finish(c, FailCall{c.id, reply_status.status()}, invalidated, out);
+  }
+  Dispatch(out);
+}
+
+// ---- Receive dispatch ------------------------------------------------------
+
+}  // namespace rpcrdma::engine

@@ -1,0 +1,368 @@
+// The responder role of the engine (RFC 8166 §3, §4.5): validating and
+// fetching incoming calls, reassembly, replies and error replies.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/engine/engine.h"
+#include "plugin/engine/engine_util.h"
+#include "plugin/wire/v2.h"
+#include "plugin/wire/xdr.h"
+
+namespace rpcrdma::engine {
+
+void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out) {
+  wire::V1Error err;
+  err.code = code;
+  if (code == wire::V1ErrorCode::kVers) err.vers_low = err.vers_high = 1;
+  wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
+  out.push_back(Send{NextOp(), wire::EncodeV1(h), std::nullopt});
+}
+
+void Engine::HandleCall(const wire::V1Decoded& decoded,
+                        absl::Span<const uint8_t> bytes, Actions& out) {
+  const wire::V1Header& h = decoded.header;
+  switch (h.proc()) {
+    case wire::V1Proc::kMsg:
+    case wire::V1Proc::kNoMsg:
+      break;
+    case wire::V1Proc::kDone:
+    case wire::V1Proc::kError:
+      // The Linux server drops RDMA_DONE and RDMA_ERROR without a reply.
+      return;
+    case wire::V1Proc::kMsgp:
+      // RFC 8166 §4.6 deprecates RDMA_MSGP; the Linux server answers it
+      // with ERR_CHUNK.
+      return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+  }
+  const wire::ChunkLists& lists = *h.chunks();
+  const bool nomsg = h.proc() == wire::V1Proc::kNoMsg;
+  const uint64_t inline_length = bytes.size() - decoded.header_length;
+
+  // Validate every list before anything is allocated (RFC 8166 §4.5.2).
+  auto chunk_error = [&] { SendError(h.xid, wire::V1ErrorCode::kChunk, out); };
+  uint64_t base = nomsg ? 0 : inline_length;
+  uint64_t chunk_total = 0;
+  if (nomsg) {
+    // RFC 8166 §3.5.3: RDMA_NOMSG carries the call in a position-zero
+    // read chunk.
+    if (lists.reads.empty() || lists.reads.front().position != 0) {
+      return chunk_error();
+    }
+  }
+  for (size_t i = 0; i < lists.reads.size(); ++i) {
+    const wire::ReadSegment& r = lists.reads[i];
+    if (r.position % 4 != 0) return chunk_error();
+    if (i > 0 && r.position < lists.reads[i - 1].position) {
+      return chunk_error();
+    }
+    if (r.position == 0) {
+      if (!nomsg) return chunk_error();  // only RDMA_NOMSG uses position 0
+      base += r.target.length;
+    }
+  }
+  uint32_t last_position = 0;
+  uint64_t last_length = 0;
+  for (const wire::ReadSegment& r : lists.reads) {
+    if (r.position == 0) continue;
+    if (r.position > base) return chunk_error();
+    if (r.position != last_position) {
+      chunk_total += wire::XdrRoundUp(last_length);
+      last_length = 0;
+      last_position = r.position;
+    }
+    last_length += r.target.length;
+  }
+  chunk_total += wire::XdrRoundUp(last_length);
+  // Write and reply chunks allocate nothing here; a chunk with no segments
+  // is accepted (as the Linux server does) and simply has no capacity.
+  if (base + chunk_total > config_.max_call_size) return chunk_error();
+
+  CallId id = next_call_++;
+  ResponderCall& c = incoming_[id];
+  c.id = id;
+  c.xid = h.xid;
+  c.chunks = lists;
+  c.base_length = static_cast<uint32_t>(base);
+  if (PlaceReadsDirectly(c, bytes.subspan(decoded.header_length, inline_length),
+                         nomsg, base + chunk_total)) {
+    if (c.reads_pending == 0) return Deliver(c, out);
+    return IssueReads(out);
+  }
+  c.staging.resize(base + chunk_total);
+  size_t cursor = 0;
+  if (!nomsg) {
+    std::memcpy(c.staging.data(), bytes.data() + decoded.header_length,
+                inline_length);
+    cursor = inline_length;
+  }
+  for (const wire::ReadSegment& r : lists.reads) {
+    // Chunk data is laid out back to back after the base stream; the
+    // roundup gaps are filled during assembly.
+    if (r.target.length != 0) {
+      read_queue_.push_back(
+          {id, r.target,
+           absl::MakeSpan(c.staging).subspan(cursor, r.target.length)});
+      ++c.reads_pending;
+    }
+    cursor += r.target.length;
+  }
+  if (c.reads_pending == 0) return Deliver(c, out);
+  IssueReads(out);
+}
+
+// The call's final layout is known before any read: the base stream with
+// every chunk at its position plus XDR roundup (RFC 8166 §3.4.6). Unless
+// the position-zero chunk and other chunks come together (their layout
+// depends on each other), the inline pieces are copied and the RDMA Reads
+// land directly where the chunks belong, so the reassembled call is never
+// copied again.
+bool Engine::PlaceReadsDirectly(ResponderCall& c,
+                                absl::Span<const uint8_t> inline_payload,
+                                bool nomsg, size_t total) {
+  const auto& reads = c.chunks.reads;
+  const bool position_zero =
+      std::any_of(reads.begin(), reads.end(),
+                  [](const wire::ReadSegment& r) { return r.position == 0; });
+  if (position_zero && !nomsg) return false;
+  if (position_zero &&
+      std::any_of(reads.begin(), reads.end(),
+                  [](const wire::ReadSegment& r) { return r.position != 0; })) {
+    return false;
+  }
+  c.message.resize(total);  // zero-filled: the roundup octets stay zero
+  auto read_into = [&](const wire::ReadSegment& r, size_t at) {
+    if (r.target.length == 0) return;
+    read_queue_.push_back(
+        {c.id, r.target,
+         absl::MakeSpan(c.message).subspan(at, r.target.length)});
+    ++c.reads_pending;
+  };
+  size_t dest = 0;
+  size_t src = 0;  // octets of the inline payload placed so far
+  for (size_t i = 0; i < reads.size();) {
+    const uint32_t position = reads[i].position;
+    if (!nomsg) {
+      std::memcpy(c.message.data() + dest, inline_payload.data() + src,
+                  position - src);
+      dest += position - src;
+      src = position;
+    }
+    size_t length = 0;
+    for (; i < reads.size() && reads[i].position == position; ++i) {
+      read_into(reads[i], dest + length);
+      length += reads[i].target.length;
+    }
+    dest += wire::XdrRoundUp(length);
+  }
+  if (!nomsg) {
+    std::memcpy(c.message.data() + dest, inline_payload.data() + src,
+                inline_payload.size() - src);
+  }
+  c.assembled = true;
+  return true;
+}
+
+void Engine::IssueReads(Actions& out) {
+  // At most max_reads_ RDMA Reads outstanding (the negotiated ORD).
+  while (reads_in_flight_.size() < max_reads_ && !read_queue_.empty()) {
+    PendingRead r = read_queue_.front();
+    read_queue_.pop_front();
+    if (incoming_.count(r.call) == 0) continue;
+    OpId op = NextOp();
+    reads_in_flight_[op] = r.call;
+    out.push_back(RdmaRead{op, r.source, r.destination});
+  }
+}
+
+void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
+  auto it = reads_in_flight_.find(op);
+  if (it == reads_in_flight_.end()) return;
+  CallId id = it->second;
+  reads_in_flight_.erase(it);
+  auto call = incoming_.find(id);
+  if (call != incoming_.end()) {
+    ResponderCall& c = call->second;
+    --c.reads_pending;
+    if (!success || !connected_) {
+      // The connection is failing; the call is never delivered and is
+      // dropped once no read of it is still in flight.
+      c.failed = true;
+      std::erase_if(read_queue_,
+                    [id](const PendingRead& r) { return r.call == id; });
+      bool busy = false;
+      for (const auto& [o, cid] : reads_in_flight_) busy |= cid == id;
+      if (!busy) incoming_.erase(call);
+    } else if (c.reads_pending == 0 && !c.failed) {
+      Deliver(c, out);
+    }
+  }
+  if (connected_) IssueReads(out);
+}
+
+void Engine::Deliver(ResponderCall& c, Actions& out) {
+  if (!c.assembled) Assemble(c);
+  DeliverCall deliver{c.id, c.xid, std::move(c.message), {}, 0};
+  for (const auto& w : c.chunks.writes) {
+    deliver.write_chunk_capacities.push_back(
+        static_cast<uint32_t>(ChunkLength(w)));
+  }
+  if (c.chunks.reply) {
+    deliver.reply_chunk_capacity =
+        static_cast<uint32_t>(ChunkLength(*c.chunks.reply));
+  }
+  c.state = RespState::kDelivered;
+  out.push_back(std::move(deliver));
+}
+
+void Engine::Assemble(ResponderCall& c) {
+  // The staging buffer holds the base stream (inline payload or position-
+  // zero chunk) followed by each non-zero-position chunk's octets. Insert
+  // the chunks at their positions with XDR roundup (RFC 8166 §3.4.6: the
+  // requester leaves the roundup out of the chunk).
+  absl::Span<const uint8_t> staging(c.staging);
+  std::vector<Item> items;
+  size_t cursor = c.base_length;
+  const auto& reads = c.chunks.reads;
+  for (size_t i = 0; i < reads.size();) {
+    uint32_t position = reads[i].position;
+    size_t length = 0;
+    size_t j = i;
+    for (; j < reads.size() && reads[j].position == position; ++j) {
+      length += reads[j].target.length;
+    }
+    if (position != 0) {
+      items.push_back({position, staging.subspan(cursor, length)});
+      cursor += length;
+    }
+    i = j;
+  }
+  c.message = InsertItems(staging.subspan(0, c.base_length), items);
+  c.staging.clear();
+  c.staging.shrink_to_fit();
+}
+
+std::optional<uint32_t> Engine::InvalidateHandleFor(
+    const ResponderCall& c) const {
+  // RFC 8797 §4.1: only when both peers set R, and (as the Linux server
+  // does) only when every segment of the call names one and the same
+  // handle, so the choice is unambiguous.
+  if (!thresholds_.remote_invalidation) return std::nullopt;
+  std::set<uint32_t> handles;
+  for (const auto& r : c.chunks.reads) handles.insert(r.target.handle);
+  for (const auto& w : c.chunks.writes) {
+    for (const auto& s : w) handles.insert(s.handle);
+  }
+  if (c.chunks.reply) {
+    for (const auto& s : *c.chunks.reply) handles.insert(s.handle);
+  }
+  if (handles.size() != 1) return std::nullopt;
+  return *handles.begin();
+}
+
+absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
+  auto it = incoming_.find(id);
+  if (it == incoming_.end() || it->second.state != RespState::kDelivered) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("call ", id, " is not awaiting a reply"));
+  }
+  ResponderCall& c = it->second;
+  uint32_t previous = 0;
+  for (const DdpResult& r : reply.results) {
+    if (r.position % 4 != 0 || r.position < previous ||
+        r.position > reply.xdr.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DDP result position ", r.position,
+          " is unaligned, out of order or past the reduced stream"));
+    }
+    previous = r.position;
+  }
+  if (!connected_) {
+    incoming_.erase(it);
+    return absl::UnavailableError("connection lost before the reply");
+  }
+  const auto& writes = c.chunks.writes;
+  auto error_reply = [&] {
+    SendError(c.xid, wire::V1ErrorCode::kChunk, out);
+    incoming_.erase(c.id);
+    return absl::OkStatus();
+  };
+  // Results with a write chunk go there; the rest stay inline.
+  std::vector<Item> inline_items;
+  std::vector<wire::WriteChunk> returned;
+  for (size_t i = 0; i < reply.results.size(); ++i) {
+    if (i < writes.size()) {
+      // The Linux server answers ERR_CHUNK when a result exceeds its chunk.
+      if (reply.results[i].data.size() > ChunkLength(writes[i])) {
+        return error_reply();
+      }
+    } else {
+      inline_items.push_back(
+          {reply.results[i].position, reply.results[i].data});
+    }
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    size_t n = i < reply.results.size() ? reply.results[i].data.size() : 0;
+    returned.push_back(FillChunk(writes[i], n));
+  }
+  c.reply_stream = InsertItems(reply.xdr, inline_items);
+
+  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
+                   wire::V1Msg{{{}, returned, std::nullopt}}};
+  bool use_reply_chunk = false;
+  if (wire::V1EncodedSize(h) + c.reply_stream.size() > thresholds_.send) {
+    // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
+    if (!c.chunks.reply.has_value() ||
+        c.reply_stream.size() > ChunkLength(*c.chunks.reply)) {
+      return error_reply();
+    }
+    h.body = wire::V1NoMsg{
+        {{}, returned, FillChunk(*c.chunks.reply, c.reply_stream.size())}};
+    if (wire::V1EncodedSize(h) > thresholds_.send) return error_reply();
+    use_reply_chunk = true;
+  }
+
+  // DDP results into the write chunks (no roundup, RFC 8166 §3.4.6), then
+  // the reply chunk, then the Send, which RC ordering places after them.
+  auto write_out = [&](absl::Span<const uint8_t> data,
+                       const wire::WriteChunk& chunk) {
+    size_t at = 0;
+    for (const wire::Segment& s : chunk) {
+      if (at == data.size()) break;
+      size_t n = std::min<size_t>(s.length, data.size() - at);
+      out.push_back(RdmaWrite{NextOp(),
+                              data.subspan(at, n),
+                              {s.handle, static_cast<uint32_t>(n), s.offset}});
+      at += n;
+    }
+  };
+  for (size_t i = 0; i < writes.size() && i < reply.results.size(); ++i) {
+    write_out(reply.results[i].data, writes[i]);
+  }
+  std::vector<uint8_t> bytes = wire::EncodeV1(h);
+  if (use_reply_chunk) {
+    write_out(c.reply_stream, *c.chunks.reply);
+  } else {
+    bytes.insert(bytes.end(), c.reply_stream.begin(), c.reply_stream.end());
+  }
+  c.send_op = NextOp();
+  c.state = RespState::kSending;
+  reply_sends_[c.send_op] = c.id;
+  out.push_back(Send{c.send_op, std::move(bytes), InvalidateHandleFor(c)});
+  return absl::OkStatus();
+}
+
+void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
+  auto it = reply_sends_.find(op);
+  if (it == reply_sends_.end()) return;
+  CallId id = it->second;
+  reply_sends_.erase(it);
+  incoming_.erase(id);
+  out.push_back(ReplySent{id});
+}
+
+}  // namespace rpcrdma::engine
