@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -27,6 +28,12 @@
 #include "plugin/fabric/soft/soft_wire.h"
 
 namespace rpcrdma::fabric::soft {
+
+// The status of a work request as one octet on the wire (soft_wire.h).
+inline uint8_t StatusByte(WorkStatus status) {
+  return static_cast<uint8_t>(status);
+}
+inline std::string Errno(int err) { return std::string(std::strerror(err)); }
 
 // Checks endpoint options against the fabric's limits.
 absl::Status ValidateEndpointOptions(const SoftFabricOptions& fabric,

@@ -1,0 +1,223 @@
+// The same-host fast path of the soft fabric: RDMA Reads and Writes between
+// processes on one machine moved by one process_vm_readv/writev copy, after
+// the target has checked the access against its window (see soft_wire.h
+// for the offer, probe and request frames).
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/fabric/soft/soft_endpoint.h"
+
+namespace rpcrdma::fabric::soft {
+namespace {
+
+bool IsUnixSocket(int fd) {
+  int domain = 0;
+  socklen_t len = sizeof(domain);
+  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+         domain == AF_UNIX;
+}
+
+void* PointerOf(uint64_t address) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(address));
+}
+
+// Copies between `local` and the segments of process `pid` (into them when
+// `to_peer`). Returns 0 or an errno value.
+int CrossMemoryCopy(int pid, absl::Span<uint8_t> local,
+                    absl::Span<const CmaSegment> segments, bool to_peer) {
+  std::vector<iovec> remote;
+  remote.reserve(segments.size());
+  for (const CmaSegment& seg : segments) {
+    if (seg.length > 0)
+      remote.push_back(iovec{PointerOf(seg.address), seg.length});
+  }
+  size_t done = 0;
+  size_t first = 0;  // remote iovecs before this one are used up
+  while (done < local.size()) {
+    iovec l{local.data() + done, local.size() - done};
+    const ssize_t n = to_peer
+                          ? process_vm_writev(pid, &l, 1, remote.data() + first,
+                                              remote.size() - first, 0)
+                          : process_vm_readv(pid, &l, 1, remote.data() + first,
+                                             remote.size() - first, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EFAULT;
+    // A partial transfer: skip what moved.
+    size_t moved = static_cast<size_t>(n);
+    done += moved;
+    while (moved > 0 && first < remote.size()) {
+      const size_t take = std::min(moved, remote[first].iov_len);
+      remote[first].iov_base =
+          static_cast<uint8_t*>(remote[first].iov_base) + take;
+      remote[first].iov_len -= take;
+      moved -= take;
+      if (remote[first].iov_len == 0) ++first;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void SoftEndpoint::OfferCrossMemory() {
+  if (!fabric_.cross_memory_attach || !stream_.open() ||
+      !IsUnixSocket(stream_.fd())) {
+    return;
+  }
+  std::random_device device;
+  probe_cookie_ = std::make_unique<uint64_t>((uint64_t{device()} << 32) ^
+                                             uint64_t{device()});
+  AppendCmaOffer(stream_.output(),
+                 reinterpret_cast<uintptr_t>(probe_cookie_.get()),
+                 *probe_cookie_);
+  cma_offered_ = true;
+  cma_awaiting_answer_ = true;
+}
+
+bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie) {
+  if (fabric_.fail_cross_memory_probe) return false;
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(stream_.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      cred.pid <= 0) {
+    return false;
+  }
+  uint64_t value = 0;
+  iovec local{&value, sizeof(value)};
+  iovec remote{PointerOf(address), sizeof(value)};
+  if (process_vm_readv(cred.pid, &local, 1, &remote, 1, 0) !=
+          static_cast<ssize_t>(sizeof(value)) ||
+      value != cookie) {
+    return false;
+  }
+  // Writing the same value back shows the other direction works too.
+  if (process_vm_writev(cred.pid, &local, 1, &remote, 1, 0) !=
+      static_cast<ssize_t>(sizeof(value))) {
+    return false;
+  }
+  peer_pid_ = cred.pid;
+  // A pidfd tells, before each copy, whether the peer has exited (its pid
+  // could then name another process). Kernels or sandboxes without
+  // pidfd_open(2) go without that check.
+  peer_pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, cred.pid, 0)));
+  return true;
+}
+
+bool SoftEndpoint::PeerExited() const {
+  if (!peer_pidfd_.valid()) return false;
+  pollfd p{peer_pidfd_.get(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+void SoftEndpoint::HandleCmaOffer(const Frame& f) {
+  if (peer_offer_seen_) {
+    ProtocolError("a second CMA_OFFER");
+    return;
+  }
+  peer_offer_seen_ = true;
+  // Only a side that offers the path itself accepts it. The answer goes
+  // ahead of queued work (whole frames only ever sit in the output
+  // buffer): the peer's RDMA waits for it, and ours may wait for the
+  // peer's answer.
+  cma_in_ = cma_offered_ && ProbePeer(f.address, f.cookie);
+  AppendCmaAnswer(stream_.output(), cma_in_);
+}
+
+void SoftEndpoint::HandleCmaAnswer(const Frame& f) {
+  if (!cma_awaiting_answer_) {
+    ProtocolError("CMA_ANSWER without an offer");
+    return;
+  }
+  cma_awaiting_answer_ = false;
+  cma_out_ = f.status == 1;
+}
+
+void SoftEndpoint::HandleCmaRequest(const Frame& f) {
+  const bool read = f.type == FrameType::kReadReqCma;
+  auto fail = [&](WorkStatus initiator_status, std::string detail) {
+    std::vector<uint8_t> frame;
+    if (read) {
+      AppendReadResp(frame, f.id, StatusByte(initiator_status), true, {});
+    } else {
+      AppendAck(frame, f.id, StatusByte(initiator_status));
+    }
+    Close(ConnectionEventType::kDisconnected, std::move(detail),
+          /*orderly=*/true, {}, WorkStatus::kFlushed, {}, std::move(frame));
+  };
+  if (!cma_in_) {
+    ProtocolError("a cross-memory request without an accepted offer");
+    return;
+  }
+  if (read && reads_answering_ >= caps_.responder_resources) {
+    fail(WorkStatus::kRemoteInvalidRequest,
+         "RDMA Read beyond the negotiated responder resources");
+    return;
+  }
+  uint64_t total = 0;
+  for (const CmaSegment& seg : f.segments) total += seg.length;
+  if (total != f.length) {
+    fail(WorkStatus::kRemoteInvalidRequest,
+         absl::StrCat("cross-memory segments of ", total,
+                      " octets for a request of ", f.length));
+    return;
+  }
+  // The window is checked right before the copy, as for the socket path.
+  std::optional<absl::Span<uint8_t>> bytes = pd_->Access(
+      f.handle, f.address, f.length, read ? kRemoteRead : kRemoteWrite);
+  if (!bytes.has_value()) {
+    fail(WorkStatus::kRemoteAccessError,
+         absl::StrCat("remote access error: RDMA ", read ? "Read" : "Write",
+                      " of handle ", f.handle, " at ", f.address, " for ",
+                      f.length, " octets"));
+    return;
+  }
+  if (PeerExited()) {
+    Close(ConnectionEventType::kDisconnected,
+          "the peer process exited before a cross-memory copy",
+          /*orderly=*/false);
+    return;
+  }
+  if (int err = CrossMemoryCopy(peer_pid_, *bytes, f.segments, read);
+      err != 0) {
+    // EFAULT: the initiator named memory it does not have.
+    fail(err == EFAULT ? WorkStatus::kLocalProtectionError
+                       : WorkStatus::kTransportError,
+         absl::StrCat("cross-memory copy failed: ", Errno(err)));
+    return;
+  }
+  if (read) {
+    AppendReadResp(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess), true,
+                   {});
+  } else {
+    AppendAck(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess));
+  }
+}
+
+}  // namespace rpcrdma::fabric::soft
+
+namespace rpcrdma::fabric {
+
+bool SoftUsesCrossMemory(const Endpoint& endpoint) {
+  const auto* soft = dynamic_cast<const soft::SoftEndpoint*>(&endpoint);
+  return soft != nullptr && soft->uses_cross_memory();
+}
+
+uint64_t SoftCrossMemoryOperations(const Endpoint& endpoint) {
+  const auto* soft = dynamic_cast<const soft::SoftEndpoint*>(&endpoint);
+  return soft != nullptr ? soft->cross_memory_operations() : 0;
+}
+
+}  // namespace rpcrdma::fabric
