@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/wire/v1.h"
+#include "plugin/wire/v2.h"
 #ifdef RPCRDMA_API_HAVE_VERBS
 #include "plugin/fabric/verbs/verbs_fabric.h"
 #endif
@@ -468,7 +469,16 @@ uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
 void Connection::CountMessage(absl::Span<const uint8_t> bytes,
                               bool remote_invalidation, bool sent) {
   auto decoded = wire::DecodeV1(bytes);
-  if (!decoded.ok()) return;
+  if (!decoded.ok()) {
+    // The answer to a version-two probe (draft-04 §7.2) may come as a
+    // version-two RDMA2_ERROR, as Linux sends it.
+    auto v2 = wire::DecodeV2(bytes);
+    if (v2.ok() && v2->header.proc() == wire::V2Proc::kError) {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++(sent ? counters_.errors_sent : counters_.errors_received);
+    }
+    return;
+  }
   const wire::V1Header& h = decoded->header;
   std::lock_guard<std::mutex> lock(counters_mu_);
   if (remote_invalidation) ++counters_.remote_invalidations;

@@ -91,6 +91,23 @@ TEST_F(VersionTest, V2Draft_7_2_ErrVersSelectsVersionOneAndSendsWaitingCalls) {
   EXPECT_EQ(engine_->calls_outstanding(), 1u);
 }
 
+// Linux's svcrdma copies rdma_vers from the message it rejects: its answer
+// to the probe is [xid, 2, credits, RDMA_ERROR, ERR_VERS, 1, 1], a
+// well-formed version-two RDMA2_ERROR / RDMA2_ERR_VERS (§6.2.4).
+TEST_F(VersionTest, V2Draft_7_2_ErrVersWithVersionTwoHeaderAsLinuxSendsIt) {
+  Make(true);
+  Queue(0x100);
+  Take();
+  Receive(Words({kProbeXid, 2, 64, 4, 1, 1, 1}));
+  Actions out = Take();
+  EXPECT_TRUE(engine_->negotiation_status().ok())
+      << engine_->negotiation_status();
+  EXPECT_EQ(engine_->version(), 1u);
+  EXPECT_EQ(engine_->peer_versions(), (std::pair<uint32_t, uint32_t>{1, 1}));
+  ASSERT_EQ(Count<Send>(out), 1u);
+  EXPECT_EQ(wire::LoadBigEndian32(Only<Send>(out)[0].bytes.data() + 4), 1u);
+}
+
 TEST_F(VersionTest, V2Draft_7_2_WithoutFallbackWaitingCallsFail) {
   Make(false);
   Queue(0x100);
