@@ -1,10 +1,11 @@
 # Soft-RoCE test VM. interop/vm/run-in-vm.sh boots Debian's kernel under
 # qemu with a Soft-RoCE device (rxe0 on dummy0, 192.0.2.1) and runs one
 # command in it; see interop/vm/README.md and the comment at the top of
-# run-in-vm.sh. Tests that need it carry the ctest label `vm`. The first run
-# downloads the kernel and busybox Debian packages into RPCRDMA_VM_CACHE
-# (about 70 MB); later runs reuse them. Defined here, before any
-# subdirectory, so that every directory can register VM tests.
+# run-in-vm.sh. Tests that need it carry the ctest label `vm` unless they
+# set their own LABELS. The first run downloads the kernel and busybox
+# Debian packages into RPCRDMA_VM_CACHE (about 70 MB); later runs reuse
+# them. Defined here, before any subdirectory, so that every directory can
+# register VM tests.
 
 set(RPCRDMA_VM_CACHE "${CMAKE_BINARY_DIR}/vm-cache"
     CACHE PATH "Where the VM harness keeps Debian packages and its boot image")
@@ -14,14 +15,23 @@ set(RPCRDMA_VM_DIR "${CMAKE_CURRENT_LIST_DIR}/../interop/vm")
 cmake_path(NORMAL_PATH RPCRDMA_VM_DIR)
 
 # rpcrdma_add_vm_test(NAME <name> [SERVICES <svc>...] [RO <dir>...]
-#                     [ENV <NAME=VALUE>...] COMMAND <command> [<arg>...])
-# A ctest (label `vm`) that runs COMMAND inside the Soft-RoCE VM. The
-# source and build trees are visible in the VM at their own paths, so
-# COMMAND may name $<TARGET_FILE:...> and scripts in the source tree. The
-# read-write share, with the logs, is <current binary dir>/<name>.vm.
+#                     [ENV <NAME=VALUE>...] [LABELS <label>...]
+#                     COMMAND <command> [<arg>...])
+# A ctest that runs COMMAND inside the Soft-RoCE VM. The source and build
+# trees are visible in the VM at their own paths, so COMMAND may name
+# $<TARGET_FILE:...> and scripts in the source tree. The read-write share,
+# with the logs, is <current binary dir>/<name>.vm.
 # SERVICES: kernel services to start first (nfsd).
+# LABELS: the test's ctest labels, instead of the default `vm` (list `vm`
+# too to keep it).
 function(rpcrdma_add_vm_test)
-  cmake_parse_arguments(V "" "NAME" "SERVICES;RO;ENV;COMMAND" ${ARGN})
+  cmake_parse_arguments(V "" "NAME" "SERVICES;RO;ENV;LABELS;COMMAND" ${ARGN})
+  if("LABELS" IN_LIST V_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "rpcrdma_add_vm_test(${V_NAME}): LABELS without a label")
+  endif()
+  if(NOT V_LABELS)
+    set(V_LABELS vm)
+  endif()
   set(args --cache ${RPCRDMA_VM_CACHE} --timeout ${RPCRDMA_VM_TIMEOUT}
            --share ${CMAKE_CURRENT_BINARY_DIR}/${V_NAME}.vm
            --ro ${CMAKE_SOURCE_DIR} --ro ${CMAKE_BINARY_DIR})
@@ -39,6 +49,6 @@ function(rpcrdma_add_vm_test)
            COMMAND bash ${RPCRDMA_VM_DIR}/run-in-vm.sh ${args} -- ${V_COMMAND})
   # The VM keeps both CPUs of a 2-core machine busy; a cold first run also
   # downloads and unpacks the kernel.
-  set_tests_properties(${V_NAME} PROPERTIES LABELS vm TIMEOUT 600
+  set_tests_properties(${V_NAME} PROPERTIES LABELS "${V_LABELS}" TIMEOUT 600
                                             PROCESSORS 2)
 endfunction()

@@ -133,6 +133,36 @@ step $RDMA link add rxe0 type rxe netdev dummy0
 log "rxe0 on dummy0 after $(cut -d' ' -f1 /proc/uptime) s"
 
 # 4. Kernel services asked for with --services.
+
+# A line for the console and for vm-setup.log.
+note() {
+  log "$*"
+  echo "$*" >>/tmp/setup.log
+}
+
+# The export of /srv/nfs (nfsd-export.sh, /nfsd-export in the image):
+# without nfs-utils, `write` puts the entries rpc.mountd would answer
+# nfsd's upcalls with straight into the kernel's caches, and `serve`
+# answers the upcalls for anything else. No download, no rpcbind, no
+# exports file; see nfsd-export.sh for the entries and why both are
+# needed.
+export_srv_nfs() {
+  step /usr/bin/bash /nfsd-export write
+  echo "+ /usr/bin/bash /nfsd-export serve &" >>/tmp/setup.log
+  /usr/bin/bash /nfsd-export serve </dev/null >>/tmp/setup.log 2>&1 &
+  export_server=$!
+}
+
+# svcrdma's settings and counters (sysctl net.sunrpc.svc_rdma.*).
+svcrdma_state() {
+  svcrdma_out="svcrdma:"
+  for f in max_requests max_req_size max_outbound_read_requests \
+    rdma_stat_read rdma_stat_write; do
+    svcrdma_out="$svcrdma_out $f=$(cat "/proc/sys/sunrpc/svc_rdma/$f" 2>/dev/null || echo '?')"
+  done
+  echo "$svcrdma_out"
+}
+
 start_nfsd() {
   step $MODPROBE -a rpcrdma nfsd
   mkdir -p /proc/fs/nfsd
@@ -140,13 +170,31 @@ start_nfsd() {
   mkdir -p /srv/nfs
   step mount -t tmpfs -o mode=0777 tmpfs /srv/nfs
   # No rpcbind in the guest: serve NFSv4 only, which registers nothing
-  # with rpcbind. The RDMA listener first, so that nfsd opens no TCP/UDP
-  # listeners of its own.
+  # with rpcbind.
   step sh -c 'echo "-2 -3 +4 +4.1 +4.2" >/proc/fs/nfsd/versions'
+  # Lease and grace time, settable only while no nfsd thread runs; 10 s is
+  # the smallest value nfsd takes. The grace period is then ended as soon
+  # as the threads run (v4_end_grace below): a fresh server has no client
+  # state to reclaim, and during grace nfsd answers OPEN, REMOVE, RENAME
+  # and READ/WRITE with the anonymous stateid with NFS4ERR_GRACE (the
+  # kernel client retries, so its first OPEN waited the whole default 90
+  # s). 10 s only matters if a test restarts the threads.
+  step sh -c 'echo 10 >/proc/fs/nfsd/nfsv4leasetime'
+  step sh -c 'echo 10 >/proc/fs/nfsd/nfsv4gracetime'
+  export_srv_nfs
+  # The RDMA listener first, so that nfsd opens no TCP/UDP listeners of
+  # its own.
   step sh -c "echo 'rdma 20049' >/proc/fs/nfsd/portlist"
   step sh -c 'echo 4 >/proc/fs/nfsd/threads'
-  log "nfsd: threads $(cat /proc/fs/nfsd/threads), listeners:" \
+  step sh -c 'echo Y >/proc/fs/nfsd/v4_end_grace'
+  kill -0 "$export_server" 2>/dev/null || fail "nfsd-export serve exited"
+  note "nfsd: threads $(cat /proc/fs/nfsd/threads), listeners:" \
     "$(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+  note "nfsd: exports $(grep -v '^#' /proc/fs/nfsd/exports | tr '\n\t' '  ')"
+  note "nfsd: lease $(cat /proc/fs/nfsd/nfsv4leasetime) s, grace" \
+    "$(cat /proc/fs/nfsd/nfsv4gracetime) s, grace ended:" \
+    "$(cat /proc/fs/nfsd/v4_end_grace)"
+  note "$(svcrdma_state)"
 }
 IFS=,
 for s in $SERVICES; do

@@ -182,6 +182,7 @@ mkdir -p "$stage/kroot/modprobe.d"
 cp "$kdir/bootstrap-modules" "$stage/kroot/bootstrap-modules"
 echo "$release" >"$stage/kroot/release"
 install -m 0755 "$here/guest-init.sh" "$stage/init"
+install -m 0755 "$here/nfsd-export.sh" "$stage/nfsd-export"
 for f in ld.so.cache ld.so.conf ld.so.conf.d libibverbs.d netconfig \
   protocols services rpc nsswitch.conf; do
   if [ -e "/etc/$f" ]; then cp -a "/etc/$f" "$stage/etc/"; fi

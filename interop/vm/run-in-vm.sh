@@ -18,11 +18,13 @@
 #     is no other network device. rdma-cm cannot use 127.0.0.1 over rxe:
 #     a test's server and client both use 192.0.2.1;
 #   - --services nfsd loads rpcrdma (xprtrdma and svcrdma) and nfsd,
-#     mounts /proc/fs/nfsd, enables NFSv4 (there is no rpcbind), opens the
-#     RPC-over-RDMA listener with `echo 'rdma 20049' >
-#     /proc/fs/nfsd/portlist` and starts 4 nfsd threads. /srv/nfs is an
-#     empty tmpfs the test may fill and export. The nfs, nfsv3 and nfsv4
-#     client modules are in the image too (modprobe loads them).
+#     mounts /proc/fs/nfsd, enables NFSv4 only (there is no rpcbind),
+#     exports the empty tmpfs /srv/nfs as the NFSv4 pseudo-root (fsid=0,
+#     rw, no_root_squash, insecure, sync) to 192.0.2.0/24 and 127.0.0.1,
+#     opens the RPC-over-RDMA listener with `echo 'rdma 20049' >
+#     /proc/fs/nfsd/portlist`, starts 4 nfsd threads and ends the grace
+#     period at once (lease and grace time 10 s). The nfs, nfsv3 and
+#     nfsv4 client modules are in the image too (modprobe loads them).
 # COMMAND runs under bash in the caller's directory if the guest sees it
 # (inside the share or an --ro directory), else in the share, with
 # RPCRDMA_TEST_ADDR=192.0.2.1, RPCRDMA_VM=1 and RPCRDMA_VM_SERVICES (the

@@ -1,0 +1,626 @@
+#include "interop/kernel/nfs4_xdr.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace rpcrdma::nfs4 {
+namespace {
+
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  const size_t at = out.size();
+  out.resize(at + 4);
+  wire::StoreBigEndian32(out.data() + at, v);
+}
+
+void PutU64(std::vector<uint8_t>& out, uint64_t v) {
+  PutU32(out, static_cast<uint32_t>(v >> 32));
+  PutU32(out, static_cast<uint32_t>(v));
+}
+
+void PutFixed(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
+  out.insert(out.end(), bytes.begin(), bytes.end());
+  out.resize(out.size() + wire::XdrPad(bytes.size()), 0);
+}
+
+// RFC 4506 §4.10: length, octets, zero roundup.
+void PutOpaque(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
+  PutU32(out, static_cast<uint32_t>(bytes.size()));
+  PutFixed(out, bytes);
+}
+
+void PutString(std::vector<uint8_t>& out, absl::string_view s) {
+  PutOpaque(out, absl::Span<const uint8_t>(
+                     reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+void PutBitmap(std::vector<uint8_t>& out, const Bitmap& bitmap) {
+  PutU32(out, static_cast<uint32_t>(bitmap.size()));
+  for (uint32_t w : bitmap) PutU32(out, w);
+}
+
+void PutStateid(std::vector<uint8_t>& out, const Stateid& stateid) {
+  PutU32(out, stateid.seqid);
+  PutFixed(out, stateid.other);
+}
+
+absl::Status Bad(absl::string_view what) {
+  return absl::InvalidArgumentError(what);
+}
+
+std::string ToString(absl::Span<const uint8_t> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace
+
+absl::string_view OpName(Op op) {
+  switch (op) {
+    case Op::kCreate:
+      return "CREATE";
+    case Op::kGetattr:
+      return "GETATTR";
+    case Op::kGetfh:
+      return "GETFH";
+    case Op::kLookup:
+      return "LOOKUP";
+    case Op::kPutfh:
+      return "PUTFH";
+    case Op::kPutrootfh:
+      return "PUTROOTFH";
+    case Op::kRead:
+      return "READ";
+    case Op::kReaddir:
+      return "READDIR";
+    case Op::kReadlink:
+      return "READLINK";
+    case Op::kRemove:
+      return "REMOVE";
+    case Op::kWrite:
+      return "WRITE";
+  }
+  return "?";
+}
+
+std::string StatusName(uint32_t status) {
+  struct Name {
+    uint32_t value;
+    const char* name;
+  };
+  // RFC 7531 enum nfsstat4.
+  static constexpr Name kNames[] = {
+      {0, "NFS4_OK"},
+      {1, "NFS4ERR_PERM"},
+      {2, "NFS4ERR_NOENT"},
+      {5, "NFS4ERR_IO"},
+      {6, "NFS4ERR_NXIO"},
+      {13, "NFS4ERR_ACCESS"},
+      {17, "NFS4ERR_EXIST"},
+      {18, "NFS4ERR_XDEV"},
+      {20, "NFS4ERR_NOTDIR"},
+      {21, "NFS4ERR_ISDIR"},
+      {22, "NFS4ERR_INVAL"},
+      {27, "NFS4ERR_FBIG"},
+      {28, "NFS4ERR_NOSPC"},
+      {30, "NFS4ERR_ROFS"},
+      {31, "NFS4ERR_MLINK"},
+      {63, "NFS4ERR_NAMETOOLONG"},
+      {66, "NFS4ERR_NOTEMPTY"},
+      {69, "NFS4ERR_DQUOT"},
+      {70, "NFS4ERR_STALE"},
+      {10001, "NFS4ERR_BADHANDLE"},
+      {10003, "NFS4ERR_BAD_COOKIE"},
+      {10004, "NFS4ERR_NOTSUPP"},
+      {10005, "NFS4ERR_TOOSMALL"},
+      {10006, "NFS4ERR_SERVERFAULT"},
+      {10007, "NFS4ERR_BADTYPE"},
+      {10008, "NFS4ERR_DELAY"},
+      {10009, "NFS4ERR_SAME"},
+      {10010, "NFS4ERR_DENIED"},
+      {10011, "NFS4ERR_EXPIRED"},
+      {10012, "NFS4ERR_LOCKED"},
+      {10013, "NFS4ERR_GRACE"},
+      {10014, "NFS4ERR_FHEXPIRED"},
+      {10015, "NFS4ERR_SHARE_DENIED"},
+      {10016, "NFS4ERR_WRONGSEC"},
+      {10017, "NFS4ERR_CLID_INUSE"},
+      {10018, "NFS4ERR_RESOURCE"},
+      {10019, "NFS4ERR_MOVED"},
+      {10020, "NFS4ERR_NOFILEHANDLE"},
+      {10021, "NFS4ERR_MINOR_VERS_MISMATCH"},
+      {10022, "NFS4ERR_STALE_CLIENTID"},
+      {10023, "NFS4ERR_STALE_STATEID"},
+      {10024, "NFS4ERR_OLD_STATEID"},
+      {10025, "NFS4ERR_BAD_STATEID"},
+      {10026, "NFS4ERR_BAD_SEQID"},
+      {10027, "NFS4ERR_NOT_SAME"},
+      {10028, "NFS4ERR_LOCK_RANGE"},
+      {10029, "NFS4ERR_SYMLINK"},
+      {10030, "NFS4ERR_RESTOREFH"},
+      {10031, "NFS4ERR_LEASE_MOVED"},
+      {10032, "NFS4ERR_ATTRNOTSUPP"},
+      {10033, "NFS4ERR_NO_GRACE"},
+      {10034, "NFS4ERR_RECLAIM_BAD"},
+      {10035, "NFS4ERR_RECLAIM_CONFLICT"},
+      {10036, "NFS4ERR_BADXDR"},
+      {10037, "NFS4ERR_LOCKS_HELD"},
+      {10038, "NFS4ERR_OPENMODE"},
+      {10039, "NFS4ERR_BADOWNER"},
+      {10040, "NFS4ERR_BADCHAR"},
+      {10041, "NFS4ERR_BADNAME"},
+      {10042, "NFS4ERR_BAD_RANGE"},
+      {10043, "NFS4ERR_LOCK_NOTSUPP"},
+      {10044, "NFS4ERR_OP_ILLEGAL"},
+      {10045, "NFS4ERR_DEADLOCK"},
+      {10046, "NFS4ERR_FILE_OPEN"},
+      {10047, "NFS4ERR_ADMIN_REVOKED"},
+      {10048, "NFS4ERR_CB_PATH_DOWN"},
+  };
+  for (const Name& n : kNames) {
+    if (n.value == status) return n.name;
+  }
+  return absl::StrCat("nfsstat4 ", status);
+}
+
+Bitmap AttrBitmap(std::initializer_list<uint32_t> attrs) {
+  Bitmap bitmap;
+  for (uint32_t a : attrs) {
+    const size_t word = a / 32;
+    if (bitmap.size() <= word) bitmap.resize(word + 1, 0);
+    bitmap[word] |= 1u << (a % 32);
+  }
+  return bitmap;
+}
+
+// ---- Encoder ---------------------------------------------------------------
+
+CompoundEncoder::CompoundEncoder(std::vector<uint8_t>& stream,
+                                 absl::string_view tag)
+    : stream_(stream) {
+  // RFC 7531 COMPOUND4args: tag, minorversion, argarray<>.
+  PutString(stream_, tag);
+  PutU32(stream_, kMinorVersion);
+  count_offset_ = stream_.size();
+  PutU32(stream_, 0);
+}
+
+void CompoundEncoder::AddOp(Op op) {
+  ops_.push_back(op);
+  PutU32(stream_, static_cast<uint32_t>(op));
+}
+
+void CompoundEncoder::Putrootfh() { AddOp(Op::kPutrootfh); }
+
+void CompoundEncoder::Putfh(absl::Span<const uint8_t> fh) {
+  AddOp(Op::kPutfh);
+  PutOpaque(stream_, fh);
+}
+
+void CompoundEncoder::Lookup(absl::string_view name) {
+  AddOp(Op::kLookup);
+  PutString(stream_, name);
+}
+
+void CompoundEncoder::Getfh() { AddOp(Op::kGetfh); }
+
+void CompoundEncoder::Getattr(const Bitmap& attrs) {
+  AddOp(Op::kGetattr);
+  PutBitmap(stream_, attrs);
+}
+
+void CompoundEncoder::Read(const Stateid& stateid, uint64_t offset,
+                           uint32_t count) {
+  AddOp(Op::kRead);
+  PutStateid(stream_, stateid);
+  PutU64(stream_, offset);
+  PutU32(stream_, count);
+}
+
+void CompoundEncoder::Write(const Stateid& stateid, uint64_t offset,
+                            StableHow stable, absl::Span<const uint8_t> data,
+                            bool reduce) {
+  AddOp(Op::kWrite);
+  PutStateid(stream_, stateid);
+  PutU64(stream_, offset);
+  PutU32(stream_, static_cast<uint32_t>(stable));
+  if (!reduce) {
+    PutOpaque(stream_, data);
+    return;
+  }
+  // RFC 8166 §3.4.5: the length word stays; the item's position is where
+  // its content would start.
+  PutU32(stream_, static_cast<uint32_t>(data.size()));
+  items_.push_back({static_cast<uint32_t>(stream_.size()), data});
+}
+
+void CompoundEncoder::Readdir(uint64_t cookie,
+                              const std::array<uint8_t, 8>& cookieverf,
+                              uint32_t dircount, uint32_t maxcount,
+                              const Bitmap& attrs) {
+  AddOp(Op::kReaddir);
+  PutU64(stream_, cookie);
+  PutFixed(stream_, cookieverf);
+  PutU32(stream_, dircount);
+  PutU32(stream_, maxcount);
+  PutBitmap(stream_, attrs);
+}
+
+void CompoundEncoder::CreateSymlink(absl::string_view name,
+                                    absl::string_view linktext) {
+  AddOp(Op::kCreate);
+  // createtype4: NF4LNK arm carries linktext4.
+  PutU32(stream_, static_cast<uint32_t>(FileType::kSymlink));
+  PutString(stream_, linktext);
+  PutString(stream_, name);
+  // createattrs: an empty fattr4 (no bitmap words, no values).
+  PutBitmap(stream_, {});
+  PutU32(stream_, 0);
+}
+
+void CompoundEncoder::Readlink() { AddOp(Op::kReadlink); }
+
+void CompoundEncoder::Remove(absl::string_view name) {
+  AddOp(Op::kRemove);
+  PutString(stream_, name);
+}
+
+std::vector<Op> CompoundEncoder::Finish() {
+  wire::StoreBigEndian32(stream_.data() + count_offset_,
+                         static_cast<uint32_t>(ops_.size()));
+  return std::move(ops_);
+}
+
+// ---- Attributes ------------------------------------------------------------
+
+absl::StatusOr<Attributes> DecodeAttributes(const Bitmap& mask,
+                                            absl::Span<const uint8_t> vals) {
+  Attributes a;
+  wire::XdrReader r(vals);
+  for (size_t word = 0; word < mask.size(); ++word) {
+    for (uint32_t bit = 0; bit < 32; ++bit) {
+      if ((mask[word] & (1u << bit)) == 0) continue;
+      const uint32_t attr = static_cast<uint32_t>(word * 32 + bit);
+      uint32_t v32 = 0;
+      uint64_t v64 = 0;
+      absl::Status s;
+      switch (attr) {
+        case kAttrType:
+          s = r.ReadUint32("fattr4_type", &v32);
+          if (s.ok() && (v32 < 1 || v32 > 7)) {
+            return Bad(absl::StrCat("fattr4_type: bad nfs_ftype4 ", v32));
+          }
+          a.type = static_cast<FileType>(v32);
+          break;
+        case kAttrChange:
+          s = r.ReadUint64("fattr4_change", &v64);
+          a.change = v64;
+          break;
+        case kAttrSize:
+          s = r.ReadUint64("fattr4_size", &v64);
+          a.size = v64;
+          break;
+        case kAttrFileid:
+          s = r.ReadUint64("fattr4_fileid", &v64);
+          a.fileid = v64;
+          break;
+        case kAttrMaxread:
+          s = r.ReadUint64("fattr4_maxread", &v64);
+          a.maxread = v64;
+          break;
+        case kAttrMaxwrite:
+          s = r.ReadUint64("fattr4_maxwrite", &v64);
+          a.maxwrite = v64;
+          break;
+        case kAttrMode:
+          s = r.ReadUint32("fattr4_mode", &v32);
+          a.mode = v32;
+          break;
+        case kAttrNumlinks:
+          s = r.ReadUint32("fattr4_numlinks", &v32);
+          a.numlinks = v32;
+          break;
+        default:
+          return Bad(absl::StrCat("fattr4: attribute ", attr,
+                                  " is set in the mask but not decodable"));
+      }
+      if (!s.ok()) return s;
+    }
+  }
+  if (r.remaining() != 0) {
+    return Bad(absl::StrCat("fattr4: ", r.remaining(),
+                            " octets left after the attributes in the mask"));
+  }
+  return a;
+}
+
+// ---- Reply decoder ---------------------------------------------------------
+
+absl::StatusOr<CompoundReplyDecoder> CompoundReplyDecoder::Start(
+    absl::Span<const uint8_t> body, std::vector<uint32_t> chunk_lengths,
+    std::vector<Op> ops) {
+  CompoundReplyDecoder d(body, std::move(chunk_lengths), std::move(ops));
+  // RFC 7531 COMPOUND4res: status, tag, resarray<>.
+  absl::Status s = d.reader_.ReadUint32("COMPOUND4res.status", &d.status_);
+  if (!s.ok()) return s;
+  absl::Span<const uint8_t> tag;
+  s = d.reader_.ReadVarOpaque("COMPOUND4res.tag", kMaxTagSize, &tag);
+  if (!s.ok()) return s;
+  uint32_t count = 0;
+  s = d.reader_.ReadUint32("COMPOUND4res.resarray", &count);
+  if (!s.ok()) return s;
+  // RFC 7530 §15.2: one result per operation evaluated, never more than
+  // were sent; fewer only when the last one failed.
+  if (count > d.ops_.size()) {
+    return Bad(absl::StrCat("COMPOUND4res: ", count, " results for ",
+                            d.ops_.size(), " operations"));
+  }
+  if (count < d.ops_.size() && d.status_ == kNfs4Ok) {
+    return Bad(absl::StrCat("COMPOUND4res: NFS4_OK with ", count,
+                            " results for ", d.ops_.size(), " operations"));
+  }
+  if (count == 0 && d.status_ != kNfs4Ok) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("COMPOUND: ", StatusName(d.status_), " (", d.status_,
+                     ") before any operation"));
+  }
+  d.result_count_ = count;
+  return d;
+}
+
+absl::Status CompoundReplyDecoder::Next(Op op) {
+  if (stopped_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(OpName(op),
+                     ": not evaluated, an earlier operation "
+                     "failed"));
+  }
+  if (next_result_ >= ops_.size() || ops_[next_result_] != op) {
+    return absl::InternalError(absl::StrCat(
+        "decoder misuse: result ", next_result_, " read as ", OpName(op)));
+  }
+  if (next_result_ >= result_count_) {
+    return Bad(absl::StrCat("COMPOUND4res: no result for ", OpName(op), " (",
+                            result_count_, " results)"));
+  }
+  ++next_result_;
+  uint32_t resop = 0;
+  absl::Status s = reader_.ReadUint32("nfs_resop4.resop", &resop);
+  if (!s.ok()) return s;
+  if (resop != static_cast<uint32_t>(op)) {
+    return Bad(absl::StrCat("nfs_resop4: result for operation ", resop,
+                            " where ", OpName(op), " (",
+                            static_cast<uint32_t>(op), ") was sent"));
+  }
+  uint32_t status = 0;
+  s = reader_.ReadUint32(absl::StrCat(OpName(op), " status"), &status);
+  if (!s.ok()) return s;
+  if (status != kNfs4Ok) {
+    stopped_ = true;
+    if (next_result_ != result_count_) {
+      return Bad(absl::StrCat(OpName(op), " failed with ", StatusName(status),
+                              " but results follow"));
+    }
+    if (status_ != status) {
+      return Bad(absl::StrCat("COMPOUND4res.status ", StatusName(status_),
+                              " differs from the failing ", OpName(op), "'s ",
+                              StatusName(status)));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat(OpName(op), ": ", StatusName(status), " (", status, ")"));
+  }
+  return absl::OkStatus();
+}
+
+uint32_t CompoundReplyDecoder::NextChunk() {
+  // A write chunk the responder did not return counts as unused.
+  const size_t i = next_chunk_++;
+  return i < chunk_lengths_.size() ? chunk_lengths_[i] : 0;
+}
+
+absl::StatusOr<std::vector<uint8_t>> CompoundReplyDecoder::Getfh() {
+  absl::Status s = Next(Op::kGetfh);
+  if (!s.ok()) return s;
+  absl::Span<const uint8_t> fh;
+  s = reader_.ReadVarOpaque("GETFH4resok.object", kMaxFhSize, &fh);
+  if (!s.ok()) return s;
+  return std::vector<uint8_t>(fh.begin(), fh.end());
+}
+
+absl::StatusOr<Bitmap> CompoundReplyDecoder::ReadBitmap(
+    absl::string_view field) {
+  uint32_t words = 0;
+  absl::Status s = reader_.ReadUint32(field, &words);
+  if (!s.ok()) return s;
+  if (words > kMaxBitmapWords) {
+    return Bad(absl::StrCat(field, ": ", words, " words, more than ",
+                            kMaxBitmapWords));
+  }
+  Bitmap bitmap(words);
+  for (uint32_t& w : bitmap) {
+    s = reader_.ReadUint32(field, &w);
+    if (!s.ok()) return s;
+  }
+  return bitmap;
+}
+
+absl::StatusOr<Attributes> CompoundReplyDecoder::ReadFattr(
+    absl::string_view field) {
+  absl::StatusOr<Bitmap> mask = ReadBitmap(absl::StrCat(field, ".attrmask"));
+  if (!mask.ok()) return mask.status();
+  absl::Span<const uint8_t> vals;
+  absl::Status s = reader_.ReadVarOpaque(absl::StrCat(field, ".attr_vals"),
+                                         kMaxAttrValsSize, &vals);
+  if (!s.ok()) return s;
+  return DecodeAttributes(*mask, vals);
+}
+
+absl::StatusOr<Attributes> CompoundReplyDecoder::Getattr() {
+  absl::Status s = Next(Op::kGetattr);
+  if (!s.ok()) return s;
+  return ReadFattr("GETATTR4resok.obj_attributes");
+}
+
+absl::StatusOr<ReadResult> CompoundReplyDecoder::Read(bool offered_chunk,
+                                                      uint32_t max_count) {
+  absl::Status s = Next(Op::kRead);
+  if (!s.ok()) return s;
+  ReadResult r;
+  s = reader_.ReadBool("READ4resok.eof", &r.eof);
+  if (!s.ok()) return s;
+  s = reader_.ReadUint32("READ4resok.data length", &r.length);
+  if (!s.ok()) return s;
+  if (r.length > max_count) {
+    return Bad(absl::StrCat("READ4resok.data: ", r.length,
+                            " octets for a READ of ", max_count));
+  }
+  const uint32_t in_chunk = offered_chunk ? NextChunk() : 0;
+  if (in_chunk != 0) {
+    // RFC 8166 §3.4.6: the content and its roundup are not in the stream.
+    if (in_chunk != r.length) {
+      return Bad(absl::StrCat("READ4resok.data: the write chunk holds ",
+                              in_chunk, " octets, the length word says ",
+                              r.length));
+    }
+    r.via_chunk = true;
+    return r;
+  }
+  absl::Span<const uint8_t> data;
+  s = reader_.ReadFixedOpaque("READ4resok.data", r.length, &data);
+  if (!s.ok()) return s;
+  r.inline_data.assign(data.begin(), data.end());
+  return r;
+}
+
+absl::StatusOr<WriteResult> CompoundReplyDecoder::Write() {
+  absl::Status s = Next(Op::kWrite);
+  if (!s.ok()) return s;
+  WriteResult w;
+  s = reader_.ReadUint32("WRITE4resok.count", &w.count);
+  if (!s.ok()) return s;
+  uint32_t committed = 0;
+  s = reader_.ReadUint32("WRITE4resok.committed", &committed);
+  if (!s.ok()) return s;
+  if (committed > 2) {
+    return Bad(
+        absl::StrCat("WRITE4resok.committed: bad stable_how4 ", committed));
+  }
+  w.committed = static_cast<StableHow>(committed);
+  absl::Span<const uint8_t> verf;
+  s = reader_.ReadFixedOpaque("WRITE4resok.writeverf", 8, &verf);
+  if (!s.ok()) return s;
+  std::copy(verf.begin(), verf.end(), w.verifier.begin());
+  return w;
+}
+
+absl::StatusOr<ReaddirResult> CompoundReplyDecoder::Readdir() {
+  absl::Status s = Next(Op::kReaddir);
+  if (!s.ok()) return s;
+  ReaddirResult r;
+  absl::Span<const uint8_t> verf;
+  s = reader_.ReadFixedOpaque("READDIR4resok.cookieverf", 8, &verf);
+  if (!s.ok()) return s;
+  std::copy(verf.begin(), verf.end(), r.cookieverf.begin());
+  // dirlist4: entry4 *entries (an XDR optional-data list), bool eof. Each
+  // entry takes at least 20 octets of the stream, so the loop is bounded by
+  // the stream's length.
+  for (;;) {
+    bool more = false;
+    s = reader_.ReadBool("dirlist4 entry follows", &more);
+    if (!s.ok()) return s;
+    if (!more) break;
+    DirEntry e;
+    s = reader_.ReadUint64("entry4.cookie", &e.cookie);
+    if (!s.ok()) return s;
+    absl::Span<const uint8_t> name;
+    s = reader_.ReadVarOpaque("entry4.name", kMaxNameSize, &name);
+    if (!s.ok()) return s;
+    e.name = ToString(name);
+    absl::StatusOr<Attributes> attrs = ReadFattr("entry4.attrs");
+    if (!attrs.ok()) return attrs.status();
+    e.attrs = *attrs;
+    r.entries.push_back(std::move(e));
+  }
+  s = reader_.ReadBool("dirlist4.eof", &r.eof);
+  if (!s.ok()) return s;
+  return r;
+}
+
+absl::StatusOr<ChangeInfo> CompoundReplyDecoder::ReadChangeInfo() {
+  ChangeInfo c;
+  absl::Status s = reader_.ReadBool("change_info4.atomic", &c.atomic);
+  if (!s.ok()) return s;
+  s = reader_.ReadUint64("change_info4.before", &c.before);
+  if (!s.ok()) return s;
+  s = reader_.ReadUint64("change_info4.after", &c.after);
+  if (!s.ok()) return s;
+  return c;
+}
+
+absl::StatusOr<ChangeInfo> CompoundReplyDecoder::CreateSymlink() {
+  absl::Status s = Next(Op::kCreate);
+  if (!s.ok()) return s;
+  absl::StatusOr<ChangeInfo> c = ReadChangeInfo();
+  if (!c.ok()) return c;
+  absl::StatusOr<Bitmap> attrset = ReadBitmap("CREATE4resok.attrset");
+  if (!attrset.ok()) return attrset.status();
+  return c;
+}
+
+absl::StatusOr<LinkResult> CompoundReplyDecoder::Readlink(bool offered_chunk) {
+  absl::Status s = Next(Op::kReadlink);
+  if (!s.ok()) return s;
+  uint32_t length = 0;
+  s = reader_.ReadUint32("READLINK4resok.link length", &length);
+  if (!s.ok()) return s;
+  if (length > kMaxLinkSize) {
+    return Bad(absl::StrCat("READLINK4resok.link: ", length,
+                            " octets, more than ", kMaxLinkSize));
+  }
+  const uint32_t in_chunk = offered_chunk ? NextChunk() : 0;
+  LinkResult r;
+  if (in_chunk != 0) {
+    if (in_chunk != length) {
+      return Bad(absl::StrCat("READLINK4resok.link: the write chunk holds ",
+                              in_chunk, " octets, the length word says ",
+                              length));
+    }
+    r.via_chunk = true;
+    return r;  // the caller reads the text from its chunk buffer
+  }
+  absl::Span<const uint8_t> text;
+  s = reader_.ReadFixedOpaque("READLINK4resok.link", length, &text);
+  if (!s.ok()) return s;
+  r.text = ToString(text);
+  return r;
+}
+
+absl::StatusOr<ChangeInfo> CompoundReplyDecoder::Remove() {
+  absl::Status s = Next(Op::kRemove);
+  if (!s.ok()) return s;
+  return ReadChangeInfo();
+}
+
+absl::Status CompoundReplyDecoder::Finish() {
+  if (!stopped_ && next_result_ != result_count_) {
+    return absl::InternalError(absl::StrCat("decoder misuse: ", next_result_,
+                                            " of ", result_count_,
+                                            " results read"));
+  }
+  if (reader_.remaining() != 0) {
+    return Bad(absl::StrCat("COMPOUND4res: ", reader_.remaining(),
+                            " octets after the last result (offset ",
+                            reader_.offset(), ")"));
+  }
+  if (next_chunk_ < chunk_lengths_.size()) {
+    for (size_t i = next_chunk_; i < chunk_lengths_.size(); ++i) {
+      if (chunk_lengths_[i] != 0) {
+        return Bad(absl::StrCat("write chunk ", i, " holds ", chunk_lengths_[i],
+                                " octets no result accounts for"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rpcrdma::nfs4
