@@ -199,7 +199,24 @@ void Connection::Run(engine::Actions& actions) {
   info_ = info;
 }
 
-void Connection::Fatal(absl::string_view /*what*/) {
+void Connection::Fatal(absl::string_view what) {
+  NoteLoss(what);
+  if (!disconnected_) endpoint_->Disconnect();
+}
+
+void Connection::NoteLoss(absl::string_view what) {
+  if (lost_reason_.empty() && !disconnected_) lost_reason_ = std::string(what);
+}
+
+void Connection::FatalCompletion(absl::string_view what,
+                                 const fabric::Completion& c) {
+  // A flush only echoes the loss; the first real failure says why.
+  if (c.status != fabric::WorkStatus::kFlushed) {
+    NoteLoss(absl::StrCat(what, " failed: ", fabric::WorkStatusName(c.status),
+                          c.provider_status.empty() ? "" : " (",
+                          c.provider_status,
+                          c.provider_status.empty() ? "" : ")"));
+  }
   if (!disconnected_) endpoint_->Disconnect();
 }
 
@@ -262,6 +279,12 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
   } else if (auto* c = std::get_if<engine::CompleteCall>(&action)) {
     if (hooks_.complete) hooks_.complete(*c);
   } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
+    // A call ended by the connection's loss says what was lost, when known.
+    if (f->status.code() == absl::StatusCode::kUnavailable &&
+        !lost_reason_.empty()) {
+      f->status = absl::UnavailableError(
+          absl::StrCat(f->status.message(), " (", lost_reason_, ")"));
+    }
     if (hooks_.fail) hooks_.fail(*f);
   }
 }
@@ -387,6 +410,9 @@ void Connection::Poll() {
                endpoint_->PollConnectionEvent()) {
       more = true;
       if (ev->type == fabric::ConnectionEventType::kEstablished) continue;
+      NoteLoss(absl::StrCat("connection event ",
+                            fabric::ConnectionEventTypeName(ev->type),
+                            ev->detail.empty() ? "" : ": ", ev->detail));
       if (!disconnected_) {
         disconnected_ = true;
         engine::Actions out;
@@ -418,7 +444,7 @@ void Connection::OnCompletion(const fabric::Completion& c,
         engine_.OnReceive(bytes, c.invalidated_handle, out);
         if (c.invalidated_handle) windows_.erase(*c.invalidated_handle);
       } else if (!ok) {
-        Fatal("receive failed");
+        FatalCompletion("receive", c);
       }
       recv_pool_->Release(slot);
       if (receive_deficit_ > 0) DoPostReceives({0, 0});
@@ -430,22 +456,22 @@ void Connection::OnCompletion(const fabric::Completion& c,
       SendInFlight s = it->second;
       sends_.erase(it);
       send_pool_->Release(s.slot);
-      if (!ok) Fatal("send failed");
+      if (!ok) FatalCompletion("send", c);
       engine_.OnSendComplete(s.op, ok, out);
       TrySends(out);
       break;
     }
     case kReadKind:
       read_leases_.erase(value);
-      if (!ok) Fatal("read failed");
+      if (!ok) FatalCompletion("RDMA Read", c);
       engine_.OnReadComplete(value, ok, out);
       break;
     case kWriteKind:
       write_leases_.erase(value);
-      if (!ok) Fatal("write failed");
+      if (!ok) FatalCompletion("RDMA Write", c);
       break;
     case kBindKind:
-      if (!ok) Fatal("bind failed");
+      if (!ok) FatalCompletion("memory window bind", c);
       break;
     case kInvalidateKind: {
       uint32_t handle = static_cast<uint32_t>(value);

@@ -107,7 +107,11 @@ class Connection : public engine::MemoryExposer {
   void DoSend(engine::Send& s, engine::Actions& out);
   void TrySends(engine::Actions& out);
   void OnCompletion(const fabric::Completion& c, engine::Actions& out);
+  // Ends the connection; `what` becomes the reason reported with the
+  // calls it fails, unless one is known already.
   void Fatal(absl::string_view what);
+  void FatalCompletion(absl::string_view what, const fabric::Completion& c);
+  void NoteLoss(absl::string_view what);
   // Counts one transport message this side sent or received;
   // `remote_invalidation`: it was (or came as) a Send With Invalidate.
   void CountMessage(absl::Span<const uint8_t> bytes, bool remote_invalidation,
@@ -134,6 +138,7 @@ class Connection : public engine::MemoryExposer {
   std::map<uint32_t, fabric::RegistrationCache::Lease> windows_;
   uint64_t outstanding_ = 0;
   bool disconnected_ = false;
+  std::string lost_reason_;  // the first known cause of the loss
   bool running_ = false;
   std::deque<engine::Action> queue_;
 

@@ -39,7 +39,7 @@ absl::string_view WorkStatusName(WorkStatus status) {
     case WorkStatus::kReceiverNotReady:
       return "RNR_RETRY_EXC_ERR";
     case WorkStatus::kTransportError:
-      return "RETRY_EXC_ERR";
+      return "TRANSPORT_ERROR";
   }
   return "UNKNOWN";
 }

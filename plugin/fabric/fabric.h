@@ -87,7 +87,7 @@ enum class WorkStatus {
   kRemoteInvalidRequest,  // e.g. Send With Invalidate of an unknown handle
   kReceiverNotReady,      // no receive posted at the peer (RNR retries
                           // exhausted)
-  kTransportError,        // the connection broke
+  kTransportError,        // the connection broke, or any other failure
 };
 
 absl::string_view WorkTypeName(WorkType type);
@@ -101,6 +101,10 @@ struct Completion {
   // Receives completed by a Send With Invalidate carry the handle the peer
   // invalidated here.
   std::optional<uint32_t> invalidated_handle;
+  // For a failure, the provider's own name of it when it says more than
+  // `status` (verbs: ibv_wc_status_str, e.g. "local QP operation error");
+  // static storage.
+  absl::string_view provider_status;
 };
 
 struct Capabilities {

@@ -782,6 +782,10 @@ TEST_P(ApiTest, ServerGoingAwayFailsCallsWithUnavailable) {
   for (auto& f : futures) {
     absl::StatusOr<Reply> r = Wait(f);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+    // The status says what ended the connection.
+    EXPECT_NE(std::string(r.status().message()).find("(connection event "),
+              std::string::npos)
+        << r.status();
   }
   // Held responders outlive the server safely.
   for (Responder& h : TakeHeld()) {

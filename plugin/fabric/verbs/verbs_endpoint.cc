@@ -519,6 +519,9 @@ void VerbsEndpoint::Complete(const ibv_wc& wc) {
   Completion c;
   c.wr_id = work.wr_id;
   c.status = MapWcStatus(wc.status);
+  if (wc.status != IBV_WC_SUCCESS) {
+    c.provider_status = ibv_wc_status_str(wc.status);
+  }
   // The opcode of a completion in error is undefined; the type comes from
   // what was posted.
   c.type = work.type;
