@@ -319,7 +319,12 @@ Counters Delta(const Counters& after, const Counters& before) {
 class KernelInterop : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto ch = Connect(DefaultConfig());
+    config::TransportConfig c = DefaultConfig();
+    // The shared connection's messages, for Wireshark (kernel.wireshark).
+    if (const char* capture = std::getenv("RPCRDMA_KERNEL_CAPTURE")) {
+      c.set_capture_path(capture);
+    }
+    auto ch = Connect(c);
     ASSERT_TRUE(ch.ok()) << ch.status();
     channel_ = std::move(*ch).release();
     client_ = new nfs4::Client(*channel_, RootCredential(), 0x4b000000);
