@@ -900,63 +900,78 @@ TEST_F(KernelInterop, Step6_PrivateDataThresholds) {
   }
 }
 
-// Step 6b: RFC 8797 §4.2 in the server-to-client direction. We advertise
-// a Receive Size of 1024 octets; the server must then send no message
-// longer than that. A READDIR whose reply is about 3 KB is sent with
-// max_reply_size deliberately stated below our threshold, so that no reply
-// chunk is offered: a server honouring our Receive Size answers RDMA_ERROR
-// ERR_CHUNK (RFC 8166 §4.5.2). Linux 6.1's svcrdma reads only the R bit of
-// the client's private data (svc_rdma_parse_connect_private) and keeps its
-// own send size (max_req_size), so it sends the 3 KB reply inline, into a
+// Step 6b: RFC 8797 §4.2 and §5.1 in the server-to-client direction. We
+// advertise a Receive Size of 1024 octets, or send no private data at all
+// (then 1024 is the default the server must assume); either way the server
+// must send no message longer than that. A READDIR whose reply is about 3 KB is
+// sent with max_reply_size deliberately stated below our threshold, so that no
+// reply chunk is offered: a server honouring our Receive Size answers
+// RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2). Linux 6.1's svcrdma reads only the R
+// bit of the client's private data (svc_rdma_parse_connect_private) and keeps
+// its own send size (max_req_size), so it sends the 3 KB reply inline, into a
 // 1024-octet receive buffer: the receive fails, the connection is lost,
 // and the call ends with UNAVAILABLE. Either outcome is accepted and
 // printed; a reply delivered, a hang or a crash fails the step.
 TEST_F(KernelInterop, Step6b_ServerHonoursOurReceiveSize) {
   const FileHandle dir = MustLookup({"dir"});
   ASSERT_FALSE(dir.empty());
-  config::TransportConfig small = DefaultConfig();
-  small.mutable_inline_threshold()->set_receive(1024);
-  auto ch = Connect(small);
-  ASSERT_TRUE(ch.ok()) << ch.status();
-  const ConnectionInfo info = (*ch)->connection_info();
-  LogInfo("receive size 1024", info);
-  ASSERT_EQ(info.receive_threshold, 1024u);
+  // With private data (Receive Size 1024 advertised), and without any
+  // (RFC 8797 §5.1: the server must then assume 1024).
+  config::TransportConfig advertised = DefaultConfig();
+  advertised.mutable_inline_threshold()->set_receive(1024);
+  config::TransportConfig silent = DefaultConfig();
+  silent.set_cm_private_data(false);
+  int overruns = 0;
+  for (const auto& [what, config] :
+       {std::pair{"Receive Size 1024 advertised", advertised},
+        std::pair{"no private data", silent}}) {
+    SCOPED_TRACE(what);
+    auto ch = Connect(config);
+    ASSERT_TRUE(ch.ok()) << ch.status();
+    const ConnectionInfo info = (*ch)->connection_info();
+    LogInfo(what, info);
+    ASSERT_EQ(info.receive_threshold, 1024u);
 
-  CallRequest call;
-  ASSERT_TRUE(oncrpc::EncodeCallHeader(
-                  {0x4b6b0001, nfs4::kProgram, nfs4::kVersion,
-                   nfs4::kProcCompound, RootCredential(), oncrpc::AuthNone()},
-                  call.xdr)
-                  .ok());
-  nfs4::CompoundEncoder e(call.xdr, "");
-  e.Putfh(dir);
-  e.Readdir(0, {}, 3000, 3000, nfs4::AttrBitmap({nfs4::kAttrFileid}));
-  e.Finish();
-  call.max_reply_size = 512;  // no reply chunk is offered
-  call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  const Counters before = (*ch)->counters();
-  absl::StatusOr<Reply> reply = (*ch)->Call(std::move(call)).get();
-  const Counters d = Delta((*ch)->counters(), before);
-  std::printf("READDIR of ~3 KB, no reply chunk, our Receive Size 1024: %s\n",
-              reply.ok() ? "a reply" : reply.status().ToString().c_str());
-  EXPECT_EQ(d.reply_chunks, 0u);
-  ASSERT_FALSE(reply.ok());
-  if (reply.status().code() == absl::StatusCode::kInvalidArgument) {
-    std::printf("svcrdma honoured our Receive Size (ERR_CHUNK)\n");
-    EXPECT_EQ(d.errors_received, 1u);
-  } else {
-    std::printf(
-        "svcrdma ignored our Receive Size: it sent the reply inline, longer "
-        "than our 1024-octet receive buffers (RFC 8797 §4.2)\n");
-    EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable)
-        << reply.status();
-    // Our receive failed (local length error on hardware; rxe reports a
-    // receive overrun as a local QP operation error).
-    EXPECT_NE(reply.status().message().find("(receive failed: "),
-              absl::string_view::npos)
-        << reply.status();
-    EXPECT_EQ(d.replies, 0u);
+    CallRequest call;
+    ASSERT_TRUE(oncrpc::EncodeCallHeader(
+                    {0x4b6b0001, nfs4::kProgram, nfs4::kVersion,
+                     nfs4::kProcCompound, RootCredential(), oncrpc::AuthNone()},
+                    call.xdr)
+                    .ok());
+    nfs4::CompoundEncoder e(call.xdr, "");
+    e.Putfh(dir);
+    e.Readdir(0, {}, 3000, 3000, nfs4::AttrBitmap({nfs4::kAttrFileid}));
+    e.Finish();
+    call.max_reply_size = 512;  // no reply chunk is offered
+    call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const Counters before = (*ch)->counters();
+    absl::StatusOr<Reply> reply = (*ch)->Call(std::move(call)).get();
+    const Counters d = Delta((*ch)->counters(), before);
+    std::printf("%s: READDIR of ~3 KB without a reply chunk: %s\n", what,
+                reply.ok() ? "a reply" : reply.status().ToString().c_str());
+    EXPECT_EQ(d.reply_chunks, 0u);
+    ASSERT_FALSE(reply.ok());
+    if (reply.status().code() == absl::StatusCode::kInvalidArgument) {
+      std::printf("%s: svcrdma kept to 1024 octets (ERR_CHUNK)\n", what);
+      EXPECT_EQ(d.errors_received, 1u);
+    } else {
+      std::printf(
+          "%s: svcrdma sent the reply inline, longer than our 1024-octet "
+          "receive buffers (RFC 8797 §4.2, §5.1)\n",
+          what);
+      ++overruns;
+      EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable)
+          << reply.status();
+      // Our receive failed (local length error on hardware; rxe reports a
+      // receive overrun as a local QP operation error).
+      EXPECT_NE(reply.status().message().find("(receive failed: "),
+                absl::string_view::npos)
+          << reply.status();
+      EXPECT_EQ(d.replies, 0u);
+    }
   }
+  std::printf("svcrdma overran our 1024-octet receives in %d of 2 cases\n",
+              overruns);
   // Other connections are unaffected.
   EXPECT_TRUE(client_->Null().ok());
 }
