@@ -237,6 +237,24 @@ bool SoftEndpoint::InjectBreak() {
          ++posted_ops_ == fabric_.break_at_operation;
 }
 
+std::optional<uint64_t> SoftEndpoint::StartWork(uint64_t wr_id, WorkType type) {
+  if (state_ == State::kClosed) {
+    Complete(wr_id, type, WorkStatus::kFlushed);
+    UpdateSignals();
+    return std::nullopt;
+  }
+  const uint64_t seq = next_seq_++;
+  Pending& p = pending_[seq];
+  p.wr_id = wr_id;
+  p.type = type;
+  if (InjectBreak()) {
+    Close(ConnectionEventType::kDisconnected, "fault injection: connection cut",
+          /*orderly=*/false, seq, WorkStatus::kTransportError);
+    return std::nullopt;
+  }
+  return seq;
+}
+
 absl::Status SoftEndpoint::PostSend(uint64_t wr_id,
                                     absl::Span<const LocalBuffer> gather,
                                     std::optional<uint32_t> invalidate) {
@@ -255,22 +273,10 @@ absl::Status SoftEndpoint::PostSend(uint64_t wr_id,
   }
   const WorkType type =
       invalidate.has_value() ? WorkType::kSendWithInvalidate : WorkType::kSend;
-  if (state_ == State::kClosed) {
-    Complete(wr_id, type, WorkStatus::kFlushed);
-    UpdateSignals();
-    return absl::OkStatus();
-  }
-  const uint64_t seq = next_seq_++;
-  Pending& p = pending_[seq];
-  p.wr_id = wr_id;
-  p.type = type;
-  if (InjectBreak()) {
-    Close(ConnectionEventType::kDisconnected, "fault injection: connection cut",
-          /*orderly=*/false, seq, WorkStatus::kTransportError);
-    return absl::OkStatus();
-  }
+  const std::optional<uint64_t> seq = StartWork(wr_id, type);
+  if (!seq) return absl::OkStatus();
   std::vector<absl::Span<const uint8_t>> spans(pieces->begin(), pieces->end());
-  AppendSend(FrameBuffer(), seq, invalidate, spans);
+  AppendSend(FrameBuffer(), *seq, invalidate, spans);
   Progress();
   return absl::OkStatus();
 }
@@ -295,25 +301,14 @@ absl::Status SoftEndpoint::PostRdmaRead(uint64_t wr_id,
         absl::StrCat("soft fabric: RDMA Read scatter list of ", total,
                      " octets for a region of ", source.length));
   }
-  if (state_ == State::kClosed) {
-    Complete(wr_id, WorkType::kRdmaRead, WorkStatus::kFlushed);
-    UpdateSignals();
-    return absl::OkStatus();
-  }
-  const uint64_t seq = next_seq_++;
-  Pending& p = pending_[seq];
-  p.wr_id = wr_id;
-  p.type = WorkType::kRdmaRead;
+  const std::optional<uint64_t> seq = StartWork(wr_id, WorkType::kRdmaRead);
+  if (!seq) return absl::OkStatus();
+  Pending& p = pending_[*seq];
   p.scatter = *std::move(pieces);
   p.expected = total;
-  if (InjectBreak()) {
-    Close(ConnectionEventType::kDisconnected, "fault injection: connection cut",
-          /*orderly=*/false, seq, WorkStatus::kTransportError);
-    return absl::OkStatus();
-  }
   Outgoing out;
   out.kind = Outgoing::Kind::kReadRequest;
-  out.id = seq;
+  out.id = *seq;
   out.handle = source.handle;
   out.address = source.offset;
   out.length = source.length;
@@ -338,23 +333,11 @@ absl::Status SoftEndpoint::PostRdmaWrite(uint64_t wr_id,
         absl::StrCat("soft fabric: RDMA Write gather list of ", total,
                      " octets for a region of ", target.length));
   }
-  if (state_ == State::kClosed) {
-    Complete(wr_id, WorkType::kRdmaWrite, WorkStatus::kFlushed);
-    UpdateSignals();
-    return absl::OkStatus();
-  }
-  const uint64_t seq = next_seq_++;
-  Pending& p = pending_[seq];
-  p.wr_id = wr_id;
-  p.type = WorkType::kRdmaWrite;
-  if (InjectBreak()) {
-    Close(ConnectionEventType::kDisconnected, "fault injection: connection cut",
-          /*orderly=*/false, seq, WorkStatus::kTransportError);
-    return absl::OkStatus();
-  }
+  const std::optional<uint64_t> seq = StartWork(wr_id, WorkType::kRdmaWrite);
+  if (!seq) return absl::OkStatus();
   Outgoing out;
   out.kind = Outgoing::Kind::kWrite;
-  out.id = seq;
+  out.id = *seq;
   out.handle = target.handle;
   out.address = target.offset;
   out.length = total;

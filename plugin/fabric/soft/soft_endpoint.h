@@ -188,6 +188,11 @@ class SoftEndpoint : public Endpoint {
       absl::Span<const LocalBuffer> list, uint64_t& total) const;
   // Counts a send-queue post for fault injection; true when it is the one
   // that breaks the connection.
+  // Starts a posted operation: on a closed endpoint it completes as
+  // flushed, and an injected break cuts the connection with it pending
+  // (nullopt either way); otherwise its Pending entry is made and its
+  // sequence number returned.
+  std::optional<uint64_t> StartWork(uint64_t wr_id, WorkType type);
   bool InjectBreak();
   void UpdateSignals();
 
