@@ -78,11 +78,8 @@ TEST(EngineBackchannel, Rfc8167_3_2_ReceivesPostedForBothDirections) {
 TEST(EngineBackchannel, Rfc8167_4_1_InlineBackwardCallAndReply) {
   Loopback link(ClientConfig(8, 2), ServerConfig(8, 2));
   link.Connect();
-  Actions out;
-  auto id =
-      link.b.engine.StartCall({CallStream(0x55, {9, 10}), {}, {}, 64}, out);
+  auto id = link.b.Call({CallStream(0x55, {9, 10}), {}, {}, 64});
   ASSERT_TRUE(id.ok()) << id.status();
-  link.b.Take(out);
   link.Run();
   // The backward call: inline RDMA_MSG requesting the backchannel limit.
   ASSERT_EQ(link.b.sends.size(), 1u);
@@ -95,10 +92,8 @@ TEST(EngineBackchannel, Rfc8167_4_1_InlineBackwardCallAndReply) {
   EXPECT_EQ(link.b.engine.calls_outstanding(), 1u);
 
   ASSERT_TRUE(
-      link.a.engine
-          .Reply(link.a.delivered[0].call, {ReplyStream(0x55, 0xabcd), {}}, out)
+      link.a.Answer(link.a.delivered[0].call, {ReplyStream(0x55, 0xabcd), {}})
           .ok());
-  link.a.Take(out);
   link.Run();
   // The backward reply grants the client's backchannel credits (§3.1).
   ASSERT_EQ(link.a.sends.size(), 1u);
@@ -119,29 +114,21 @@ TEST(EngineBackchannel, Rfc8167_4_1_InlineBackwardCallAndReply) {
 TEST(EngineBackchannel, Rfc8167_4_SameXidForwardAndBackwardNotConfused) {
   Loopback link(ClientConfig(4, 1), ServerConfig(4, 1));
   link.Connect();
-  Actions out;
   // Backward call XID 7, left unanswered for now.
-  ASSERT_TRUE(
-      link.b.engine.StartCall({CallStream(7, {1}), {}, {}, 64}, out).ok());
-  link.b.Take(out);
+  ASSERT_TRUE(link.b.Call({CallStream(7, {1}), {}, {}, 64}).ok());
   link.Run();
   ASSERT_EQ(link.a.delivered.size(), 1u);
   // Forward call XID 7 too: an inline one, then a long one (RDMA_NOMSG,
   // position-zero read chunk), which must not pass for the reply to the
   // server's call.
-  ASSERT_TRUE(
-      link.a.engine.StartCall({CallStream(7, {2}), {}, {}, 64}, out).ok());
-  link.a.Take(out);
+  ASSERT_TRUE(link.a.Call({CallStream(7, {2}), {}, {}, 64}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
   EXPECT_EQ(link.b.delivered[0].message, CallStream(7, {2}));
   EXPECT_EQ(link.b.engine.calls_outstanding(), 1u);
   EXPECT_EQ(link.b.completed.size(), 0u);
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[0].call, {ReplyStream(7, 22), {}}, out)
-          .ok());
-  link.b.Take(out);
+      link.b.Answer(link.b.delivered[0].call, {ReplyStream(7, 22), {}}).ok());
   link.Run();
   ASSERT_EQ(link.a.completed.size(), 1u);
   EXPECT_EQ(link.a.completed[0].reply, ReplyStream(7, 22));
@@ -149,8 +136,7 @@ TEST(EngineBackchannel, Rfc8167_4_SameXidForwardAndBackwardNotConfused) {
 
   std::vector<uint8_t> long_call = CallStream(7, {3});
   long_call.resize(1200, 0x5a);
-  ASSERT_TRUE(link.a.engine.StartCall({long_call, {}, {}, 64}, out).ok());
-  link.a.Take(out);
+  ASSERT_TRUE(link.a.Call({long_call, {}, {}, 64}).ok());
   link.Run();
   ASSERT_EQ(link.a.sends.size(), 2u);
   EXPECT_EQ(Word(link.a.sends[1], 3), 1u);  // RDMA_NOMSG
@@ -164,15 +150,9 @@ TEST(EngineBackchannel, Rfc8167_4_SameXidForwardAndBackwardNotConfused) {
   // The client's backward reply completes the server's call, and the
   // server's forward reply the client's.
   ASSERT_TRUE(
-      link.a.engine
-          .Reply(link.a.delivered[0].call, {ReplyStream(7, 11), {}}, out)
-          .ok());
-  link.a.Take(out);
+      link.a.Answer(link.a.delivered[0].call, {ReplyStream(7, 11), {}}).ok());
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[1].call, {ReplyStream(7, 33), {}}, out)
-          .ok());
-  link.b.Take(out);
+      link.b.Answer(link.b.delivered[1].call, {ReplyStream(7, 33), {}}).ok());
   link.Run();
   ASSERT_EQ(link.b.completed.size(), 1u);
   EXPECT_EQ(link.b.completed[0].reply, ReplyStream(7, 11));
@@ -251,15 +231,11 @@ TEST(EngineBackchannel, Rfc8167_5_NoBackchannelClientDropsBackwardCall) {
   EXPECT_EQ(link.b.failed[0].status.code(),
             absl::StatusCode::kDeadlineExceeded);
   // The forward direction is unaffected.
-  ASSERT_TRUE(
-      link.a.engine.StartCall({CallStream(9, {}), {}, {}, 64}, out).ok());
-  link.a.Take(out);
+  ASSERT_TRUE(link.a.Call({CallStream(9, {}), {}, {}, 64}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
-  ASSERT_TRUE(link.b.engine
-                  .Reply(link.b.delivered[0].call, {ReplyStream(9, 1), {}}, out)
-                  .ok());
-  link.b.Take(out);
+  ASSERT_TRUE(
+      link.b.Answer(link.b.delivered[0].call, {ReplyStream(9, 1), {}}).ok());
   link.Run();
   ASSERT_EQ(link.a.completed.size(), 1u);
   EXPECT_EQ(link.a.completed[0].reply, ReplyStream(9, 1));
@@ -308,13 +284,8 @@ TEST(EngineBackchannel, Rfc8167_3_2_ManyCallsBothWaysNeverFindNoReceive) {
   Actions out;
   for (uint32_t i = 0; i < 6; ++i) {
     // Same XIDs in both directions on purpose.
-    ASSERT_TRUE(
-        link.a.engine.StartCall({CallStream(i, {i}), {}, {}, 64}, out).ok());
-    link.a.Take(out);
-    ASSERT_TRUE(
-        link.b.engine.StartCall({CallStream(i, {i + 100}), {}, {}, 64}, out)
-            .ok());
-    link.b.Take(out);
+    ASSERT_TRUE(link.a.Call({CallStream(i, {i}), {}, {}, 64}).ok());
+    ASSERT_TRUE(link.b.Call({CallStream(i, {i + 100}), {}, {}, 64}).ok());
   }
   link.Run();
   size_t a_answered = 0;
@@ -390,14 +361,12 @@ TEST(EngineBackchannel, Rfc8167_4_3_BackwardChunksBothWays) {
     data[i] = static_cast<uint8_t>(i * 5 + 2);
   }
   std::vector<uint8_t> reply = Words({0x77, 1, 0, 0, 0, 0, 1500});
-  ASSERT_TRUE(link.a.engine
-                  .Reply(link.a.delivered[0].call,
-                         {reply,
-                          {{static_cast<uint32_t>(reply.size()),
-                            absl::MakeSpan(data)}}},
-                         out)
+  ASSERT_TRUE(link.a
+                  .Answer(link.a.delivered[0].call,
+                          {reply,
+                           {{static_cast<uint32_t>(reply.size()),
+                             absl::MakeSpan(data)}}})
                   .ok());
-  link.a.Take(out);
   link.Run();
   ASSERT_EQ(link.b.completed.size(), 1u);
   EXPECT_EQ(link.b.completed[0].reply, reply);

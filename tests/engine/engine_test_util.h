@@ -136,6 +136,19 @@ struct Side {
     for (Action& a : actions) pending.push_back(std::move(a));
     actions.clear();
   }
+  // StartCall / Reply with their actions queued for Loopback::Run.
+  absl::StatusOr<CallId> Call(OutgoingCall call) {
+    Actions out;
+    absl::StatusOr<CallId> id = engine.StartCall(std::move(call), out);
+    Take(out);
+    return id;
+  }
+  absl::Status Answer(CallId call, OutgoingReply reply) {
+    Actions out;
+    absl::Status status = engine.Reply(call, std::move(reply), out);
+    Take(out);
+    return status;
+  }
 };
 
 // Carries actions between two engines until both are idle. Every

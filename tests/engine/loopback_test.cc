@@ -81,11 +81,10 @@ void RoundTripArgument(size_t reduced_size, size_t arg_size,
   EXPECT_EQ(link.b.delivered[0].message,
             WithItem(reduced, reduced.size(), arg));
 
-  ASSERT_TRUE(link.b.engine
-                  .Reply(link.b.delivered[0].call,
-                         {Words({0x1234, 1, 0, 0, 0, 0}), {}}, out)
+  ASSERT_TRUE(link.b
+                  .Answer(link.b.delivered[0].call,
+                          {Words({0x1234, 1, 0, 0, 0, 0}), {}})
                   .ok());
-  link.b.Take(out);
   link.Run();
   ASSERT_EQ(link.a.completed.size(), 1u);
   EXPECT_EQ(link.a.completed[0].call, *id);
@@ -117,16 +116,12 @@ TEST(EngineLoopback, Rfc8166_3_4_5_SegmentedChunksReassembled) {
   reduced.insert(reduced.end(), reduced2.begin(), reduced2.end());
   std::vector<uint8_t> a = Pattern(2001, 1);
   std::vector<uint8_t> b = Pattern(1999, 2);
-  Actions out;
-  ASSERT_TRUE(
-      link.a.engine
-          .StartCall({reduced,
-                      {{16, absl::MakeSpan(a)}, {20, absl::MakeSpan(b)}},
-                      {},
-                      100},
-                     out)
-          .ok());
-  link.a.Take(out);
+  ASSERT_TRUE(link.a
+                  .Call({reduced,
+                         {{16, absl::MakeSpan(a)}, {20, absl::MakeSpan(b)}},
+                         {},
+                         100})
+                  .ok());
   link.Run();
   // 2001 and 1999 octets in 512-octet segments: 4 + 4 windows.
   EXPECT_EQ(link.a.exposer.windows.size(), 8u);
@@ -162,14 +157,12 @@ TEST(EngineLoopback, Rfc8166_3_5_4_WriteChunksAndReplyChunkTogether) {
   reply.resize(3000, 0x66);
   testutil::AppendWord(reply, 50);
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[0].call,
-                 {reply,
-                  {{28, absl::MakeSpan(r1)},
-                   {static_cast<uint32_t>(reply.size()), absl::MakeSpan(r2)}}},
-                 out)
+      link.b
+          .Answer(link.b.delivered[0].call,
+                  {reply,
+                   {{28, absl::MakeSpan(r1)},
+                    {static_cast<uint32_t>(reply.size()), absl::MakeSpan(r2)}}})
           .ok());
-  link.b.Take(out);
   link.Run();
   ASSERT_EQ(link.a.completed.size(), 1u);
   EXPECT_EQ(link.a.completed[0].reply, reply);
@@ -187,23 +180,16 @@ TEST(EngineLoopback, Rfc8797_4_1_SendWithInvalidateReplacesLocalInvalidate) {
   Loopback link(RequesterConfig(), ResponderConfig());
   link.Connect();
   std::vector<uint8_t> result(16, 0);
-  Actions out;
   ASSERT_TRUE(
-      link.a.engine
-          .StartCall({CallStream(5, {}), {}, {absl::MakeSpan(result)}, 100},
-                     out)
-          .ok());
-  link.a.Take(out);
+      link.a.Call({CallStream(5, {}), {}, {absl::MakeSpan(result)}, 100}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
   std::vector<uint8_t> data = Pattern(16, 1);
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[0].call,
-                 {Words({5, 1, 0, 0, 0, 0, 16}), {{28, absl::MakeSpan(data)}}},
-                 out)
+      link.b
+          .Answer(link.b.delivered[0].call,
+                  {Words({5, 1, 0, 0, 0, 0, 16}), {{28, absl::MakeSpan(data)}}})
           .ok());
-  link.b.Take(out);
   link.Run();
   ASSERT_EQ(link.b.send_invalidates.size(), 1u);
   EXPECT_EQ(link.b.send_invalidates[0], std::optional<uint32_t>(0x100));
@@ -219,22 +205,15 @@ TEST(EngineLoopback, MemorySafety_LateRdmaWriteAfterCompletionFails) {
   Loopback link(RequesterConfig(), ResponderConfig());
   link.Connect();
   std::vector<uint8_t> result(16, 0);
-  Actions out;
   ASSERT_TRUE(
-      link.a.engine
-          .StartCall({CallStream(6, {}), {}, {absl::MakeSpan(result)}, 100},
-                     out)
-          .ok());
-  link.a.Take(out);
+      link.a.Call({CallStream(6, {}), {}, {absl::MakeSpan(result)}, 100}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
   // The responder replies without using the write chunk; afterwards a
   // misbehaving peer tries to write through the handle it was given.
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[0].call, {Words({6, 1, 0, 0, 0, 0}), {}}, out)
+      link.b.Answer(link.b.delivered[0].call, {Words({6, 1, 0, 0, 0, 0}), {}})
           .ok());
-  link.b.Take(out);
   link.Run();
   ASSERT_EQ(link.a.completed.size(), 1u);
   auto late =
@@ -277,23 +256,16 @@ TEST(EngineLoopback, Rfc8166_4_5_2_ErrChunkEndToEndInvalidatesAndFails) {
   Loopback link(RequesterConfig(), ResponderConfig());
   link.Connect();
   std::vector<uint8_t> result(4, 0);
-  Actions out;
   ASSERT_TRUE(
-      link.a.engine
-          .StartCall({CallStream(8, {}), {}, {absl::MakeSpan(result)}, 100},
-                     out)
-          .ok());
-  link.a.Take(out);
+      link.a.Call({CallStream(8, {}), {}, {absl::MakeSpan(result)}, 100}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
   std::vector<uint8_t> big = Pattern(9, 0);
   ASSERT_TRUE(
-      link.b.engine
-          .Reply(link.b.delivered[0].call,
-                 {Words({8, 1, 0, 0, 0, 0, 9}), {{28, absl::MakeSpan(big)}}},
-                 out)
+      link.b
+          .Answer(link.b.delivered[0].call,
+                  {Words({8, 1, 0, 0, 0, 0, 9}), {{28, absl::MakeSpan(big)}}})
           .ok());
-  link.b.Take(out);
   link.Run();
   ASSERT_EQ(link.a.failed.size(), 1u);
   EXPECT_EQ(link.a.failed[0].status.code(), absl::StatusCode::kInvalidArgument);

@@ -192,19 +192,14 @@ TEST(VersionLoopback, V2Draft_7_2_FallbackAgainstVersionOneResponder) {
   server.requester = false;
   Loopback link(client, server);
   link.Connect();
-  Actions out;
   ASSERT_TRUE(
-      link.a.engine
-          .StartCall(OutgoingCall{CallStream(7, {1, 1, 0}), {}, {}, 64}, out)
-          .ok());
-  link.a.Take(out);
+      link.a.Call(OutgoingCall{CallStream(7, {1, 1, 0}), {}, {}, 64}).ok());
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
-  ASSERT_TRUE(link.b.engine
-                  .Reply(link.b.delivered[0].call,
-                         OutgoingReply{Words({7, 1, 0, 0, 0, 0}), {}}, out)
+  ASSERT_TRUE(link.b
+                  .Answer(link.b.delivered[0].call,
+                          OutgoingReply{Words({7, 1, 0, 0, 0, 0}), {}})
                   .ok());
-  link.b.Take(out);
   link.Run();
   EXPECT_TRUE(link.errors.empty()) << link.errors[0];
   ASSERT_EQ(link.a.completed.size(), 1u);
