@@ -140,15 +140,7 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
   }
   negotiating_ = false;
   outstanding_ = 0;
-  if (!negotiation_.ok()) {
-    std::vector<CallId> ids(queue_.begin(), queue_.end());
-    queue_.clear();
-    for (CallId id : ids) {
-      Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
-    }
-    return;
-  }
-  Dispatch(out);
+  Dispatch(out);  // sends the waiting calls, or fails them
 }
 
 void Engine::OnDisconnected(Actions& out) {

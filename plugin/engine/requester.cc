@@ -65,10 +65,12 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
 }
 
 void Engine::Dispatch(Actions& out) {
-  if (negotiating_ || !negotiation_.ok()) {
-    std::vector<CallId> ids;
-    if (!negotiation_.ok()) ids.assign(queue_.begin(), queue_.end());
-    if (!negotiation_.ok()) queue_.clear();
+  // Version negotiation (draft-04 §7): nothing goes out before its answer,
+  // and nothing at all after it failed.
+  if (negotiating_) return;
+  if (!negotiation_.ok()) {
+    std::vector<CallId> ids(queue_.begin(), queue_.end());
+    queue_.clear();
     for (CallId id : ids) {
       Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
     }
