@@ -191,12 +191,20 @@ void Connection::Run(engine::Actions& actions) {
     for (engine::Action& b : out) queue_.push_back(std::move(b));
   }
   running_ = false;
+  // Published under the lock only when they change: the peak rarely, the
+  // connection's settings until the version negotiation is over.
   const uint32_t outstanding = engine_.calls_outstanding();
-  ConnectionInfo info = ComputeInfo();
+  const bool new_peak = outstanding > peak_outstanding_;
+  if (!new_peak && info_settled_) return;
+  peak_outstanding_ = std::max(peak_outstanding_, outstanding);
+  std::optional<ConnectionInfo> info;
+  if (!info_settled_) {
+    info = ComputeInfo();
+    info_settled_ = engine_.connected() && !engine_.negotiating();
+  }
   std::lock_guard<std::mutex> lock(counters_mu_);
-  counters_.peak_calls_outstanding =
-      std::max(counters_.peak_calls_outstanding, outstanding);
-  info_ = info;
+  counters_.peak_calls_outstanding = peak_outstanding_;
+  if (info) info_ = *info;
 }
 
 void Connection::Fatal(absl::string_view what) {

@@ -146,7 +146,10 @@ class Connection : public engine::MemoryExposer {
 
   mutable std::mutex counters_mu_;
   Counters counters_;
-  ConnectionInfo info_;  // as of the end of the latest Run()
+  ConnectionInfo info_;  // as of the end of the latest Run() that changed it
+  // Loop thread only: what Run() has published.
+  uint32_t peak_outstanding_ = 0;
+  bool info_settled_ = false;
 };
 
 }  // namespace rpcrdma::api_internal

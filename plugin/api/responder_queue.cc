@@ -71,7 +71,7 @@ void ReplySender::Forget(uint64_t connection) {
 void ReplySender::Send(Connection& conn, ReplyQueue::Item item) {
   auto stored = std::make_unique<ServerReply>(std::move(item.reply));
   engine::OutgoingReply reply;
-  reply.xdr = stored->xdr;
+  reply.xdr = std::move(stored->xdr);  // the items stay in `stored`
   for (const ReplyItem& r : stored->results) {
     reply.results.push_back(engine::DdpResult{r.position, r.data});
   }
