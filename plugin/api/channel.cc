@@ -23,6 +23,17 @@ namespace api_internal {
 
 using Clock = std::chrono::steady_clock;
 
+// Waits up to 100 ms, and not past `until`, for `fd` to become readable;
+// false once `until` has passed.
+bool WaitReadable(int fd, Clock::time_point until) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - Clock::now());
+  if (left.count() <= 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+  return true;
+}
+
 class ChannelLoop {
  public:
   explicit ChannelLoop(Channel::BackwardHandler backward_handler)
@@ -77,19 +88,13 @@ class ChannelLoop {
     // Wait for the outcome of the connect.
     Clock::time_point until = Clock::now() + resolved.connect_timeout;
     std::optional<fabric::ConnectionEvent> ev;
-    while (!ev) {
-      ev = (*ep)->PollConnectionEvent();
-      if (ev) break;
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          until - Clock::now());
-      if (left.count() <= 0) {
+    while (!(ev = (*ep)->PollConnectionEvent())) {
+      if (!WaitReadable((*ep)->event_fd(), until)) {
         (*ep)->Disconnect();
         return absl::DeadlineExceededError(
             absl::StrCat("connect to ", uri, ": no answer within ",
                          resolved.connect_timeout.count(), " ms"));
       }
-      pollfd p{(*ep)->event_fd(), POLLIN, 0};
-      poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
     }
     if (ev->type != fabric::ConnectionEventType::kEstablished) {
       return absl::UnavailableError(absl::StrCat(
@@ -110,14 +115,10 @@ class ChannelLoop {
   // Create returns once the peer has answered the probe.
   absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until) {
     while (conn_->engine().negotiating() && !conn_->disconnected()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          until - Clock::now());
-      if (left.count() <= 0) {
+      if (!WaitReadable(conn_->endpoint().event_fd(), until)) {
         return absl::DeadlineExceededError(absl::StrCat(
             "connect to ", uri, ": no answer to the version-two probe"));
       }
-      pollfd p{conn_->endpoint().event_fd(), POLLIN, 0};
-      poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
       conn_->Poll();
     }
     if (conn_->disconnected()) {
