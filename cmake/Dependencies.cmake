@@ -1,13 +1,28 @@
 # Every dependency comes from a Debian package; scripts/install-deps.sh
 # installs them.
+
+# The library's own (and so the -dev package's): rdma-core, abseil,
+# protobuf, zlib (the capture tap's CRC) and threads.
 find_package(absl REQUIRED)
-find_package(GTest REQUIRED)
-find_package(benchmark REQUIRED)
 find_package(Protobuf REQUIRED)
-find_package(nlohmann_json REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
 pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
 pkg_check_modules(RDMACM REQUIRED IMPORTED_TARGET librdmacm)
 
-find_program(TSHARK_EXECUTABLE tshark)
+# rpcrdma-dump reads captures with libpcap and prints JSON.
+if(RPCRDMA_BUILD_TOOLS)
+  find_package(nlohmann_json REQUIRED)
+  pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
+endif()
+
+if(RPCRDMA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+  find_program(TSHARK_EXECUTABLE tshark)
+endif()
+
+# Optional: the Prometheus exporter library (rpcrdma_prometheus) is built
+# only when Debian's prometheus-cpp-dev is installed.
+find_package(prometheus-cpp CONFIG QUIET)

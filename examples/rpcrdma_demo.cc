@@ -34,146 +34,128 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "plugin/include/rpcrdma/channel.h"
-#include "plugin/include/rpcrdma/server.h"
-#include "plugin/proto/config.pb.h"
+#include "absl/types/span.h"
+#include "examples/demo_program.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/config.pb.h"
+#include "rpcrdma/server.h"
 
 namespace {
 
 using rpcrdma::Counters;
+using rpcrdma::demo::CallHeader;
+using rpcrdma::demo::Checksum;
+using rpcrdma::demo::Pattern;
+using rpcrdma::demo::PutOpaque;
+using rpcrdma::demo::PutUint32;
+using rpcrdma::demo::ReplyHeader;
+using rpcrdma::oncrpc::AcceptStat;
+using rpcrdma::wire::XdrReader;
+namespace demo = rpcrdma::demo;
 
-constexpr uint32_t kProg = 0x20000099;  // the demo's RPC program, version 1
-constexpr uint32_t kPing = 0;           // NULL: no arguments, no results
-constexpr uint32_t kStore = 1;    // args opaque<>: returns size and checksum
-constexpr uint32_t kLoad = 2;     // args n, seed: returns opaque<n> (DDP)
-constexpr uint32_t kListing = 3;  // args n, seed: returns opaque<n> inline
-// args n, seed: before answering, the server calls the client back with
-// CB_CHECK carrying opaque<n>; returns what the client answered.
-constexpr uint32_t kCallMeBack = 4;
-// The client's callback program (RFC 8167 backward direction), version 1.
-constexpr uint32_t kCallbackProg = 0x40000099;
-constexpr uint32_t kCbCheck = 1;  // args opaque<> (DDP): returns n, checksum
-
-constexpr uint32_t kCallHeaderSize = 40;   // RFC 5531, AUTH_NONE
-constexpr uint32_t kReplyHeaderSize = 24;  // RFC 5531, accepted, SUCCESS
 // The bulk transfers: just under the 1 MiB a server accepts per call.
 constexpr uint32_t kBig = 1000000;
 
-void Put(std::vector<uint8_t>& out, uint32_t w) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(w >> shift));
-  }
-}
-uint32_t Get(const std::vector<uint8_t>& in, size_t offset) {
-  if (offset + 4 > in.size()) return 0;
-  return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
-         (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
-}
-void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
-  Put(out, static_cast<uint32_t>(data.size()));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    v[i] = static_cast<uint8_t>(x >> 24);
-  }
-  return v;
-}
-
-// FNV-1a over data[from, from + n).
-uint32_t Checksum(const std::vector<uint8_t>& data, size_t from, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = from; i < from + n && i < data.size(); ++i) {
-    h = (h ^ data[i]) * 16777619u;
-  }
-  return h;
-}
-
-std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc,
-                                uint32_t prog = kProg) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 0u, 2u, prog, 1u, proc, 0u, 0u, 0u, 0u}) {
-    Put(out, w);
-  }
-  return out;
-}
-
-std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put(out, w);
-  return out;
-}
-
 // ---------------------------------------------------------------- server
 
-rpcrdma::ServerReply Answer(const rpcrdma::IncomingCall& call) {
-  const std::vector<uint8_t>& m = call.message;
+// Answers a forward call other than CALL_ME_BACK.
+rpcrdma::ServerReply Answer(uint32_t xid, demo::Call& call) {
   rpcrdma::ServerReply reply;
-  reply.xdr = ReplyHeader(call.xid);
-  const uint32_t a = Get(m, kCallHeaderSize);
-  const uint32_t b = Get(m, kCallHeaderSize + 4);
-  switch (Get(m, 20)) {
-    case kStore: {
-      const uint32_t n = a;
-      Put(reply.xdr, n);
-      Put(reply.xdr, Checksum(m, kCallHeaderSize + 4, n));
+  absl::Span<const uint8_t> data;
+  uint32_t n = 0;
+  uint32_t seed = 0;
+  switch (call.header.procedure) {
+    case demo::kPing:
+      reply.xdr = ReplyHeader(xid);
       break;
-    }
-    case kLoad:
-      Put(reply.xdr, a);
-      reply.results.push_back({kReplyHeaderSize + 4, Pattern(a, b)});
+    case demo::kStore:
+      if (!call.args.ReadVarOpaque("data", demo::kMaxBulk, &data).ok()) {
+        return {ReplyHeader(xid, AcceptStat::kGarbageArgs), {}};
+      }
+      reply.xdr = ReplyHeader(xid);
+      PutUint32(reply.xdr, static_cast<uint32_t>(data.size()));
+      PutUint32(reply.xdr, Checksum(data));
       break;
-    case kListing:
-      PutOpaque(reply.xdr, Pattern(a, b));
+    case demo::kLoad:
+    case demo::kList:
+      if (!demo::ReadSizeAndSeed(call.args, &n, &seed).ok()) {
+        return {ReplyHeader(xid, AcceptStat::kGarbageArgs), {}};
+      }
+      reply.xdr = ReplyHeader(xid);
+      if (call.header.procedure == demo::kList) {
+        PutOpaque(reply.xdr, Pattern(n, seed));
+        break;
+      }
+      // DDP-eligible: the length stays in the stream, the octets go as a
+      // reply item at the position after it (into the call's write chunk).
+      PutUint32(reply.xdr, n);
+      reply.results.push_back(
+          {static_cast<uint32_t>(reply.xdr.size()), Pattern(n, seed)});
       break;
     default:
+      reply.xdr = ReplyHeader(xid, AcceptStat::kProcUnavail);
       break;
   }
   return reply;
 }
 
-// kCallMeBack: a backward call to the client on the caller's connection
+// CALL_ME_BACK: a backward call to the client on the caller's connection
 // (RFC 8167), its payload DDP-eligible, so that the client pulls it with
 // RDMA Read; the forward reply carries the client's answer.
 void CallBack(rpcrdma::Server& server, const rpcrdma::IncomingCall& call,
-              rpcrdma::Responder responder) {
-  const uint32_t n = Get(call.message, kCallHeaderSize);
-  const uint32_t seed = Get(call.message, kCallHeaderSize + 4);
+              demo::Call& decoded, rpcrdma::Responder responder) {
   const uint32_t xid = call.xid;
+  uint32_t n = 0;
+  uint32_t seed = 0;
+  if (!demo::ReadSizeAndSeed(decoded.args, &n, &seed).ok()) {
+    (void)responder.Send({ReplyHeader(xid, AcceptStat::kGarbageArgs), {}});
+    return;
+  }
   auto payload = std::make_shared<std::vector<uint8_t>>(Pattern(n, seed));
   auto forward = std::make_shared<rpcrdma::Responder>(std::move(responder));
+  const uint32_t callback_xid = xid ^ 0xcb000000u;
   rpcrdma::CallRequest req;
-  req.xdr = CallHeader(xid ^ 0xcb000000u, kCbCheck, kCallbackProg);
-  Put(req.xdr, n);
+  req.xdr = CallHeader(callback_xid, demo::kCallbackProgram, demo::kCbCheck);
+  PutUint32(req.xdr, n);
   req.arguments.push_back(
       {static_cast<uint32_t>(req.xdr.size()), absl::MakeConstSpan(*payload)});
   req.max_reply_size = 1024;
-  server.Call(call.connection, std::move(req),
-              [payload, forward, xid](absl::StatusOr<rpcrdma::Reply> r) {
-                rpcrdma::ServerReply reply;
-                reply.xdr = ReplyHeader(xid);
-                // The client's n and checksum, or zeros when the backward
-                // call failed.
-                Put(reply.xdr, r.ok() ? Get(r->xdr, kReplyHeaderSize) : 0);
-                Put(reply.xdr, r.ok() ? Get(r->xdr, kReplyHeaderSize + 4) : 0);
-                (void)forward->Send(std::move(reply));
-              });
+  server.Call(
+      call.connection, std::move(req),
+      [payload, forward, xid, callback_xid](absl::StatusOr<rpcrdma::Reply> r) {
+        // The client's size and checksum, or zeros when the backward call
+        // failed.
+        uint32_t size = 0;
+        uint32_t checksum = 0;
+        if (r.ok()) {
+          absl::StatusOr<XdrReader> results =
+              demo::DecodeResults(r->xdr, callback_xid);
+          if (results.ok()) {
+            (void)demo::ReadSizeAndChecksum(*results, &size, &checksum);
+          }
+        }
+        rpcrdma::ServerReply reply;
+        reply.xdr = ReplyHeader(xid);
+        PutUint32(reply.xdr, size);
+        PutUint32(reply.xdr, checksum);
+        (void)forward->Send(std::move(reply));
+      });
 }
 
 // The client's side of the backchannel: CB_CHECK answers with the length
 // and checksum of what it received.
 rpcrdma::ServerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
-  const std::vector<uint8_t>& m = call.message;
+  absl::StatusOr<demo::Call> decoded = demo::DecodeCall(call.message);
+  absl::Span<const uint8_t> data;
+  if (!decoded.ok() || decoded->header.program != demo::kCallbackProgram ||
+      decoded->header.procedure != demo::kCbCheck ||
+      !decoded->args.ReadVarOpaque("data", demo::kMaxBulk, &data).ok()) {
+    return {ReplyHeader(call.xid, AcceptStat::kGarbageArgs), {}};
+  }
   rpcrdma::ServerReply reply;
   reply.xdr = ReplyHeader(call.xid);
-  const uint32_t n = Get(m, kCallHeaderSize);
-  Put(reply.xdr, n);
-  Put(reply.xdr, Checksum(m, kCallHeaderSize + 4, n));
+  PutUint32(reply.xdr, static_cast<uint32_t>(data.size()));
+  PutUint32(reply.xdr, Checksum(data));
   return reply;
 }
 
@@ -211,11 +193,19 @@ int Serve(const std::string& uri) {
   auto server = rpcrdma::Server::Create(
       uri, config,
       [&self](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
-        if (Get(call.message, 20) == kCallMeBack) {
-          CallBack(*self, call, std::move(responder));
-          return;
+        absl::StatusOr<demo::Call> decoded = demo::DecodeCall(call.message);
+        if (!decoded.ok()) {
+          (void)responder.Send(
+              {ReplyHeader(call.xid, AcceptStat::kGarbageArgs), {}});
+        } else if (decoded->header.program != demo::kProgram ||
+                   decoded->header.version != demo::kVersion) {
+          (void)responder.Send(
+              {ReplyHeader(call.xid, AcceptStat::kProgUnavail), {}});
+        } else if (decoded->header.procedure == demo::kCallMeBack) {
+          CallBack(*self, call, *decoded, std::move(responder));
+        } else {
+          (void)responder.Send(Answer(call.xid, *decoded));
         }
-        (void)responder.Send(Answer(call));
       });
   if (!server.ok()) {
     std::fprintf(stderr, "server: %s\n", server.status().ToString().c_str());
@@ -375,12 +365,12 @@ int RunClient(const char* self, const std::string& uri,
         (*channel)->Call(std::move(req)).get();
     Counters after = (*channel)->counters();
     std::string verdict;
-    if (!reply.ok()) {
-      verdict = absl::StrCat("FAILED: ", reply.status().ToString());
-    } else if (Get(reply->xdr, 0) != xid || Get(reply->xdr, 4) != 1) {
-      verdict = "FAILED: not the reply to this call";
+    absl::StatusOr<XdrReader> results =
+        reply.ok() ? demo::DecodeResults(reply->xdr, xid) : reply.status();
+    if (!results.ok()) {
+      verdict = absl::StrCat("FAILED: ", results.status().ToString());
     } else {
-      verdict = check(*reply);
+      verdict = check(*reply, *results);
     }
     if (verdict.rfind("ok", 0) != 0) all_ok = false;
     std::printf("  %-20s %-25s %-12s %s\n", title.c_str(),
@@ -391,48 +381,56 @@ int RunClient(const char* self, const std::string& uri,
 
   std::printf("  %-20s %-25s %-12s %s\n", "call", "sent as", "reply via",
               "result");
+  // Results "unsigned size, checksum" equal to `size` and `want`.
+  auto size_and_checksum = [](uint32_t size, uint32_t want) {
+    return [size, want](const rpcrdma::Reply&, XdrReader& results) {
+      uint32_t got_size = 0;
+      uint32_t got = 0;
+      if (!demo::ReadSizeAndChecksum(results, &got_size, &got).ok() ||
+          got_size != size || got != want) {
+        return std::string("FAILED: the server saw other bytes");
+      }
+      return std::string("ok, server checksum matches");
+    };
+  };
   // Small calls: header and arguments fit the inline threshold.
   for (int i = 0; i < 3; ++i) {
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kPing);
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kPing);
     req.max_reply_size = 1024;
-    run("ping", std::move(req), [](const rpcrdma::Reply& r) -> std::string {
-      return r.xdr.size() == kReplyHeaderSize ? "ok" : "FAILED: bad reply";
-    });
+    run("ping", std::move(req),
+        [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
+          return results.remaining() == 0 ? "ok" : "FAILED: bad reply";
+        });
   }
   // A large argument, DDP-eligible: the server pulls it with RDMA Read.
+  // The length word stays in the stream; the octets are a CallArgument at
+  // the position after it.
   {
     std::vector<uint8_t> data = Pattern(kBig, 1);
-    std::vector<uint8_t> full;  // what the server sees, for the checksum
-    Put(full, kBig);
-    full.insert(full.end(), data.begin(), data.end());
-    const uint32_t want = Checksum(full, 4, kBig);
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kStore);
-    Put(req.xdr, kBig);
-    req.arguments.push_back({kCallHeaderSize + 4, absl::MakeConstSpan(data)});
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kStore);
+    PutUint32(req.xdr, kBig);
+    req.arguments.push_back(
+        {static_cast<uint32_t>(req.xdr.size()), absl::MakeConstSpan(data)});
     req.max_reply_size = 1024;
     run("store 1000000 bytes", std::move(req),
-        [want](const rpcrdma::Reply& r) -> std::string {
-          if (Get(r.xdr, kReplyHeaderSize) != kBig ||
-              Get(r.xdr, kReplyHeaderSize + 4) != want) {
-            return "FAILED: the server saw other bytes";
-          }
-          return "ok, server checksum matches";
-        });
+        size_and_checksum(kBig, Checksum(data)));
   }
   // A large result, DDP-eligible: the server pushes it with RDMA Write.
   {
     std::vector<uint8_t> result(kBig);
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kLoad);
-    Put(req.xdr, kBig);
-    Put(req.xdr, 2);
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kLoad);
+    PutUint32(req.xdr, kBig);
+    PutUint32(req.xdr, 2);
     req.results.push_back(absl::MakeSpan(result));
     req.max_reply_size = 1024;
     run("load 1000000 bytes", std::move(req),
-        [&result](const rpcrdma::Reply& r) -> std::string {
-          if (r.result_lengths != std::vector<uint32_t>{kBig} ||
+        [&result](const rpcrdma::Reply& r, XdrReader& results) -> std::string {
+          uint32_t length = 0;
+          if (!results.ReadUint32("length", &length).ok() || length != kBig ||
+              r.result_lengths != std::vector<uint32_t>{kBig} ||
               result != Pattern(kBig, 2)) {
             return "FAILED: result bytes differ";
           }
@@ -442,36 +440,27 @@ int RunClient(const char* self, const std::string& uri,
   // A call whose non-DDP arguments exceed the inline threshold.
   {
     std::vector<uint8_t> data = Pattern(20000, 3);
-    std::vector<uint8_t> full;
-    PutOpaque(full, data);
-    const uint32_t want = Checksum(full, 4, data.size());
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kStore);
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kStore);
     PutOpaque(req.xdr, data);
     req.max_reply_size = 1024;
     run("store 20000 bytes", std::move(req),
-        [want](const rpcrdma::Reply& r) -> std::string {
-          if (Get(r.xdr, kReplyHeaderSize) != 20000 ||
-              Get(r.xdr, kReplyHeaderSize + 4) != want) {
-            return "FAILED: the server saw other bytes";
-          }
-          return "ok, server checksum matches";
-        });
+        size_and_checksum(20000, Checksum(data)));
   }
   // A reply whose non-DDP results exceed the inline threshold.
   {
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kListing);
-    Put(req.xdr, 20000);
-    Put(req.xdr, 4);
-    req.max_reply_size = kReplyHeaderSize + 4 + 20000;
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kList);
+    PutUint32(req.xdr, 20000);
+    PutUint32(req.xdr, 4);
+    req.max_reply_size =
+        static_cast<uint32_t>(ReplyHeader(xid).size()) + 4 + 20000;
     run("list 20000 bytes", std::move(req),
-        [](const rpcrdma::Reply& r) -> std::string {
-          std::vector<uint8_t> want;
-          PutOpaque(want, Pattern(20000, 4));
-          if (r.xdr.size() != kReplyHeaderSize + want.size() ||
-              !std::equal(want.begin(), want.end(),
-                          r.xdr.begin() + kReplyHeaderSize)) {
+        [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
+          const std::vector<uint8_t> want = Pattern(20000, 4);
+          absl::Span<const uint8_t> data;
+          if (!results.ReadVarOpaque("data", demo::kMaxBulk, &data).ok() ||
+              results.remaining() != 0 || data != absl::MakeConstSpan(want)) {
             return "FAILED: result bytes differ";
           }
           return "ok, 20000 bytes verified";
@@ -481,24 +470,24 @@ int RunClient(const char* self, const std::string& uri,
   // The server calls the client back (RFC 8167) before it answers.
   {
     constexpr uint32_t kCallbackBytes = 65536;
-    std::vector<uint8_t> full;
-    PutOpaque(full, Pattern(kCallbackBytes, 5));
-    const uint32_t want = Checksum(full, 4, kCallbackBytes);
+    const uint32_t want = Checksum(Pattern(kCallbackBytes, 5));
     rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, kCallMeBack);
-    Put(req.xdr, kCallbackBytes);
-    Put(req.xdr, 5);
+    req.xdr = CallHeader(++xid, demo::kProgram, demo::kCallMeBack);
+    PutUint32(req.xdr, kCallbackBytes);
+    PutUint32(req.xdr, 5);
     req.max_reply_size = 1024;
     const Counters before = (*channel)->counters();
     run("server calls back", std::move(req),
-        [&](const rpcrdma::Reply& r) -> std::string {
+        [&](const rpcrdma::Reply&, XdrReader& results) -> std::string {
           const Counters after = (*channel)->counters();
           if (callbacks.load() != 1 ||
               after.backward_calls != before.backward_calls + 1) {
             return "FAILED: no backward call arrived";
           }
-          if (Get(r.xdr, kReplyHeaderSize) != kCallbackBytes ||
-              Get(r.xdr, kReplyHeaderSize + 4) != want) {
+          uint32_t size = 0;
+          uint32_t got = 0;
+          if (!demo::ReadSizeAndChecksum(results, &size, &got).ok() ||
+              size != kCallbackBytes || got != want) {
             return "FAILED: the backward call carried other bytes";
           }
           return "ok, 65536 bytes server->client via RDMA Read";

@@ -9,11 +9,11 @@
 #include <variant>
 #include <vector>
 
+#include "plugin/capture/pcap_writer.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
 #include "tools/dump/dump_format.h"
-#include "tools/pcap/pcap_writer.h"
 
 namespace {
 

@@ -5,15 +5,17 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake make pkg-config git ca-certificates
+  build-essential cmake make ninja-build pkg-config git ca-certificates
   clang clang-format libclang-rt-14-dev llvm
+  dpkg-dev file  # make package: cpack's DEB generator and dpkg-shlibdeps
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libthrift-dev thrift-compiler
-  libabsl-dev
+  libabsl-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libpcap-dev
+  prometheus-cpp-dev  # optional exporter library rpcrdma_prometheus
   tshark
   qemu-system-x86 cpio kmod iproute2 rdmacm-utils ibverbs-utils perftest  # Soft-RoCE test VM (interop/vm)
 )

@@ -54,9 +54,9 @@
 #include "interop/kernel/nfs4_client.h"
 #include "interop/kernel/nfs4_xdr.h"
 #include "oncrpc/rpc_msg.h"
-#include "plugin/include/rpcrdma/channel.h"
-#include "plugin/proto/config.pb.h"
 #include "plugin/wire/xdr.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/config.pb.h"
 #include "tests/testing/rdma_vm.h"
 
 namespace rpcrdma {

@@ -32,7 +32,7 @@
 #include "absl/types/span.h"
 #include "interop/kernel/nfs4_xdr.h"
 #include "oncrpc/rpc_msg.h"
-#include "plugin/include/rpcrdma/channel.h"
+#include "rpcrdma/channel.h"
 
 namespace rpcrdma::nfs4 {
 

@@ -22,9 +22,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "plugin/config/config_loader.h"
-#include "plugin/include/rpcrdma/channel.h"
-#include "plugin/include/rpcrdma/server.h"
-#include "plugin/proto/config.pb.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/config.pb.h"
+#include "rpcrdma/server.h"
 
 namespace rpcrdma {
 namespace {
@@ -43,7 +43,7 @@ void Put(std::vector<uint8_t>& out, uint32_t w) {
     out.push_back(static_cast<uint8_t>(w >> shift));
   }
 }
-uint32_t Get(const std::vector<uint8_t>& in, size_t offset) {
+uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
   return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
          (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
 }
@@ -56,7 +56,7 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   return v;
 }
 
-uint32_t Sum(const std::vector<uint8_t>& v, size_t from) {
+uint32_t Sum(absl::Span<const uint8_t> v, size_t from) {
   uint32_t s = 0;
   for (size_t i = from; i < v.size(); ++i) s = s * 33 + v[i];
   return s;
@@ -80,7 +80,7 @@ void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
 }
 
 ServerReply Answer(const IncomingCall& call) {
-  const std::vector<uint8_t>& m = call.message;
+  absl::Span<const uint8_t> m = call.message;
   ServerReply reply;
   for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
   if (Get(m, 20) == kDigest) {
@@ -385,8 +385,8 @@ TEST_P(CaptureTapSide, RpcrdmaDumpDecodesEveryMessage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sides, CaptureTapSide, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "Client" : "Server");
+                         [](const ::testing::TestParamInfo<bool>& side) {
+                           return std::string(side.param ? "Client" : "Server");
                          });
 
 TEST(CaptureConfig, PathNamingADirectoryIsRejected) {

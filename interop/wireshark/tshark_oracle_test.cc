@@ -25,10 +25,10 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "plugin/capture/pcap_writer.h"
+#include "plugin/capture/roce.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/xdr.h"
-#include "tools/pcap/pcap_writer.h"
-#include "tools/pcap/roce.h"
 
 namespace {
 

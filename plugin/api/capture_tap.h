@@ -20,8 +20,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "plugin/api/connection.h"
-#include "plugin/proto/config.pb.h"
-#include "tools/pcap/pcap_writer.h"
+#include "plugin/capture/pcap_writer.h"
+#include "rpcrdma/config.pb.h"
 
 namespace rpcrdma::api_internal {
 

@@ -1,4 +1,4 @@
-#include "plugin/include/rpcrdma/channel.h"
+#include "rpcrdma/channel.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -16,12 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/limits.h"
 #include "plugin/api/responder_queue.h"
+#include "plugin/log/logging.h"
 
 namespace rpcrdma {
 namespace api_internal {
-
-using Clock = std::chrono::steady_clock;
 
 // Waits up to 100 ms, and not past `until`, for `fd` to become readable;
 // false once `until` has passed.
@@ -71,7 +71,10 @@ class ChannelLoop {
     backoff_initial_ = resolved.reconnect_backoff_initial;
     backoff_max_ = resolved.reconnect_backoff_max;
     backoff_ = backoff_initial_;
+    idle_timeout_ = resolved.idle_timeout;
+    abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
     address_ = parsed->address;
+    uri_ = std::string(uri);
     ecfg_ = EngineConfigFor(resolved, Role::kRequester,
                             backward_handler_ != nullptr);
     if (resolved.inline_settings.cm_private_data) {
@@ -82,8 +85,12 @@ class ChannelLoop {
     absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
         fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
     if (!ep.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "connect to ", uri, ": ", std::string(ep.status().message())));
+      // A host name that does not resolve stays INVALID_ARGUMENT.
+      return absl::Status(
+          ep.status().code() == absl::StatusCode::kInvalidArgument
+              ? absl::StatusCode::kInvalidArgument
+              : absl::StatusCode::kUnavailable,
+          absl::StrCat("connect to ", uri, ": ", ep.status().message()));
     }
     // Wait for the outcome of the connect.
     Clock::time_point until = Clock::now() + resolved.connect_timeout;
@@ -97,11 +104,18 @@ class ChannelLoop {
       }
     }
     if (ev->type != fabric::ConnectionEventType::kEstablished) {
+      // A Server names why it rejected (limits.h RejectPrivateData).
+      std::optional<std::string> reason;
+      if (ev->type == fabric::ConnectionEventType::kRejected) {
+        reason = RejectReason(ev->private_data);
+      }
       return absl::UnavailableError(absl::StrCat(
           "connect to ", uri, ": ", fabric::ConnectionEventTypeName(ev->type),
-          ev->detail.empty() ? "" : ": ", ev->detail));
+          ev->detail.empty() ? "" : ": ", ev->detail,
+          reason ? ": the server says: " : "", reason ? *reason : ""));
     }
     conn_ = MakeConnection(std::move(*ep));
+    idle_.emplace(idle_timeout_, Clock::now());
     conn_->Connected(ev->private_data, DrawXid());
     if (absl::Status s = AwaitVersion(uri, until); !s.ok()) {
       conn_->Disconnect();
@@ -147,7 +161,8 @@ class ChannelLoop {
     std::unique_lock<std::mutex> lock(mu_);
     Channel::CallId id = next_id_++;
     // While the connection is down only calls that allow a retry wait.
-    if (stopping_ || (!connected_ && !request.retry_on_reconnect)) {
+    if (stopping_ ||
+        (!connected_ && !idle_closed_ && !request.retry_on_reconnect)) {
       lock.unlock();
       done(absl::UnavailableError("channel: connection lost"));
       return id;
@@ -177,6 +192,13 @@ class ChannelLoop {
     c.reconnects = reconnects_;
     return c;
   }
+  Metrics metrics() const {
+    Metrics m;
+    m.counters = counters();
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    if (conn_ != nullptr) m.connections.push_back(conn_->metrics());
+    return m;
+  }
   bool connected() const {
     std::lock_guard<std::mutex> lock(mu_);
     return connected_;
@@ -204,6 +226,7 @@ class ChannelLoop {
     // Set when a deadline or Cancel() ended the call while the engine still
     // had it: the status it ends with, even if the connection goes first.
     std::optional<absl::Status> ending;
+    Clock::time_point sent_at;  // handed to the current engine (call_rtt)
   };
 
   void Wake() {
@@ -241,8 +264,10 @@ class ChannelLoop {
       };
     }
     AttachCapture(capture_, Role::kRequester, hooks);
-    return std::make_unique<Connection>(std::move(endpoint), ecfg_,
-                                        Role::kRequester, std::move(hooks));
+    auto conn = std::make_unique<Connection>(
+        std::move(endpoint), ecfg_, Role::kRequester, std::move(hooks));
+    conn->SetLogContext(generation, absl::StrCat("channel to ", uri_));
+    return conn;
   }
 
   // Delivers the outcome of the call and forgets it.
@@ -267,7 +292,7 @@ class ChannelLoop {
     if (!result.ok() &&
         result.status().code() == absl::StatusCode::kUnavailable &&
         p->second.request.retry_on_reconnect && !shutting_down_ &&
-        conn_->disconnected()) {
+        conn_->lost()) {
       if (p->second.ending) {
         absl::Status ending = *p->second.ending;
         Complete(id, std::move(ending));
@@ -276,10 +301,49 @@ class ChannelLoop {
       p->second.engine_id.reset();
       return;
     }
+    if (result.ok()) conn_->RecordCallRtt(Clock::now() - p->second.sent_at);
     Complete(id, std::move(result));
   }
 
   bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
+  bool IdleClosed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return idle_closed_;
+  }
+
+  // The rules of channel.h on abandoned calls and idleness, after a round
+  // of work on the live connection; returns when to look again.
+  std::optional<Clock::time_point> EnforceLimits(Clock::time_point now) {
+    if (!Up()) return std::nullopt;
+    if (std::optional<std::string> why =
+            abandoned_.Check(conn_->engine(), now)) {
+      conn_->Count(&Counters::abandoned_call_disconnects);
+      ReportConnectionEvent(
+          absl::StrCat("channel to ", address_,
+                       ": disconnecting to recover credits: ", *why));
+      abandoned_.Reset();
+      conn_->Disconnect();
+      return std::nullopt;
+    }
+    std::optional<Clock::time_point> next = abandoned_.next_check();
+    const bool busy = !pending_.empty() ||
+                      conn_->engine().calls_outstanding() > 0 ||
+                      conn_->engine().calls_abandoned() > 0;
+    if (idle_ && idle_->Expired(conn_->activity(), busy, now)) {
+      conn_->Count(&Counters::idle_closes);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle_closed_ = true;
+      }
+      conn_->Disconnect();
+      return std::nullopt;
+    }
+    if (idle_) {
+      std::optional<Clock::time_point> idle_due = idle_->deadline();
+      if (idle_due && (!next || *idle_due < *next)) next = idle_due;
+    }
+    return next;
+  }
 
   void Accept(Command& c) {
     std::optional<Clock::time_point> deadline = c.request.deadline;
@@ -287,7 +351,7 @@ class ChannelLoop {
       deadline = Clock::now() + default_deadline_;
     }
     bool retry = c.request.retry_on_reconnect;
-    if (!Up() && !retry) {
+    if (!Up() && !retry && !IdleClosed()) {
       c.done(absl::UnavailableError("channel: connection lost"));
       return;
     }
@@ -324,6 +388,7 @@ class ChannelLoop {
     call.results = p.request.results;
     call.max_reply_size = p.request.max_reply_size;
     engine::Actions out;
+    p.sent_at = Clock::now();
     absl::StatusOr<engine::CallId> eid =
         conn_->engine().StartCall(std::move(call), out);
     if (!eid.ok()) {
@@ -354,6 +419,7 @@ class ChannelLoop {
   // and with it every registration and handle of it, goes away.
   void Retire(Clock::time_point now) {
     Counters c = conn_->counters();
+    last_loss_ = conn_->lost_reason();
     {
       std::lock_guard<std::mutex> lock(counters_mu_);
       past_ += c;
@@ -380,7 +446,9 @@ class ChannelLoop {
     next_attempt_ = now;  // the first attempt at once
   }
 
-  void Backoff(Clock::time_point now) {
+  void Backoff(Clock::time_point now, absl::string_view cause) {
+    RPCRDMA_LOG(kWarning, 0, "channel to ", uri_, ": reconnect failed: ", cause,
+                "; next attempt in ", backoff_.count(), " ms");
     next_attempt_ = now + backoff_;
     backoff_ = std::min(backoff_ * 2, backoff_max_);
   }
@@ -392,7 +460,7 @@ class ChannelLoop {
       absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
           fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
       if (!ep.ok()) {
-        Backoff(now);
+        Backoff(now, ep.status().message());
         return;
       }
       connecting_ = std::move(*ep);
@@ -404,24 +472,33 @@ class ChannelLoop {
       if (now >= connect_until_) {
         connecting_->Disconnect();
         connecting_.reset();
-        Backoff(now);
+        Backoff(now, absl::StrCat("no answer within ", connect_timeout_.count(),
+                                  " ms"));
       }
       return;
     }
     if (ev->type != fabric::ConnectionEventType::kEstablished) {
       connecting_.reset();
-      Backoff(now);
+      Backoff(now, absl::StrCat(fabric::ConnectionEventTypeName(ev->type),
+                                ev->detail.empty() ? "" : ": ", ev->detail));
       return;
     }
     std::unique_ptr<Connection> conn = MakeConnection(std::move(connecting_));
+    idle_.emplace(idle_timeout_, now);
+    abandoned_.Reset();
     {
       std::lock_guard<std::mutex> lock(counters_mu_);
       conn_ = std::move(conn);
       ++reconnects_;
     }
+    RPCRDMA_LOG(kWarning, generation_, "channel to ", uri_,
+                ": reconnected after the connection was lost (",
+                last_loss_.empty() ? "cause unknown" : last_loss_,
+                "); calls waiting to be sent again: ", pending_.size());
     {
       std::lock_guard<std::mutex> lock(mu_);
       connected_ = true;
+      idle_closed_ = false;
     }
     // A fresh engine: credits restart at one and the inline thresholds are
     // negotiated again from this connection's private data (RFC 8166
@@ -489,7 +566,12 @@ class ChannelLoop {
           }
         }
       }
-      if (conn_ == nullptr && !shutting_down_) Reconnect(now);
+      // After an idle close the next call brings the connection back.
+      if (conn_ == nullptr && !shutting_down_ &&
+          !(pending_.empty() && IdleClosed())) {
+        Reconnect(now);
+      }
+      std::optional<Clock::time_point> limit_check = EnforceLimits(now);
       // Deadlines, enforced here: the engine has no clock.
       now = Clock::now();
       std::optional<Clock::time_point> next;
@@ -507,6 +589,7 @@ class ChannelLoop {
                    absl::DeadlineExceededError("channel: deadline exceeded"));
       }
       if (!expired.empty()) continue;
+      if (limit_check && (!next || *limit_check < *next)) next = limit_check;
       if (shutting_down_) {
         if (conn_ == nullptr) break;
         if (!stop_since_) {
@@ -524,7 +607,8 @@ class ChannelLoop {
       } else if (connecting_ != nullptr) {
         fd = connecting_->event_fd();
         if (!next || connect_until_ < *next) next = connect_until_;
-      } else if (!next || next_attempt_ < *next) {
+      } else if (!(pending_.empty() && IdleClosed()) &&
+                 (!next || next_attempt_ < *next)) {
         next = next_attempt_;
       }
       int timeout = -1;
@@ -560,12 +644,15 @@ class ChannelLoop {
   std::unique_ptr<fabric::Fabric> fabric_;
   std::shared_ptr<CaptureTap> capture_;
   std::string address_;
+  std::string uri_;
+  std::string last_loss_;  // why the latest connection was lost
   engine::Config ecfg_;
   std::vector<uint8_t> private_data_;
   std::chrono::milliseconds default_deadline_{0};
   std::chrono::milliseconds connect_timeout_{0};
   std::chrono::milliseconds backoff_initial_{0};
   std::chrono::milliseconds backoff_max_{0};
+  std::chrono::milliseconds idle_timeout_{0};
   int wake_fd_ = -1;
   std::thread thread_;
 
@@ -577,6 +664,8 @@ class ChannelLoop {
   Clock::time_point connect_until_;
   Clock::time_point next_attempt_;
   std::chrono::milliseconds backoff_{0};
+  AbandonedCallWatch abandoned_{std::chrono::milliseconds(0)};
+  std::optional<IdleWatch> idle_;  // of the current connection
   std::map<Channel::CallId, Pending> pending_;
   std::map<engine::CallId, Channel::CallId> by_engine_;
   uint64_t generation_ = 0;  // of the current connection
@@ -585,6 +674,9 @@ class ChannelLoop {
   mutable std::mutex mu_;
   bool stopping_ = false;
   bool connected_ = true;
+  // The connection was closed for idleness (timeouts.idle_ms): no
+  // reconnect until a call is made, and calls wait for it.
+  bool idle_closed_ = false;
   Channel::CallId next_id_ = 1;
   std::vector<Command> commands_;
 
@@ -633,6 +725,7 @@ std::future<absl::StatusOr<Reply>> Channel::Call(CallRequest request) {
 void Channel::Cancel(CallId call) { loop_->Cancel(call); }
 
 Counters Channel::counters() const { return loop_->counters(); }
+Metrics Channel::metrics() const { return loop_->metrics(); }
 bool Channel::connected() const { return loop_->connected(); }
 ConnectionInfo Channel::connection_info() const {
   return loop_->connection_info();

@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "plugin/api/limits.h"
 #include "plugin/fabric/soft/soft_fabric.h"
+#include "plugin/log/logging.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 #ifdef RPCRDMA_API_HAVE_VERBS
@@ -36,50 +38,31 @@ Counters& Counters::operator+=(const Counters& o) {
   reconnects += o.reconnects;
   backward_calls += o.backward_calls;
   backward_replies += o.backward_replies;
+  protocol_closes += o.protocol_closes;
+  abandoned_call_disconnects += o.abandoned_call_disconnects;
+  idle_closes += o.idle_closes;
+  handshake_timeouts += o.handshake_timeouts;
+  connections_rejected += o.connections_rejected;
+  accept_errors += o.accept_errors;
   return *this;
 }
 
 namespace api_internal {
+namespace {
+std::mutex soft_options_mu;
+std::optional<fabric::SoftFabricOptions> soft_options_for_testing;
+}  // namespace
 
-absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
-  ParsedUri out;
-  absl::string_view rest = uri;
-  if (absl::ConsumePrefix(&rest, "soft+unix://")) {
-    if (rest.empty() || (rest[0] != '/' && rest[0] != '@')) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "uri \"", uri,
-          "\": soft+unix needs an absolute path (soft+unix:///path) or an "
-          "abstract name (soft+unix://@name)"));
-    }
-    out.fabric = config::TransportConfig::SOFT_UNIX;
-    out.address = absl::StrCat("unix:", rest);
-  } else if (absl::ConsumePrefix(&rest, "soft+tcp://")) {
-    if (rest.empty() || rest.find(':') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("uri \"", uri,
-                       "\": soft+tcp needs host:port (soft+tcp://host:port)"));
-    }
-    out.fabric = config::TransportConfig::SOFT_TCP;
-    out.address = absl::StrCat("tcp:", rest);
-  } else if (absl::ConsumePrefix(&rest, "rdma://")) {
-    if (rest.empty() || rest.find(':') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "uri \"", uri, "\": rdma needs host:port (rdma://host:port)"));
-    }
-    out.fabric = config::TransportConfig::VERBS;
-    out.address = std::string(rest);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("uri \"", uri,
-                     "\": unknown scheme (expected soft+unix://, soft+tcp:// "
-                     "or rdma://)"));
-  }
-  return out;
+void SetSoftFabricOptionsForTesting(
+    std::optional<fabric::SoftFabricOptions> options) {
+  std::lock_guard<std::mutex> lock(soft_options_mu);
+  soft_options_for_testing = std::move(options);
 }
 
 absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     const ParsedUri& uri, const config::TransportConfig& config) {
   if (absl::Status s = config::ValidateConfig(config, "config"); !s.ok()) {
+    RPCRDMA_LOG(kError, 0, "rejected configuration: ", s.message());
     return s;
   }
   if (config.fabric() != config::TransportConfig::FABRIC_UNSPECIFIED &&
@@ -97,7 +80,14 @@ absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     return absl::UnimplementedError("rdma://: built without rdma-core");
 #endif
   }
-  return fabric::MakeSoftFabric();
+  fabric::SoftFabricOptions options;
+  {
+    std::lock_guard<std::mutex> lock(soft_options_mu);
+    options = soft_options_for_testing.value_or(fabric::SoftFabricOptions{});
+  }
+  options.handshake_timeout_ms =
+      static_cast<uint32_t>(config::Resolve(config).handshake_timeout.count());
+  return fabric::MakeSoftFabric(options);
 }
 
 engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
@@ -111,6 +101,8 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
                                        : resolved.credits_granted;
   c.limits = resolved.chunk_limits;
   c.max_call_size = resolved.max_call_size;
+  // RFC 5666 §11; the Server adds its shared budget on top.
+  c.max_reassembly_bytes = resolved.max_reassembly_bytes;
   c.max_header_segments = resolved.max_header_segments;
   // RFC 8167 §3: both ends use the configured backchannel credits (zero
   // when disabled); a client without a backward handler posts nothing for
@@ -140,7 +132,8 @@ fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
 }
 
 Connection::Connection(std::unique_ptr<fabric::Endpoint> endpoint,
-                       engine::Config config, Role role, Hooks hooks)
+                       engine::Config config, Role role, Hooks hooks,
+                       engine::ReassemblyBudget* shared_budget)
     : endpoint_(std::move(endpoint)),
       config_([&] {
         // Without remotely invalidatable windows, R must not be offered
@@ -156,7 +149,7 @@ Connection::Connection(std::unique_ptr<fabric::Endpoint> endpoint,
       // memory a caller frees is never left registered (see
       // registration_cache.h on Forget()).
       cache_(*endpoint_, 0),
-      engine_(config_, this) {}
+      engine_(config_, this, shared_budget) {}
 
 Connection::~Connection() {
   // Leases end before the cache and the endpoint go.
@@ -202,9 +195,12 @@ void Connection::Run(engine::Actions& actions) {
     info = ComputeInfo();
     info_settled_ = engine_.connected() && !engine_.negotiating();
   }
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  counters_.peak_calls_outstanding = peak_outstanding_;
-  if (info) info_ = *info;
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    counters_.peak_calls_outstanding = peak_outstanding_;
+    if (info) info_ = *info;
+  }
+  if (info && info_settled_) LogSetUp(*info);
 }
 
 void Connection::Fatal(absl::string_view what) {
@@ -214,6 +210,7 @@ void Connection::Fatal(absl::string_view what) {
 
 void Connection::NoteLoss(absl::string_view what) {
   if (lost_reason_.empty() && !disconnected_) lost_reason_ = std::string(what);
+  going_down_ = true;
 }
 
 void Connection::FatalCompletion(absl::string_view what,
@@ -294,6 +291,19 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
           absl::StrCat(f->status.message(), " (", lost_reason_, ")"));
     }
     if (hooks_.fail) hooks_.fail(*f);
+  } else if (auto* cc = std::get_if<engine::CloseConnection>(&action)) {
+    // The peer broke a rule that leaves no way on (engine.h): counted,
+    // reported once, and the connection closed; the calls it fails carry
+    // the reason.
+    if (!disconnected_ && lost_reason_.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(counters_mu_);
+        ++counters_.protocol_closes;
+      }
+      ReportConnectionEvent(
+          absl::StrCat("closing a connection: ", cc->reason.message()));
+    }
+    Fatal(cc->reason.message());
   }
 }
 
@@ -396,6 +406,14 @@ absl::StatusOr<wire::Segment> Connection::Expose(absl::Span<uint8_t> memory,
   if (access & engine::kRemoteWrite) fabric_access |= fabric::kRemoteWrite;
   absl::StatusOr<fabric::RemoteRegion> region =
       endpoint_->BindWindow(WrId(kBindKind, 0), lease->buffer(), fabric_access);
+  if (region.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // The endpoint has gone down and its event is not polled yet: the call
+    // fails because the connection is lost, as channel.h promises (and one
+    // that allows it is sent again after the reconnect).
+    Fatal(region.status().message());
+    return absl::UnavailableError(
+        absl::StrCat("connection lost (", region.status().message(), ")"));
+  }
   if (!region.ok()) return region.status();
   ++outstanding_;
   windows_.insert_or_assign(region->handle, std::move(*lease));
@@ -409,6 +427,7 @@ void Connection::Poll() {
     more = false;
     size_t n = endpoint_->PollCompletions(absl::MakeSpan(completions));
     for (size_t i = 0; i < n; ++i) {
+      ++activity_;
       engine::Actions out;
       OnCompletion(completions[i], out);
       Run(out);
@@ -417,11 +436,25 @@ void Connection::Poll() {
     while (std::optional<fabric::ConnectionEvent> ev =
                endpoint_->PollConnectionEvent()) {
       more = true;
+      ++activity_;
       if (ev->type == fabric::ConnectionEventType::kEstablished) continue;
       NoteLoss(absl::StrCat("connection event ",
                             fabric::ConnectionEventTypeName(ev->type),
                             ev->detail.empty() ? "" : ": ", ev->detail));
       if (!disconnected_) {
+        // A disconnect this side asked for, or a client leaving a server
+        // without a failure before, is the normal end of a connection.
+        const bool failed_before =
+            lost_reason_.rfind("connection event", 0) != 0;
+        if (local_disconnect_ ||
+            (role_ == Role::kResponder && !failed_before &&
+             ev->type == fabric::ConnectionEventType::kDisconnected)) {
+          RPCRDMA_LOG(kInfo, log_id_, log_description_,
+                      ": disconnected: ", lost_reason_);
+        } else {
+          RPCRDMA_LOG(kWarning, log_id_, log_description_,
+                      ": connection lost: ", lost_reason_);
+        }
         disconnected_ = true;
         engine::Actions out;
         engine_.OnDisconnected(out);
@@ -432,7 +465,10 @@ void Connection::Poll() {
 }
 
 void Connection::Disconnect() {
-  if (!disconnected_) endpoint_->Disconnect();
+  if (!disconnected_) {
+    local_disconnect_ = true;
+    endpoint_->Disconnect();
+  }
 }
 
 void Connection::OnCompletion(const fabric::Completion& c,
@@ -500,6 +536,11 @@ uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
 
 }  // namespace
 
+void Connection::Count(uint64_t Counters::*field) {
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  ++(counters_.*field);
+}
+
 void Connection::CountMessage(absl::Span<const uint8_t> bytes,
                               bool remote_invalidation, bool sent) {
   auto decoded = wire::DecodeV1(bytes);
@@ -508,18 +549,33 @@ void Connection::CountMessage(absl::Span<const uint8_t> bytes,
     // version-two RDMA2_ERROR, as Linux sends it.
     auto v2 = wire::DecodeV2(bytes);
     if (v2.ok() && v2->header.proc() == wire::V2Proc::kError) {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++(sent ? counters_.errors_sent : counters_.errors_received);
+      {
+        std::lock_guard<std::mutex> lock(counters_mu_);
+        ++(sent ? counters_.errors_sent : counters_.errors_received);
+      }
+      LogRdmaError(sent, v2->header.xid, "RDMA2_ERROR");
+    } else if (!sent && bytes.size() >= 4) {
+      undecodable_.emplace(wire::LoadBigEndian32(bytes.data()),
+                           decoded.error().message);
     }
     return;
   }
   const wire::V1Header& h = decoded->header;
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  if (remote_invalidation) ++counters_.remote_invalidations;
-  if (h.proc() == wire::V1Proc::kError) {
-    ++(sent ? counters_.errors_sent : counters_.errors_received);
+  if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      if (remote_invalidation) ++counters_.remote_invalidations;
+      ++(sent ? counters_.errors_sent : counters_.errors_received);
+    }
+    LogRdmaError(sent, h.xid,
+                 err->code == wire::V1ErrorCode::kVers
+                     ? absl::StrCat("ERR_VERS (versions ", err->vers_low,
+                                    " to ", err->vers_high, ")")
+                     : std::string(wire::V1ErrorCodeName(err->code)));
     return;
   }
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  if (remote_invalidation) ++counters_.remote_invalidations;
   const wire::ChunkLists* chunks = h.chunks();
   if (chunks == nullptr) return;
   // Direction as the engine tells it (RFC 8167 §4): an RDMA_MSG carrying

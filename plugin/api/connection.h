@@ -19,12 +19,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "plugin/api/latency_recorder.h"
 #include "plugin/config/config_loader.h"
 #include "plugin/engine/engine.h"
 #include "plugin/fabric/buffer_pool.h"
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/registration_cache.h"
-#include "plugin/include/rpcrdma/types.h"
+#include "plugin/fabric/soft/soft_fabric.h"
+#include "rpcrdma/metrics.h"
+#include "rpcrdma/types.h"
 
 namespace rpcrdma::api_internal {
 
@@ -37,6 +40,10 @@ struct ParsedUri {
   std::string address;  // as the fabric expects it
 };
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
+// Testing: the soft fabric options (fault injection) of the fabrics that
+// Channels and Servers make from now on; nullopt restores the defaults.
+void SetSoftFabricOptionsForTesting(
+    std::optional<fabric::SoftFabricOptions> options);
 // Validates `config` against the URI and makes the fabric.
 absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     const ParsedUri& uri, const config::TransportConfig& config);
@@ -60,8 +67,11 @@ class Connection : public engine::MemoryExposer {
         capture;
   };
 
+  // `shared_budget` (optional, not owned): reassembly memory shared with
+  // the other connections of a Server.
   Connection(std::unique_ptr<fabric::Endpoint> endpoint, engine::Config config,
-             Role role, Hooks hooks);
+             Role role, Hooks hooks,
+             engine::ReassemblyBudget* shared_budget = nullptr);
   ~Connection() override;
 
   fabric::Endpoint& endpoint() { return *endpoint_; }
@@ -75,16 +85,39 @@ class Connection : public engine::MemoryExposer {
                  uint32_t version_probe_xid = 0);
   // Carries out `actions` (and everything they lead to).
   void Run(engine::Actions& actions);
+  // The same for the actions of engine::Reply: an RDMA_ERROR among them
+  // is logged as a reply that does not fit the call's chunks.
+  void RunReply(engine::Actions& actions);
   // Consumes the endpoint's completions and connection events.
   void Poll();
   // Starts an orderly disconnect.
   void Disconnect();
 
+  // Names the connection in log records: `id` as LogRecord::connection,
+  // `description` (peer or listener) in every line about it.
+  void SetLogContext(uint64_t id, std::string description);
+  // The first known cause of the connection's loss (empty while up).
+  const std::string& lost_reason() const { return lost_reason_; }
+
   bool disconnected() const { return disconnected_; }
+  // Disconnected, or going down: this side has seen a fatal failure (and
+  // asked the endpoint to disconnect) whose connection event is not polled
+  // yet. A call failed meanwhile failed because of the loss.
+  bool lost() const { return disconnected_ || going_down_; }
   // Disconnected and every posted operation has completed: safe to destroy.
   bool finished() const { return disconnected_ && outstanding_ == 0; }
   Counters counters() const;
+  // Adds one to a counter of this connection (e.g. idle_closes).
+  void Count(uint64_t Counters::*field);
   ConnectionInfo info() const;
+  // Grows with every completion and connection event: the owner tells a
+  // silent connection by an unchanged value (idle timeout).
+  uint64_t activity() const { return activity_; }
+  // Latencies (rpcrdma/metrics.h), recorded by the owning loop thread.
+  void RecordCallRtt(std::chrono::nanoseconds rtt) { call_rtt_.Record(rtt); }
+  void RecordReplyTime(std::chrono::nanoseconds t) { reply_time_.Record(t); }
+  // Any thread; the id is the one given to SetLogContext.
+  ConnectionMetrics metrics() const;
 
   absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
                                        uint32_t access) override;
@@ -137,12 +170,26 @@ class Connection : public engine::MemoryExposer {
   std::map<uint64_t, fabric::RegistrationCache::Lease> write_leases_;
   std::map<uint32_t, fabric::RegistrationCache::Lease> windows_;
   uint64_t outstanding_ = 0;
+  uint64_t activity_ = 0;
   bool disconnected_ = false;
-  std::string lost_reason_;  // the first known cause of the loss
+  bool going_down_ = false;        // see lost()
+  std::string lost_reason_;        // the first known cause of the loss
+  bool local_disconnect_ = false;  // Disconnect() was asked for
+  bool replying_ = false;          // inside RunReply
+  uint64_t log_id_ = 0;
+  std::string log_description_;
+  // The latest received message that did not decode, which the engine
+  // answers with RDMA_ERROR (RFC 8166 §4.5): the reason logged with it.
+  std::optional<std::pair<uint32_t, std::string>> undecodable_;
+  void LogRdmaError(bool sent, uint32_t xid, absl::string_view what);
+  void LogSetUp(const ConnectionInfo& info);
   bool running_ = false;
   std::deque<engine::Action> queue_;
 
   ConnectionInfo ComputeInfo() const;
+
+  LatencyRecorder call_rtt_;
+  LatencyRecorder reply_time_;
 
   mutable std::mutex counters_mu_;
   Counters counters_;

@@ -9,6 +9,7 @@ struct Responder::State {
   uint64_t connection = 0;
   engine::CallId call = 0;
   bool replied = false;
+  std::chrono::steady_clock::time_point delivered_at;
 };
 
 Responder::Responder(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -21,8 +22,9 @@ absl::Status Responder::Send(ServerReply reply) {
     return absl::FailedPreconditionError("responder: already replied");
   }
   state_->replied = true;
-  return state_->queue->Push(api_internal::ReplyQueue::Item{
-      state_->connection, state_->call, std::move(reply)});
+  return state_->queue->Push(
+      api_internal::ReplyQueue::Item{state_->connection, state_->call,
+                                     std::move(reply), state_->delivered_at});
 }
 
 namespace api_internal {
@@ -59,6 +61,7 @@ Responder ResponderAccess::Make(std::shared_ptr<ReplyQueue> queue,
   state->queue = std::move(queue);
   state->connection = connection;
   state->call = call;
+  state->delivered_at = std::chrono::steady_clock::now();
   return Responder(std::move(state));
 }
 
@@ -76,11 +79,11 @@ void ReplySender::Send(Connection& conn, ReplyQueue::Item item) {
     reply.results.push_back(engine::DdpResult{r.position, r.data});
   }
   std::pair<uint64_t, engine::CallId> key{item.connection, item.call};
-  replies_[key] = std::move(stored);
+  replies_[key] = InFlight{std::move(stored), &conn, item.delivered_at};
   engine::Actions out;
   absl::Status st = conn.engine().Reply(item.call, std::move(reply), out);
   if (!st.ok()) replies_.erase(key);
-  conn.Run(out);
+  conn.RunReply(out);
 }
 
 }  // namespace api_internal

@@ -4,6 +4,7 @@
 #ifndef RPCRDMA_PLUGIN_API_RESPONDER_QUEUE_H_
 #define RPCRDMA_PLUGIN_API_RESPONDER_QUEUE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,7 +15,7 @@
 #include "absl/status/status.h"
 #include "plugin/api/connection.h"
 #include "plugin/engine/engine.h"
-#include "plugin/include/rpcrdma/responder.h"
+#include "rpcrdma/responder.h"
 
 namespace rpcrdma::api_internal {
 
@@ -24,6 +25,8 @@ class ReplyQueue {
     uint64_t connection = 0;
     engine::CallId call = 0;
     ServerReply reply;
+    // When the call was delivered to the handler (ConnectionMetrics).
+    std::chrono::steady_clock::time_point delivered_at;
   };
 
   // Wakes the loop through `wake_fd` (an eventfd) after each Push.
@@ -61,9 +64,14 @@ class ReplySender {
       Send(*conn, std::move(item));
     }
   }
-  // The engine sent the reply: its memory may go.
+  // The engine sent the reply: its memory may go, and the time since the
+  // call was delivered is recorded on the connection.
   void Sent(uint64_t connection, engine::CallId call) {
-    replies_.erase({connection, call});
+    auto it = replies_.find({connection, call});
+    if (it == replies_.end()) return;
+    it->second.connection->RecordReplyTime(std::chrono::steady_clock::now() -
+                                           it->second.delivered_at);
+    replies_.erase(it);
   }
   // The connection is gone: so are its replies.
   void Forget(uint64_t connection);
@@ -72,8 +80,12 @@ class ReplySender {
  private:
   void Send(Connection& conn, ReplyQueue::Item item);
 
-  std::map<std::pair<uint64_t, engine::CallId>, std::unique_ptr<ServerReply>>
-      replies_;
+  struct InFlight {
+    std::unique_ptr<ServerReply> reply;
+    Connection* connection = nullptr;  // alive until Forget()
+    std::chrono::steady_clock::time_point delivered_at;
+  };
+  std::map<std::pair<uint64_t, engine::CallId>, InFlight> replies_;
 };
 
 }  // namespace rpcrdma::api_internal

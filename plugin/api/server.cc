@@ -1,4 +1,4 @@
-#include "plugin/include/rpcrdma/server.h"
+#include "rpcrdma/server.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,14 +13,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/api/budget.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/limits.h"
 #include "plugin/api/responder_queue.h"
+#include "plugin/log/logging.h"
 
 namespace rpcrdma {
 namespace api_internal {
-
-using Clock = std::chrono::steady_clock;
 
 class ServerLoop {
  private:
@@ -33,6 +34,15 @@ class ServerLoop {
     Server::Callback done;
     std::optional<Clock::time_point> deadline;
     bool ending = false;  // cancelled for its deadline, awaiting the engine
+    Clock::time_point started;  // call_rtt
+  };
+  // Loop-thread state of one connection for the limits of issue 9.
+  struct Watch {
+    Watch(const config::ResolvedConfig& r, Clock::time_point now)
+        : idle(r.idle_timeout, now), abandoned(r.abandoned_call_timeout) {}
+    IdleWatch idle;
+    AbandonedCallWatch abandoned;
+    uint64_t calls_in_progress = 0;  // delivered, reply not yet sent
   };
 
  public:
@@ -62,10 +72,14 @@ class ServerLoop {
     if (!capture.ok()) return capture.status();
     capture_ = std::move(*capture);
     resolved_ = config::Resolve(config);
+    budget_ = std::make_unique<SharedReassemblyBudget>(
+        resolved_.max_server_reassembly_bytes);
     // The responder speaks version one; under V2_WITH_FALLBACK it answers
     // a version-two probe with ERR_VERS 1..1, which is how a client falls
     // back (draft-cel-nfsv4-rpcrdma-version-two-04 §7.2).
     if (resolved_.version_policy == config::TransportConfig::V2) {
+      RPCRDMA_LOG(kError, 0,
+                  "rejected configuration: version_policy V2 on a Server");
       return absl::UnimplementedError(
           "config: version_policy: V2: this release's Server answers in "
           "version one only (use V1 or V2_WITH_FALLBACK)");
@@ -73,8 +87,12 @@ class ServerLoop {
     absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
         fabric_->Listen(parsed->address);
     if (!listener.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "listen on ", uri, ": ", std::string(listener.status().message())));
+      // A host name that does not resolve stays INVALID_ARGUMENT.
+      return absl::Status(
+          listener.status().code() == absl::StatusCode::kInvalidArgument
+              ? absl::StatusCode::kInvalidArgument
+              : absl::StatusCode::kUnavailable,
+          absl::StrCat("listen on ", uri, ": ", listener.status().message()));
     }
     listener_ = std::move(*listener);
     std::string address = listener_->address();
@@ -101,8 +119,19 @@ class ServerLoop {
   Counters counters() const {
     std::lock_guard<std::mutex> lock(mu_);
     Counters total = closed_counters_;
+    total += server_counters_;
     for (const auto& [id, c] : conns_) total += c->counters();
     return total;
+  }
+  Metrics metrics() const {
+    Metrics m;
+    std::lock_guard<std::mutex> lock(mu_);
+    m.counters = closed_counters_;
+    for (const auto& [id, c] : conns_) {
+      m.connections.push_back(c->metrics());
+      m.counters += m.connections.back().counters;
+    }
+    return m;
   }
   size_t connections() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -124,17 +153,54 @@ class ServerLoop {
   }
 
  private:
+  void CountServer(uint64_t Counters::*field) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(server_counters_.*field);
+  }
+
+  // What the listener reports besides connect requests: an accept that
+  // failed for want of descriptors (the listener backs off by itself;
+  // reported once per episode) or a socket closed for a handshake that
+  // never came.
+  void NoteListenerError(const absl::Status& st) {
+    if (st.code() == absl::StatusCode::kDeadlineExceeded) {
+      CountServer(&Counters::handshake_timeouts);
+      return;
+    }
+    CountServer(&Counters::accept_errors);
+    if (!accept_failing_) {
+      accept_failing_ = true;
+      ReportConnectionEvent(absl::StrCat(
+          "server ", uri_, ": cannot accept connections: ", st.message()));
+    }
+  }
+
   void Accept() {
     while (true) {
       absl::StatusOr<std::unique_ptr<fabric::ConnectRequest>> req =
           listener_->PollConnectRequest();
-      if (!req.ok() || *req == nullptr) return;
+      if (!req.ok()) {
+        NoteListenerError(req.status());
+        continue;
+      }
+      if (*req == nullptr) return;
+      accept_failing_ = false;
       engine::Config ecfg = EngineConfigFor(resolved_, Role::kResponder);
       std::vector<uint8_t> private_data;
       if (resolved_.inline_settings.cm_private_data) {
         engine::Engine probe(ecfg, nullptr);
         auto pd = probe.LocalPrivateData();
         private_data.assign(pd.begin(), pd.end());
+      }
+      if (conns_.size() >= resolved_.max_connections) {
+        // Refused before anything is allocated for it; the client reports
+        // the reason (channel.h).
+        absl::Status rejected = (*req)->Reject(RejectPrivateData(
+            private_data, absl::StrCat("connection limit reached (",
+                                       resolved_.max_connections, ")")));
+        (void)rejected;  // a peer already gone needs no answer
+        CountServer(&Counters::connections_rejected);
+        continue;
       }
       std::vector<uint8_t> peer((*req)->private_data().begin(),
                                 (*req)->private_data().end());
@@ -147,10 +213,17 @@ class ServerLoop {
         IncomingCall call{id, d.xid, std::move(d.message),
                           std::move(d.write_chunk_capacities),
                           d.reply_chunk_capacity};
+        if (auto w = watches_.find(id); w != watches_.end()) {
+          ++w->second.calls_in_progress;
+        }
         handler_(std::move(call), ResponderAccess::Make(queue_, id, d.call));
       };
       hooks.reply_sent = [this, id](engine::ReplySent& r) {
         replies_.Sent(id, r.call);
+        if (auto w = watches_.find(id);
+            w != watches_.end() && w->second.calls_in_progress > 0) {
+          --w->second.calls_in_progress;
+        }
       };
       hooks.complete = [this, id](engine::CompleteCall& c) {
         FinishBackward(id, c.call,
@@ -160,8 +233,10 @@ class ServerLoop {
         FinishBackward(id, f.call, std::move(f.status));
       };
       AttachCapture(capture_, Role::kResponder, hooks);
-      auto conn = std::make_unique<Connection>(std::move(*ep), ecfg,
-                                               Role::kResponder, hooks);
+      auto conn = std::make_unique<Connection>(
+          std::move(*ep), ecfg, Role::kResponder, hooks, budget_.get());
+      conn->SetLogContext(id, absl::StrCat("server ", uri_));
+      watches_.emplace(id, Watch(resolved_, Clock::now()));
       Connection* raw = conn.get();
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -203,6 +278,7 @@ class ServerLoop {
     call.results = c.request.results;
     call.max_reply_size = c.request.max_reply_size;
     engine::Actions out;
+    const Clock::time_point started = Clock::now();
     absl::StatusOr<engine::CallId> eid =
         it->second->engine().StartCall(std::move(call), out);
     if (!eid.ok()) {
@@ -214,7 +290,8 @@ class ServerLoop {
     if (!deadline && resolved_.request_deadline.count() > 0) {
       deadline = Clock::now() + resolved_.request_deadline;
     }
-    backward_[{c.connection, *eid}] = BackwardCall{std::move(c.done), deadline};
+    backward_[{c.connection, *eid}] =
+        BackwardCall{std::move(c.done), deadline, false, started};
     it->second->Run(out);
   }
 
@@ -223,6 +300,12 @@ class ServerLoop {
     auto it = backward_.find({connection, call});
     if (it == backward_.end()) return;
     Server::Callback done = std::move(it->second.done);
+    if (result.ok()) {
+      auto conn = conns_.find(connection);
+      if (conn != conns_.end()) {
+        conn->second->RecordCallRtt(Clock::now() - it->second.started);
+      }
+    }
     backward_.erase(it);
     done(std::move(result));
   }
@@ -244,6 +327,58 @@ class ServerLoop {
           call, absl::DeadlineExceededError("server: deadline exceeded"), out);
       it->second->Run(out);
     }
+  }
+
+  // Reassembly memory came free: connections whose calls wait for it may
+  // go on (engine.h OnBudgetReleased). Repeated while releases keep coming.
+  void ResumeWaitingCalls() {
+    uint64_t releases;
+    while ((releases = budget_->releases()) != budget_releases_seen_) {
+      budget_releases_seen_ = releases;
+      for (auto& [id, c] : conns_) {
+        if (c->disconnected() || c->engine().calls_awaiting_memory() == 0) {
+          continue;
+        }
+        engine::Actions out;
+        c->engine().OnBudgetReleased(out);
+        c->Run(out);
+      }
+    }
+  }
+
+  // Idle connections and abandoned backward calls (server.h); returns when
+  // to look again at the latest.
+  std::optional<Clock::time_point> EnforceLimits(Clock::time_point now) {
+    std::optional<Clock::time_point> next;
+    auto sooner = [&next](std::optional<Clock::time_point> t) {
+      if (t && (!next || *t < *next)) next = t;
+    };
+    for (auto& [id, c] : conns_) {
+      auto w = watches_.find(id);
+      if (w == watches_.end() || c->disconnected()) continue;
+      const engine::Engine& e = c->engine();
+      const bool busy = w->second.calls_in_progress > 0 ||
+                        e.calls_outstanding() > 0 || e.calls_queued() > 0 ||
+                        e.calls_awaiting_memory() > 0;
+      if (w->second.idle.Expired(c->activity(), busy, now)) {
+        c->Count(&Counters::idle_closes);
+        ReportConnectionEvent(
+            absl::StrCat("server ", uri_, ": closing connection ", id,
+                         ": idle for ", resolved_.idle_timeout.count(), " ms"));
+        c->Disconnect();
+        continue;
+      }
+      sooner(w->second.idle.deadline());
+      if (std::optional<std::string> why = w->second.abandoned.Check(e, now)) {
+        c->Count(&Counters::abandoned_call_disconnects);
+        ReportConnectionEvent(absl::StrCat(
+            "server ", uri_, ": closing connection ", id, ": ", *why));
+        c->Disconnect();
+        continue;
+      }
+      sooner(w->second.abandoned.next_check());
+    }
+    return next;
   }
 
   void Wake() {
@@ -276,6 +411,7 @@ class ServerLoop {
         SendReplies();
       }
       for (auto& [id, c] : conns_) c->Poll();
+      ResumeWaitingCalls();
       Clock::time_point now = Clock::now();
       if (stop && !stop_since) {
         stop_since = now;
@@ -286,6 +422,7 @@ class ServerLoop {
         bool expired = stop && now - *stop_since > std::chrono::seconds(10);
         if (it->second->finished() || expired) {
           replies_.Forget(it->first);
+          watches_.erase(it->first);
           std::unique_ptr<Connection> dead;
           {
             std::lock_guard<std::mutex> lock(mu_);
@@ -298,6 +435,8 @@ class ServerLoop {
         }
       }
       ExpireBackward(now);
+      std::optional<Clock::time_point> next_limit;
+      if (!stop) next_limit = EnforceLimits(now);
       if (stop && conns_.empty()) break;
       std::vector<pollfd> fds;
       fds.push_back({wake_fd_, POLLIN, 0});
@@ -306,6 +445,12 @@ class ServerLoop {
         fds.push_back({c->endpoint().event_fd(), POLLIN, 0});
       }
       int timeout = stop ? 10 : 1000;
+      if (next_limit) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      *next_limit - now)
+                      .count();
+        timeout = static_cast<int>(std::clamp<int64_t>(ms + 1, 1, timeout));
+      }
       for (const auto& [key, b] : backward_) {
         if (!b.deadline || b.ending) continue;
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -335,6 +480,7 @@ class ServerLoop {
   std::unique_ptr<fabric::Listener> listener_;
   config::ResolvedConfig resolved_;
   std::shared_ptr<CaptureTap> capture_;  // null without capture_path
+  std::unique_ptr<SharedReassemblyBudget> budget_;
   std::string uri_;
   std::thread thread_;
   uint64_t next_conn_ = 1;
@@ -344,12 +490,16 @@ class ServerLoop {
   mutable std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Connection>> conns_;
   Counters closed_counters_;
+  Counters server_counters_;  // the listener's: rejects, accept errors
   bool stopping_ = false;
   std::vector<BackwardCommand> backward_commands_;
 
   // Loop thread only.
   ReplySender replies_;
   std::map<std::pair<uint64_t, engine::CallId>, BackwardCall> backward_;
+  std::map<uint64_t, Watch> watches_;
+  uint64_t budget_releases_seen_ = 0;
+  bool accept_failing_ = false;
 };
 
 }  // namespace api_internal
@@ -368,6 +518,7 @@ Server::~Server() = default;
 
 std::string Server::uri() const { return loop_->uri(); }
 Counters Server::counters() const { return loop_->counters(); }
+Metrics Server::metrics() const { return loop_->metrics(); }
 
 void Server::Call(uint64_t connection, CallRequest request, Callback done) {
   loop_->SubmitBackward(connection, std::move(request), std::move(done));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "plugin/config/field_at.h"
 
 namespace rpcrdma::config {
 namespace {
@@ -202,9 +203,38 @@ void ValidateLimits(const TransportConfig& c, Validator& v) {
               l.max_header_segments(), kDefaultMaxHeaderSegments),
           1u, kMaxHeaderSegments,
           "the header must fit a 1024-octet inline threshold");
-  v.Range(Get("limits.max_call_size", l.has_max_call_size(), l.max_call_size(),
-              kDefaultMaxCallSize),
-          kMinCallSize, kMaxCallSize);
+  const Value<uint32_t> call_size =
+      Get("limits.max_call_size", l.has_max_call_size(), l.max_call_size(),
+          kDefaultMaxCallSize);
+  const bool call_size_ok = v.Range(call_size, kMinCallSize, kMaxCallSize);
+  const uint64_t largest_call = call_size.value;
+  const Value<uint64_t> per_connection =
+      Get("limits.max_reassembly_bytes", l.has_max_reassembly_bytes(),
+          l.max_reassembly_bytes(),
+          kDefaultReassemblyCallsPerConnection * largest_call);
+  const Value<uint64_t> per_server =
+      Get("limits.max_server_reassembly_bytes",
+          l.has_max_server_reassembly_bytes(), l.max_server_reassembly_bytes(),
+          kDefaultReassemblyCallsPerServer * largest_call);
+  const bool connection_ok =
+      v.Range(per_connection, uint64_t{1}, kMaxReassemblyBytes);
+  const bool server_ok = v.Range(per_server, uint64_t{1}, kMaxReassemblyBytes);
+  if (call_size_ok && connection_ok && per_connection.value < largest_call) {
+    v.Error(per_connection,
+            absl::StrCat("is below limits.max_call_size (", largest_call,
+                         call_size.is_default ? ", the default" : "",
+                         "); a largest call could never be served"));
+  }
+  if (connection_ok && server_ok && per_server.value < per_connection.value) {
+    v.Error(per_server,
+            absl::StrCat("is below limits.max_reassembly_bytes (",
+                         per_connection.value,
+                         per_connection.is_default ? ", the default" : "",
+                         "); one connection could never use its own budget"));
+  }
+  v.Range(Get("limits.max_connections", l.has_max_connections(),
+              l.max_connections(), kDefaultMaxConnections),
+          1u, kMaxConnections);
 }
 
 void ValidateTimeouts(const TransportConfig& c, Validator& v) {
@@ -231,20 +261,31 @@ void ValidateTimeouts(const TransportConfig& c, Validator& v) {
   }
   v.Range(Get("timeouts.idle_ms", t.has_idle_ms(), t.idle_ms(), kDefaultIdleMs),
           int64_t{0}, kMaxTimeoutMs);
+  v.Range(Get("timeouts.handshake_ms", t.has_handshake_ms(), t.handshake_ms(),
+              kDefaultHandshakeMs),
+          int64_t{1}, kMaxTimeoutMs);
+  v.Range(Get("timeouts.abandoned_call_ms", t.has_abandoned_call_ms(),
+              t.abandoned_call_ms(), kDefaultAbandonedCallMs),
+          int64_t{1}, kMaxTimeoutMs);
 }
 
 // ---------------------------------------------------------------- parsing
 
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
-  explicit ErrorCollector(absl::string_view source) : source_(source) {}
+  ErrorCollector(absl::string_view source, absl::string_view text)
+      : source_(source), text_(text) {}
 
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
-    // The tokenizer counts lines and columns from zero.
+    // The tokenizer counts lines and columns from zero. A wrong value is
+    // reported without its field: name it (issue 9).
     if (line >= 0) {
-      errors_.push_back(
-          absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message));
+      std::string field =
+          FieldAt(text_, line, column, *TransportConfig::descriptor());
+      errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1,
+                                     ": ", field, field.empty() ? "" : ": ",
+                                     message));
     } else {
       errors_.push_back(absl::StrCat(source_, ": ", message));
     }
@@ -256,6 +297,7 @@ class ErrorCollector : public google::protobuf::io::ErrorCollector {
 
  private:
   absl::string_view source_;
+  absl::string_view text_;
   std::vector<std::string> errors_;
 };
 
@@ -354,7 +396,7 @@ absl::Status ValidateConfig(const TransportConfig& config,
 
 absl::StatusOr<TransportConfig> ParseConfigText(absl::string_view text,
                                                 absl::string_view source_name) {
-  ErrorCollector errors(source_name);
+  ErrorCollector errors(source_name, text);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   TransportConfig config;
@@ -395,12 +437,19 @@ TransportConfig DefaultConfig() {
   l->set_max_segments_per_chunk(kDecoderBounds.max_segments_per_chunk);
   l->set_max_header_segments(kDefaultMaxHeaderSegments);
   l->set_max_call_size(kDefaultMaxCallSize);
+  l->set_max_reassembly_bytes(kDefaultReassemblyCallsPerConnection *
+                              kDefaultMaxCallSize);
+  l->set_max_server_reassembly_bytes(kDefaultReassemblyCallsPerServer *
+                                     kDefaultMaxCallSize);
+  l->set_max_connections(kDefaultMaxConnections);
   Timeouts* t = c.mutable_timeouts();
   t->set_connect_ms(kDefaultConnectMs);
   t->set_request_deadline_ms(kDefaultRequestDeadlineMs);
   t->set_reconnect_backoff_initial_ms(kDefaultReconnectBackoffInitialMs);
   t->set_reconnect_backoff_max_ms(kDefaultReconnectBackoffMaxMs);
   t->set_idle_ms(kDefaultIdleMs);
+  t->set_handshake_ms(kDefaultHandshakeMs);
+  t->set_abandoned_call_ms(kDefaultAbandonedCallMs);
   return c;
 }
 
@@ -453,6 +502,16 @@ ResolvedConfig Resolve(const TransportConfig& config) {
                               : kDefaultMaxHeaderSegments;
   r.max_call_size =
       l.has_max_call_size() ? l.max_call_size() : kDefaultMaxCallSize;
+  r.max_reassembly_bytes =
+      l.has_max_reassembly_bytes()
+          ? l.max_reassembly_bytes()
+          : kDefaultReassemblyCallsPerConnection * r.max_call_size;
+  r.max_server_reassembly_bytes =
+      l.has_max_server_reassembly_bytes()
+          ? l.max_server_reassembly_bytes()
+          : kDefaultReassemblyCallsPerServer * r.max_call_size;
+  r.max_connections =
+      l.has_max_connections() ? l.max_connections() : kDefaultMaxConnections;
   const Timeouts& t = config.timeouts();
   auto ms = [](bool has, int64_t value, int64_t fallback) {
     return std::chrono::milliseconds(has ? value : fallback);
@@ -467,6 +526,10 @@ ResolvedConfig Resolve(const TransportConfig& config) {
       ms(t.has_reconnect_backoff_max_ms(), t.reconnect_backoff_max_ms(),
          kDefaultReconnectBackoffMaxMs);
   r.idle_timeout = ms(t.has_idle_ms(), t.idle_ms(), kDefaultIdleMs);
+  r.handshake_timeout =
+      ms(t.has_handshake_ms(), t.handshake_ms(), kDefaultHandshakeMs);
+  r.abandoned_call_timeout = ms(t.has_abandoned_call_ms(),
+                                t.abandoned_call_ms(), kDefaultAbandonedCallMs);
   return r;
 }
 

@@ -1,8 +1,8 @@
 // Loads a TransportConfig from a text protobuf file and checks it.
 //
 // The schema, with every field's unit, range and default, is
-// plugin/proto/config.proto. Errors carry the source name so a user can find
-// the mistake:
+// plugin/proto/rpcrdma/config.proto. Errors carry the source name so a user can
+// find the mistake:
 //   - syntax errors and unknown fields:  "<source>:<line>:<column>: <what>"
 //   - invalid values: "<source>: <field.path>: <reason>", one line per
 //     offending field
@@ -17,9 +17,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "plugin/proto/config.pb.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
+#include "rpcrdma/config.pb.h"
 
 namespace rpcrdma::config {
 
@@ -37,6 +37,12 @@ inline constexpr int64_t kDefaultRequestDeadlineMs = 60000;
 inline constexpr int64_t kDefaultReconnectBackoffInitialMs = 5000;
 inline constexpr int64_t kDefaultReconnectBackoffMaxMs = 30000;
 inline constexpr int64_t kDefaultIdleMs = 300000;
+inline constexpr int64_t kDefaultHandshakeMs = kDefaultConnectMs;
+inline constexpr int64_t kDefaultAbandonedCallMs = 5000;
+// Multiples of limits.max_call_size (config.proto says why).
+inline constexpr uint64_t kDefaultReassemblyCallsPerConnection = 2;
+inline constexpr uint64_t kDefaultReassemblyCallsPerServer = 8;
+inline constexpr uint32_t kDefaultMaxConnections = 220;
 
 // Bounds the validator enforces.
 inline constexpr uint32_t kMaxCredits = 65535;
@@ -44,6 +50,8 @@ inline constexpr uint32_t kMaxHeaderSegments = 32;
 inline constexpr uint32_t kMinCallSize = 1024;
 inline constexpr uint32_t kMaxCallSize = 1u << 28;
 inline constexpr int64_t kMaxTimeoutMs = 86400000;  // one day
+inline constexpr uint64_t kMaxReassemblyBytes = uint64_t{1} << 40;
+inline constexpr uint32_t kMaxConnections = 1u << 20;
 // Largest configuration file LoadConfigFile reads.
 inline constexpr size_t kMaxConfigFileSize = 1 << 20;
 
@@ -105,6 +113,12 @@ struct ResolvedConfig {
   uint32_t max_header_segments = kDefaultMaxHeaderSegments;
   // Largest reassembled call accepted as a responder.
   uint32_t max_call_size = kDefaultMaxCallSize;
+  // Reassembly memory per connection and per Server (responder).
+  uint64_t max_reassembly_bytes =
+      kDefaultReassemblyCallsPerConnection * kDefaultMaxCallSize;
+  uint64_t max_server_reassembly_bytes =
+      kDefaultReassemblyCallsPerServer * kDefaultMaxCallSize;
+  uint32_t max_connections = kDefaultMaxConnections;
   std::chrono::milliseconds connect_timeout{kDefaultConnectMs};
   // Zero: no default deadline.
   std::chrono::milliseconds request_deadline{kDefaultRequestDeadlineMs};
@@ -114,6 +128,8 @@ struct ResolvedConfig {
       kDefaultReconnectBackoffMaxMs};
   // Zero: never close an idle connection.
   std::chrono::milliseconds idle_timeout{kDefaultIdleMs};
+  std::chrono::milliseconds handshake_timeout{kDefaultHandshakeMs};
+  std::chrono::milliseconds abandoned_call_timeout{kDefaultAbandonedCallMs};
 };
 ResolvedConfig Resolve(const TransportConfig& config);
 

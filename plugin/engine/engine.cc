@@ -16,8 +16,11 @@
 
 namespace rpcrdma::engine {
 
-Engine::Engine(Config config, MemoryExposer* exposer)
-    : config_(std::move(config)), exposer_(exposer) {
+Engine::Engine(Config config, MemoryExposer* exposer,
+               ReassemblyBudget* shared_budget)
+    : config_(std::move(config)),
+      exposer_(exposer),
+      shared_budget_(shared_budget) {
   config_.credits = std::max<uint32_t>(config_.credits, 1);
   config_.max_segment_size = std::max<uint32_t>(config_.max_segment_size, 1);
   // RFC 8167 roles. A server (responder role only) with a configured peer
@@ -54,6 +57,7 @@ std::array<uint8_t, wire::kPrivateDataSize> Engine::LocalPrivateData() const {
 
 void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   connected_ = true;
+  closing_ = false;
   // RFC 8797 §4.2 / §5.1, redone on every connection.
   peer_private_data_ = wire::FindPrivateData(params.peer_private_data);
   thresholds_ = wire::NegotiateInline(
@@ -164,25 +168,28 @@ void Engine::OnDisconnected(Actions& out) {
                             "RPC-over-RDMA connection lost before the reply")},
            std::nullopt, out);
   }
-  // Responder: calls not waiting for a read or send completion are dropped;
-  // memory the fabric may still touch stays until its flush completion.
+  // Responder: calls not waiting for a read or send completion are dropped
+  // (releasing their memory); memory the fabric may still touch stays
+  // reserved until its flush completion ends the call. No credit survives
+  // the connection.
   read_queue_.clear();
-  for (auto it = incoming_.begin(); it != incoming_.end();) {
+  awaiting_memory_.clear();
+  calls_awaiting_memory_ = 0;
+  std::vector<CallId> ended;
+  for (auto& [id, c] : incoming_) {
+    ReleaseResponderCredit(c);
     bool busy = false;
-    for (const auto& [op, call] : reads_in_flight_) busy |= call == it->first;
-    if (!busy && it->second.state != RespState::kSending) {
-      it = incoming_.erase(it);
-    } else {
-      ++it;
-    }
+    for (const auto& [op, call] : reads_in_flight_) busy |= call == id;
+    if (!busy && c.state != RespState::kSending) ended.push_back(id);
   }
+  for (CallId id : ended) EndIncoming(id, out);
 }
 
 // ---- Requester ------------------------------------------------------------
 
 void Engine::OnReceive(absl::Span<const uint8_t> bytes,
                        std::optional<uint32_t> invalidated, Actions& out) {
-  if (!connected_) return;
+  if (!connected_ || closing_) return;
   // The consumed receive is replaced at once (receives per credit).
   out.push_back(PostReceives{1, config_.local.receive_size});
   if (negotiating_) {
@@ -242,6 +249,13 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   // ULP to use the backchannel only once both sides support it).
   if (!responder_on_ || bytes.size() < kMinCallHeader) return;
   if (!decoded.ok()) {
+    // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
+    // goes from responder to requester only); a malformed one is dropped,
+    // as Linux's svcrdma drops every RDMA_ERROR.
+    if (wire::LoadBigEndian32(bytes.data() + 12) ==
+        static_cast<uint32_t>(wire::V1Proc::kError)) {
+      return;
+    }
     // RFC 8166 §4.5.1 / §4.5.2.
     wire::V1Header reply =
         wire::V1ErrorReplyFor(bytes, decoded.error(), responder_grant_);

@@ -105,6 +105,45 @@
 //   Send With Invalidate only when both sides set R and every segment of
 //   the call names the same handle (RFC 8797 §4.1, Linux's rule).
 //
+// - Credit enforcement (RFC 8166 §3.3.1): the responder counts calls
+//   received and not yet answered; a call's credit is free once its reply
+//   or error Send is emitted (the requester may reuse it on seeing the
+//   reply, before the send completes). A call beyond the grant this side
+//   advertises (Config::credits; a client serving backward calls:
+//   backchannel_credits) ends the connection: CloseConnection with
+//   RESOURCE_EXHAUSTED, and every later receive is ignored. The advertised
+//   grant applies from the first call (the one-credit start protects the
+//   requester only). Calls answered at once with an error hold no credit.
+//   Linux's svcrdma counts nothing; a client over its grant runs its
+//   receive queue dry and the connection fails (see responder.cc).
+// - Reassembly memory (RFC 5666 §11): before anything is allocated for an
+//   incoming call (inline or chunked), its reassembled size is reserved in
+//   Config::max_reassembly_bytes and in the shared ReassemblyBudget. A
+//   call larger than either can ever hold is answered ERR_CHUNK, like one
+//   over max_call_size. Otherwise, when memory is short, the call waits in
+//   arrival order (later calls queue behind it even if they would fit)
+//   holding only its inline payload, with no read issued; it starts when
+//   this engine ends a call or OnBudgetReleased reports memory freed
+//   elsewhere. Exactly the reservation is released when the call ends:
+//   reply Send completed, ERR_CHUNK, failed read, discarded, disconnect
+//   (a call whose read or send the fabric may still touch keeps it until
+//   that completion). A delivered call dropped by a disconnect releases
+//   its reservation at once, though the handler may still hold its Buffer.
+// - What reaches the handler (RFC 8166 §4.1): a reassembled message shorter
+//   than the six fixed words of an RPC call header, whose msg_type is not
+//   CALL, or whose XID is not rdma_xid, is dropped without reply and
+//   counted (calls_discarded()); Linux's svc_process drops short and
+//   wrong-direction messages the same way.
+// - An RDMA_ERROR is never answered: a malformed one is dropped like any
+//   other RDMA_ERROR the responder receives.
+// - A reply whose results cannot be conveyed (ERR_CHUNK) still emits
+//   ReplySent, so the caller frees the reply's memory; the call's state is
+//   gone with it.
+// - Requester: an inline reply longer than the call's max_reply_size fails
+//   the call with RESOURCE_EXHAUSTED (after its handles are invalidated).
+// - Chunk capacities handed to the handler are 64-bit sums of segment
+//   lengths (a chunk of many segments may exceed 4 GiB).
+//
 // Memory safety: every handle a call exposed is invalidated (Invalidate
 // action, then OnInvalidated event) before CompleteCall or FailCall hands the
 // caller its buffers back, whatever ended the call (reply, RDMA_ERROR,
@@ -129,6 +168,7 @@
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
 #include "plugin/wire/v1.h"
+#include "rpcrdma/buffer.h"
 
 namespace rpcrdma::engine {
 
@@ -153,6 +193,22 @@ class MemoryExposer {
   // must name it). `memory` stays valid until the handle is invalidated.
   virtual absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
                                                uint32_t access) = 0;
+};
+
+// Memory the responder may hold for incoming calls, shared by several
+// engines (a Server's connections): RFC 5666 §11 asks a responder to
+// protect itself from a requester that names large chunks. Thread-safe when
+// shared across threads. An engine reserves a call's reassembly size before
+// it allocates anything for it and releases it once the call's reply has
+// been sent (or the call is dropped).
+class ReassemblyBudget {
+ public:
+  virtual ~ReassemblyBudget() = default;
+  // Takes `bytes` when that much is free now.
+  virtual bool TryReserve(uint64_t bytes) = 0;
+  virtual void Release(uint64_t bytes) = 0;
+  // The most that can ever be reserved: a call above it is never served.
+  virtual uint64_t capacity() const = 0;
 };
 
 // ---- Actions -------------------------------------------------------------
@@ -198,11 +254,12 @@ struct Invalidate {
 struct DeliverCall {
   CallId call = 0;
   uint32_t xid = 0;
-  std::vector<uint8_t> message;  // the reassembled RPC call stream
+  Buffer message;  // the reassembled RPC call stream
   // Capacities the requester offered for the reply (RFC 8166 §3.4.7,
   // §3.5.4): octets per write chunk, and of the reply chunk (0 if none).
-  std::vector<uint32_t> write_chunk_capacities;
-  uint32_t reply_chunk_capacity = 0;
+  // 64 bits: a chunk of many segments may exceed 4 GiB.
+  std::vector<uint64_t> write_chunk_capacities;
+  uint64_t reply_chunk_capacity = 0;
 };
 // Responder: the reply to `call` has been sent; the DdpResult memory given
 // to Reply() may be reused.
@@ -224,8 +281,17 @@ struct FailCall {
   absl::Status status;
 };
 
+// The peer broke a rule that leaves no way to go on with this connection
+// (for example a requester that exceeds its credit grant, RFC 8166
+// §3.3.1): the driver disconnects, naming `reason`, and then reports
+// OnDisconnected as for any loss. The engine ignores further receives.
+struct CloseConnection {
+  absl::Status reason;
+};
+
 using Action = std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
-                            DeliverCall, ReplySent, CompleteCall, FailCall>;
+                            DeliverCall, ReplySent, CompleteCall, FailCall,
+                            CloseConnection>;
 using Actions = std::vector<Action>;
 
 // ---- Calls and replies -----------------------------------------------------
@@ -273,6 +339,10 @@ struct Config {
                               .max_segments_per_chunk = 16};
   // Largest reassembled incoming call the responder accepts.
   uint32_t max_call_size = 1u << 20;
+  // Responder: octets of incoming calls this connection may hold at once,
+  // from reassembly until the reply has been sent (with the shared budget
+  // given to the constructor, if any, on top). 0 = no per-connection bound.
+  uint64_t max_reassembly_bytes = 0;
   // Largest segment one exposure may cover; longer buffers are split.
   uint32_t max_segment_size = 1u << 20;
   // Requester: segments one call's transport header may name, all lists
@@ -315,7 +385,11 @@ struct ConnectionParams {
 
 class Engine {
  public:
-  Engine(Config config, MemoryExposer* exposer);
+  // `shared_budget` (optional, not owned): the reassembly memory shared
+  // with other connections (a Server's), besides
+  // Config::max_reassembly_bytes.
+  Engine(Config config, MemoryExposer* exposer,
+         ReassemblyBudget* shared_budget = nullptr);
 
   // The eight octets of RFC 8797 private data to send on connect/accept.
   std::array<uint8_t, wire::kPrivateDataSize> LocalPrivateData() const;
@@ -334,8 +408,13 @@ class Engine {
   absl::StatusOr<CallId> StartCall(OutgoingCall call, Actions& out);
   // Requester: ends a call early (deadline or cancellation) with `status`.
   // A call already sent keeps its credit until its reply arrives (and is
-  // dropped), so the grant is never exceeded.
+  // dropped), so the grant is never exceeded; calls_abandoned() counts
+  // them, so the driver can tell when they hold every credit.
   void Cancel(CallId call, absl::Status status, Actions& out);
+
+  // Responder: memory was released in the shared ReassemblyBudget by
+  // another engine; calls waiting for it are started if it now suffices.
+  void OnBudgetReleased(Actions& out);
 
   // Responder: answers a delivered call. INVALID_ARGUMENT for an unknown
   // call or misplaced result positions. A reply that cannot be conveyed in
@@ -354,6 +433,23 @@ class Engine {
   const wire::InlineThresholds& thresholds() const { return thresholds_; }
   uint32_t credit_grant() const { return grant_; }
   uint32_t calls_outstanding() const { return outstanding_; }
+  // Sent calls that ended early (Cancel) and still hold their credit,
+  // awaiting a reply that may never come.
+  uint32_t calls_abandoned() const {
+    return static_cast<uint32_t>(cancelled_xids_.size());
+  }
+  // Responder: incoming calls waiting for reassembly memory.
+  size_t calls_awaiting_memory() const { return calls_awaiting_memory_; }
+  // Responder: calls received and not yet answered (each holds one of the
+  // credits this side granted, RFC 8166 §3.3.1).
+  uint32_t calls_unanswered() const { return calls_unanswered_; }
+  // Responder: octets reserved for incoming calls on this connection (in
+  // the per-connection limit and the shared budget alike).
+  uint64_t reassembly_bytes_held() const { return reassembly_held_; }
+  // Responder: incoming calls dropped without delivery or reply because
+  // their RPC message is no RPC call (shorter than an RPC call header,
+  // msg_type not CALL, or an RPC XID other than rdma_xid; RFC 8166 §4.1).
+  uint64_t calls_discarded() const { return calls_discarded_; }
   size_t calls_queued() const { return queue_.size(); }
   bool connected() const { return connected_; }
   // Receives this side keeps posted (credits plus backchannel receives).
@@ -393,13 +489,18 @@ class Engine {
     size_t pending_invalidations = 0;
     std::optional<Action> outcome;  // CompleteCall or FailCall
   };
-  enum class RespState { kReading, kDelivered, kSending };
+  enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
   struct ResponderCall {
     CallId id = 0;
     uint32_t xid = 0;
     wire::ChunkLists chunks;
-    std::vector<uint8_t> staging;  // base stream then each chunk's data
-    std::vector<uint8_t> message;
+    bool nomsg = false;
+    uint64_t size = 0;      // the reassembled call, octets
+    uint64_t reserved = 0;  // of the budgets, released when the call ends
+    bool holds_credit = false;
+    std::vector<uint8_t> inline_payload;  // RDMA_MSG awaiting memory
+    Buffer staging;                       // base stream then each chunk's data
+    Buffer message;
     std::vector<uint8_t> reply_stream;  // kept until the Send completes
     size_t reads_pending = 0;
     bool failed = false;  // a read failed; never delivered
@@ -433,6 +534,12 @@ class Engine {
   // Responder.
   void HandleCall(const wire::V1Decoded& decoded,
                   absl::Span<const uint8_t> bytes, Actions& out);
+  void BeginReassembly(ResponderCall& c,
+                       absl::Span<const uint8_t> inline_payload, Actions& out);
+  bool ReserveReassembly(uint64_t bytes);
+  void StartCallsAwaitingMemory(Actions& out);
+  void EndIncoming(CallId id, Actions& out);
+  void ReleaseResponderCredit(ResponderCall& c);
   void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out);
   void IssueReads(Actions& out);
   bool PlaceReadsDirectly(ResponderCall& c,
@@ -446,6 +553,14 @@ class Engine {
 
   Config config_;
   MemoryExposer* exposer_;
+  ReassemblyBudget* shared_budget_;
+  size_t calls_awaiting_memory_ = 0;
+  uint32_t calls_unanswered_ = 0;
+  uint64_t reassembly_held_ = 0;
+  uint64_t calls_discarded_ = 0;
+  // CloseConnection was emitted: receives are ignored until reconnected.
+  bool closing_ = false;
+  std::deque<CallId> awaiting_memory_;  // in arrival order
   bool connected_ = false;
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;

@@ -1,6 +1,7 @@
 #include "plugin/engine/engine_util.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,22 +12,36 @@ namespace rpcrdma::engine {
 // Rebuilds an XDR stream from its reduced form by inserting each item with
 // its XDR roundup (RFC 4506 §4.10) at its position. Positions are validated
 // (non-decreasing, within the stream) by the caller.
-std::vector<uint8_t> InsertItems(absl::Span<const uint8_t> reduced,
-                                 absl::Span<const Item> items) {
+size_t InsertedSize(absl::Span<const uint8_t> reduced,
+                    absl::Span<const Item> items) {
   size_t total = reduced.size();
   for (const Item& item : items) total += wire::XdrRoundUp(item.data.size());
-  std::vector<uint8_t> out;
-  out.reserve(total);
+  return total;
+}
+
+void InsertItemsInto(absl::Span<const uint8_t> reduced,
+                     absl::Span<const Item> items, absl::Span<uint8_t> out) {
+  uint8_t* to = out.data();
+  auto put = [&](const uint8_t* from, size_t n) {
+    CopyBytes(to, from, n);
+    to += n;
+  };
   size_t at = 0;
   for (const Item& item : items) {
-    out.insert(out.end(), reduced.begin() + static_cast<ptrdiff_t>(at),
-               reduced.begin() + item.position);
-    out.insert(out.end(), item.data.begin(), item.data.end());
-    out.insert(out.end(), wire::XdrPad(item.data.size()), uint8_t{0});
+    put(reduced.data() + at, item.position - at);
+    put(item.data.data(), item.data.size());
+    const size_t pad = wire::XdrPad(item.data.size());
+    if (pad != 0) std::memset(to, 0, pad);  // `to` may be null when empty
+    to += pad;
     at = item.position;
   }
-  out.insert(out.end(), reduced.begin() + static_cast<ptrdiff_t>(at),
-             reduced.end());
+  put(reduced.data() + at, reduced.size() - at);
+}
+
+std::vector<uint8_t> InsertItems(absl::Span<const uint8_t> reduced,
+                                 absl::Span<const Item> items) {
+  std::vector<uint8_t> out(InsertedSize(reduced, items));
+  InsertItemsInto(reduced, items, absl::MakeSpan(out));
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,8 +23,19 @@ inline constexpr size_t kMinCallHeader = 28;
 // (four fixed words and the error code), the Linux client's
 // RPCRDMA_HDRLEN_ERR.
 inline constexpr size_t kMinReplyHeader = 20;
+// The shortest message delivered as an RPC call: the six fixed words of an
+// RPC call header (RFC 5531 §9: XID, msg_type, rpcvers, prog, vers, proc).
+// Linux's svc_process_common drops anything shorter; a missing credential
+// or verifier is the RPC layer's to answer (with an RPC error reply).
+inline constexpr size_t kMinRpcCallHeader = 24;
 // RPC msg_type CALL (RFC 5531 §9), the word after the XID.
 inline constexpr uint32_t kRpcCall = 0;
+
+// memcpy that accepts an empty copy from or to a null pointer (an empty
+// Buffer or vector has one), which memcpy itself leaves undefined.
+inline void CopyBytes(void* to, const void* from, size_t n) {
+  if (n != 0) std::memcpy(to, from, n);
+}
 
 // A DDP item at its XDR position in a reduced stream.
 struct Item {
@@ -36,6 +48,11 @@ struct Item {
 // (non-decreasing, within the stream) by the caller.
 std::vector<uint8_t> InsertItems(absl::Span<const uint8_t> reduced,
                                  absl::Span<const Item> items);
+// The same into `out`, which must hold InsertedSize(reduced, items) octets.
+size_t InsertedSize(absl::Span<const uint8_t> reduced,
+                    absl::Span<const Item> items);
+void InsertItemsInto(absl::Span<const uint8_t> reduced,
+                     absl::Span<const Item> items, absl::Span<uint8_t> out);
 
 uint64_t ChunkLength(const wire::WriteChunk& chunk);
 

@@ -340,6 +340,15 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
         return absl::DataLossError("RDMA_MSG reply also used the reply chunk");
       }
       auto payload = bytes.subspan(decoded.header_length);
+      // The caller sized its buffers for max_reply_size; a longer reduced
+      // reply is refused, not handed over (the Linux client likewise fails
+      // a reply larger than its receive buffer allows).
+      if (payload.size() > c.call.max_reply_size) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("inline reply of ", payload.size(),
+                         " octets exceeds the call's max_reply_size of ",
+                         c.call.max_reply_size));
+      }
       done.reply.assign(payload.begin(), payload.end());
     } else {
       // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.

@@ -39,6 +39,25 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
       // with ERR_CHUNK.
       return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
   }
+  // RFC 8166 §3.3.1: a requester MUST NOT exceed the credits this side
+  // granted; "the RDMA layer may signal an error, possibly terminating the
+  // connection". Linux's svcrdma does not count a client's unanswered
+  // calls: it keeps sc_max_requests receives posted and grants that many
+  // (rq_credits), so a client over the grant is stopped only when the
+  // receive queue runs dry (an RNR error ends the connection). This engine
+  // replaces every receive at once, so it counts instead and ends the
+  // connection the same way. The grant counted is the one this side
+  // advertised, also before its first reply: the rule that a requester
+  // starts with one credit protects the requester, and calls within what
+  // this side posted receives for harm nothing (the Linux client sends one
+  // call before the first reply anyway).
+  if (calls_unanswered_ >= responder_grant_) {
+    closing_ = true;
+    out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
+        "the requester sent more than the ", responder_grant_,
+        " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
+    return;
+  }
   const wire::ChunkLists& lists = *h.chunks();
   const bool nomsg = h.proc() == wire::V1Proc::kNoMsg;
   const uint64_t inline_length = bytes.size() - decoded.header_length;
@@ -80,33 +99,128 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   chunk_total += wire::XdrRoundUp(last_length);
   // Write and reply chunks allocate nothing here; a chunk with no segments
   // is accepted (as the Linux server does) and simply has no capacity.
-  if (base + chunk_total > config_.max_call_size) return chunk_error();
+  const uint64_t size = base + chunk_total;
+  if (size > config_.max_call_size) return chunk_error();
+  // RFC 5666 §11: a call the reassembly budgets can never hold is refused
+  // like one over max_call_size.
+  if ((config_.max_reassembly_bytes != 0 &&
+       size > config_.max_reassembly_bytes) ||
+      (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
+    return chunk_error();
+  }
 
   CallId id = next_call_++;
   ResponderCall& c = incoming_[id];
   c.id = id;
   c.xid = h.xid;
   c.chunks = lists;
+  c.nomsg = nomsg;
+  c.size = size;
   c.base_length = static_cast<uint32_t>(base);
-  if (PlaceReadsDirectly(c, bytes.subspan(decoded.header_length, inline_length),
-                         nomsg, base + chunk_total)) {
+  c.holds_credit = true;
+  ++calls_unanswered_;
+  const auto payload = bytes.subspan(decoded.header_length, inline_length);
+  // Calls start in arrival order: while any call waits for memory, later
+  // ones wait behind it.
+  if (awaiting_memory_.empty() && ReserveReassembly(size)) {
+    c.reserved = size;
+    return BeginReassembly(c, payload, out);
+  }
+  // Nothing is allocated for a waiting call but its inline payload (at most
+  // one receive buffer, and at most one waiting call per credit).
+  c.state = RespState::kAwaitingMemory;
+  c.inline_payload.assign(payload.begin(), payload.end());
+  awaiting_memory_.push_back(id);
+  calls_awaiting_memory_ = awaiting_memory_.size();
+}
+
+bool Engine::ReserveReassembly(uint64_t bytes) {
+  if (config_.max_reassembly_bytes != 0 &&
+      reassembly_held_ + bytes > config_.max_reassembly_bytes) {
+    return false;
+  }
+  if (shared_budget_ != nullptr && bytes != 0 &&
+      !shared_budget_->TryReserve(bytes)) {
+    return false;
+  }
+  reassembly_held_ += bytes;
+  return true;
+}
+
+void Engine::StartCallsAwaitingMemory(Actions& out) {
+  while (connected_ && !closing_ && !awaiting_memory_.empty()) {
+    auto it = incoming_.find(awaiting_memory_.front());
+    if (it == incoming_.end()) {
+      awaiting_memory_.pop_front();
+      continue;
+    }
+    ResponderCall& c = it->second;
+    if (!ReserveReassembly(c.size)) break;
+    awaiting_memory_.pop_front();
+    calls_awaiting_memory_ = awaiting_memory_.size();
+    c.reserved = c.size;
+    c.state = RespState::kReading;
+    std::vector<uint8_t> payload = std::move(c.inline_payload);
+    BeginReassembly(c, payload, out);
+  }
+  calls_awaiting_memory_ = awaiting_memory_.size();
+}
+
+void Engine::OnBudgetReleased(Actions& out) { StartCallsAwaitingMemory(out); }
+
+void Engine::ReleaseResponderCredit(ResponderCall& c) {
+  if (c.holds_credit) {
+    c.holds_credit = false;
+    --calls_unanswered_;
+  }
+}
+
+// Whatever ends an incoming call (reply sent, ERR_CHUNK, failed read,
+// discarded message, disconnect) releases exactly what it reserved.
+void Engine::EndIncoming(CallId id, Actions& out) {
+  auto it = incoming_.find(id);
+  if (it == incoming_.end()) return;
+  ResponderCall& c = it->second;
+  ReleaseResponderCredit(c);
+  const uint64_t released = c.reserved;
+  if (released != 0) {
+    reassembly_held_ -= released;
+    if (shared_budget_ != nullptr) shared_budget_->Release(released);
+  }
+  if (c.state == RespState::kAwaitingMemory) {
+    std::erase(awaiting_memory_, id);
+    calls_awaiting_memory_ = awaiting_memory_.size();
+  }
+  incoming_.erase(it);
+  // A call of zero octets releases nothing but may have kept later calls
+  // waiting behind it in arrival order.
+  StartCallsAwaitingMemory(out);
+}
+
+void Engine::BeginReassembly(ResponderCall& c,
+                             absl::Span<const uint8_t> inline_payload,
+                             Actions& out) {
+  const CallId id = c.id;
+  c.state = RespState::kReading;
+  if (PlaceReadsDirectly(c, inline_payload, c.nomsg, c.size)) {
     if (c.reads_pending == 0) return Deliver(c, out);
     return IssueReads(out);
   }
-  c.staging.resize(base + chunk_total);
+  // Mixed layout (position zero and other chunks): the chunks are staged
+  // and assembled; the staging buffer is freed by assembly, so the
+  // reservation bounds what is held once reads complete.
+  c.staging = Buffer(c.size);
   size_t cursor = 0;
-  if (!nomsg) {
-    std::memcpy(c.staging.data(), bytes.data() + decoded.header_length,
-                inline_length);
-    cursor = inline_length;
+  if (!c.nomsg) {
+    CopyBytes(c.staging.data(), inline_payload.data(), inline_payload.size());
+    cursor = inline_payload.size();
   }
-  for (const wire::ReadSegment& r : lists.reads) {
+  for (const wire::ReadSegment& r : c.chunks.reads) {
     // Chunk data is laid out back to back after the base stream; the
     // roundup gaps are filled during assembly.
     if (r.target.length != 0) {
       read_queue_.push_back(
-          {id, r.target,
-           absl::MakeSpan(c.staging).subspan(cursor, r.target.length)});
+          {id, r.target, c.staging.span().subspan(cursor, r.target.length)});
       ++c.reads_pending;
     }
     cursor += r.target.length;
@@ -134,12 +248,13 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
                   [](const wire::ReadSegment& r) { return r.position != 0; })) {
     return false;
   }
-  c.message.resize(total);  // zero-filled: the roundup octets stay zero
+  // Not zero-filled (see rpcrdma/buffer.h): every octet is written below,
+  // by a copy, a read, or the explicit zero roundup of a chunk.
+  c.message = Buffer(total);
   auto read_into = [&](const wire::ReadSegment& r, size_t at) {
     if (r.target.length == 0) return;
     read_queue_.push_back(
-        {c.id, r.target,
-         absl::MakeSpan(c.message).subspan(at, r.target.length)});
+        {c.id, r.target, c.message.span().subspan(at, r.target.length)});
     ++c.reads_pending;
   };
   size_t dest = 0;
@@ -147,8 +262,8 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
   for (size_t i = 0; i < reads.size();) {
     const uint32_t position = reads[i].position;
     if (!nomsg) {
-      std::memcpy(c.message.data() + dest, inline_payload.data() + src,
-                  position - src);
+      CopyBytes(c.message.data() + dest, inline_payload.data() + src,
+                position - src);
       dest += position - src;
       src = position;
     }
@@ -157,11 +272,22 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
       read_into(reads[i], dest + length);
       length += reads[i].target.length;
     }
+    // The position-zero chunk is the whole message (RFC 8166 §3.5.3): it
+    // gets no roundup, and the call's size counts none.
+    if (position == 0) {
+      dest += length;
+      continue;
+    }
+    // The roundup, written explicitly (the buffer is not zero-filled); an
+    // empty pad may sit in an empty buffer, whose pointer is null.
+    if (const size_t pad = wire::XdrPad(length); pad != 0) {
+      std::memset(c.message.data() + dest + length, 0, pad);
+    }
     dest += wire::XdrRoundUp(length);
   }
   if (!nomsg) {
-    std::memcpy(c.message.data() + dest, inline_payload.data() + src,
-                inline_payload.size() - src);
+    CopyBytes(c.message.data() + dest, inline_payload.data() + src,
+              inline_payload.size() - src);
   }
   c.assembled = true;
   return true;
@@ -196,7 +322,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
                     [id](const PendingRead& r) { return r.call == id; });
       bool busy = false;
       for (const auto& [o, cid] : reads_in_flight_) busy |= cid == id;
-      if (!busy) incoming_.erase(call);
+      if (!busy) EndIncoming(id, out);
     } else if (c.reads_pending == 0 && !c.failed) {
       Deliver(c, out);
     }
@@ -206,14 +332,25 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
 
 void Engine::Deliver(ResponderCall& c, Actions& out) {
   if (!c.assembled) Assemble(c);
+  // RFC 8166 §4.1: rdma_xid MUST be the RPC message's XID. A message that
+  // is no RPC call (shorter than the smallest call header, msg_type not
+  // CALL, or another XID) never reaches the handler: Linux's svc_process
+  // drops a short message or one of the wrong direction without a reply,
+  // and so does this engine (svcrdma does not compare the two XIDs; this
+  // engine cannot deliver a call whose XID is ambiguous).
+  const absl::Span<const uint8_t> m = c.message;
+  if (m.size() < kMinRpcCallHeader ||
+      wire::LoadBigEndian32(m.data() + 4) != kRpcCall ||
+      wire::LoadBigEndian32(m.data()) != c.xid) {
+    ++calls_discarded_;
+    return EndIncoming(c.id, out);
+  }
   DeliverCall deliver{c.id, c.xid, std::move(c.message), {}, 0};
   for (const auto& w : c.chunks.writes) {
-    deliver.write_chunk_capacities.push_back(
-        static_cast<uint32_t>(ChunkLength(w)));
+    deliver.write_chunk_capacities.push_back(ChunkLength(w));
   }
   if (c.chunks.reply) {
-    deliver.reply_chunk_capacity =
-        static_cast<uint32_t>(ChunkLength(*c.chunks.reply));
+    deliver.reply_chunk_capacity = ChunkLength(*c.chunks.reply);
   }
   c.state = RespState::kDelivered;
   out.push_back(std::move(deliver));
@@ -224,7 +361,7 @@ void Engine::Assemble(ResponderCall& c) {
   // zero chunk) followed by each non-zero-position chunk's octets. Insert
   // the chunks at their positions with XDR roundup (RFC 8166 §3.4.6: the
   // requester leaves the roundup out of the chunk).
-  absl::Span<const uint8_t> staging(c.staging);
+  absl::Span<const uint8_t> staging = c.staging;
   std::vector<Item> items;
   size_t cursor = c.base_length;
   const auto& reads = c.chunks.reads;
@@ -241,9 +378,10 @@ void Engine::Assemble(ResponderCall& c) {
     }
     i = j;
   }
-  c.message = InsertItems(staging.subspan(0, c.base_length), items);
-  c.staging.clear();
-  c.staging.shrink_to_fit();
+  absl::Span<const uint8_t> base = staging.subspan(0, c.base_length);
+  c.message = Buffer(InsertedSize(base, items));
+  InsertItemsInto(base, items, c.message.span());
+  c.staging = Buffer();
 }
 
 std::optional<uint32_t> Engine::InvalidateHandleFor(
@@ -282,13 +420,17 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
     previous = r.position;
   }
   if (!connected_) {
-    incoming_.erase(it);
+    EndIncoming(id, out);
     return absl::UnavailableError("connection lost before the reply");
   }
   const auto& writes = c.chunks.writes;
+  // The reply cannot be conveyed: ERR_CHUNK instead (as Linux). The reply's
+  // memory is free at once (ReplySent), like the call's state.
   auto error_reply = [&] {
+    ReleaseResponderCredit(c);
     SendError(c.xid, wire::V1ErrorCode::kChunk, out);
-    incoming_.erase(c.id);
+    out.push_back(ReplySent{id});
+    EndIncoming(id, out);
     return absl::OkStatus();
   };
   // Results with a write chunk go there; the rest stay inline.
@@ -351,6 +493,10 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   }
   c.send_op = NextOp();
   c.state = RespState::kSending;
+  // The credit is free once the reply is on its way: the requester may
+  // reuse it as soon as it sees the reply, which can race the send
+  // completion. The call's memory is released when the Send completes.
+  ReleaseResponderCredit(c);
   reply_sends_[c.send_op] = c.id;
   out.push_back(Send{c.send_op, std::move(bytes), InvalidateHandleFor(c)});
   return absl::OkStatus();
@@ -361,8 +507,8 @@ void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
   if (it == reply_sends_.end()) return;
   CallId id = it->second;
   reply_sends_.erase(it);
-  incoming_.erase(id);
   out.push_back(ReplySent{id});
+  EndIncoming(id, out);
 }
 
 }  // namespace rpcrdma::engine

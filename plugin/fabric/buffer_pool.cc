@@ -1,8 +1,7 @@
 #include "plugin/fabric/buffer_pool.h"
 
-#include <cstdio>
-
 #include "absl/strings/str_cat.h"
+#include "plugin/log/logging.h"
 
 namespace rpcrdma::fabric {
 namespace {
@@ -12,8 +11,7 @@ constexpr size_t kPageSize = 4096;
 // Misusing a slot would hand one buffer to two operations; stop instead.
 void Require(bool condition, const char* what, size_t slot) {
   if (!condition) {
-    std::fprintf(stderr, "rpcrdma: buffer pool: %s (slot %zu)\n", what, slot);
-    std::abort();
+    RPCRDMA_LOG_FATAL("buffer pool: ", what, " (slot ", slot, ")");
   }
 }
 

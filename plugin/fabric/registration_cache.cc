@@ -1,10 +1,9 @@
 #include "plugin/fabric/registration_cache.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/log/logging.h"
 
 namespace rpcrdma::fabric {
 namespace {
@@ -43,9 +42,7 @@ RegistrationCache::~RegistrationCache() {
   for (const auto& [key, entry] : entries_) {
     if (entry.leases != 0) {
       // A lease outliving the cache would point at freed state.
-      std::fprintf(stderr,
-                   "rpcrdma: registration cache destroyed while leased\n");
-      std::abort();
+      RPCRDMA_LOG_FATAL("registration cache destroyed while leased");
     }
   }
 }
@@ -111,8 +108,7 @@ absl::Status RegistrationCache::Forget(absl::Span<const uint8_t> memory) {
 void RegistrationCache::Release(const Key& key) {
   auto it = entries_.find(key);
   if (it == entries_.end() || it->second.leases == 0) {
-    std::fprintf(stderr, "rpcrdma: registration cache lease released twice\n");
-    std::abort();
+    RPCRDMA_LOG_FATAL("registration cache lease released twice");
   }
   Entry& e = it->second;
   if (--e.leases == 0) {

@@ -65,6 +65,12 @@ void ExpectKernelDefaults(const ResolvedConfig& r) {
   EXPECT_EQ(r.reconnect_backoff_initial, milliseconds(5000));
   EXPECT_EQ(r.reconnect_backoff_max, milliseconds(30000));
   EXPECT_EQ(r.idle_timeout, milliseconds(300000));
+  // Two largest calls per connection, eight per Server (nfsd's 8 threads).
+  EXPECT_EQ(r.max_reassembly_bytes, 2u * 1052672u);
+  EXPECT_EQ(r.max_server_reassembly_bytes, 8u * 1052672u);
+  EXPECT_EQ(r.max_connections, 220u);  // svc_check_conn_limits, 8 threads
+  EXPECT_EQ(r.handshake_timeout, milliseconds(60000));
+  EXPECT_EQ(r.abandoned_call_timeout, milliseconds(5000));
 }
 
 // ---------------------------------------------------------------- defaults
@@ -92,6 +98,11 @@ TEST(ConfigDefaults, DefaultConfigSetsEveryFieldToKernelValues) {
   EXPECT_TRUE(c.timeouts().has_reconnect_backoff_initial_ms());
   EXPECT_TRUE(c.timeouts().has_reconnect_backoff_max_ms());
   EXPECT_TRUE(c.timeouts().has_idle_ms());
+  EXPECT_TRUE(c.timeouts().has_handshake_ms());
+  EXPECT_TRUE(c.timeouts().has_abandoned_call_ms());
+  EXPECT_TRUE(c.limits().has_max_reassembly_bytes());
+  EXPECT_TRUE(c.limits().has_max_server_reassembly_bytes());
+  EXPECT_TRUE(c.limits().has_max_connections());
   ExpectKernelDefaults(Resolve(c));
   EXPECT_TRUE(ValidateConfig(c, "defaults").ok());
 }
@@ -360,7 +371,39 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"timeouts { idle_ms: -1 }", "timeouts.idle_ms",
                     "-1 is out of range 0..86400000"},
         InvalidCase{"timeouts { idle_ms: 86400001 }", "timeouts.idle_ms",
-                    "86400001 is out of range 0..86400000"}));
+                    "86400001 is out of range 0..86400000"},
+        // Reassembly budgets (RFC 5666 §11) and the connection limit.
+        InvalidCase{"limits { max_reassembly_bytes: 1000 }",
+                    "limits.max_reassembly_bytes",
+                    "1000 is below limits.max_call_size (1052672, the "
+                    "default)"},
+        InvalidCase{"limits { max_call_size: 4096 max_reassembly_bytes: 4095 }",
+                    "limits.max_reassembly_bytes",
+                    "4095 is below limits.max_call_size (4096)"},
+        InvalidCase{"limits { max_reassembly_bytes: 0 }",
+                    "limits.max_reassembly_bytes",
+                    "0 is out of range 1..1099511627776"},
+        InvalidCase{"limits { max_reassembly_bytes: 1099511627777 }",
+                    "limits.max_reassembly_bytes",
+                    "1099511627777 is out of range 1..1099511627776"},
+        InvalidCase{"limits { max_server_reassembly_bytes: 2000000 }",
+                    "limits.max_server_reassembly_bytes",
+                    "2000000 is below limits.max_reassembly_bytes (2105344, "
+                    "the default)"},
+        InvalidCase{"limits { max_reassembly_bytes: 8000000 "
+                    "max_server_reassembly_bytes: 7999999 }",
+                    "limits.max_server_reassembly_bytes",
+                    "7999999 is below limits.max_reassembly_bytes (8000000)"},
+        InvalidCase{"limits { max_connections: 0 }", "limits.max_connections",
+                    "0 is out of range 1..1048576"},
+        InvalidCase{"limits { max_connections: 1048577 }",
+                    "limits.max_connections",
+                    "1048577 is out of range 1..1048576"},
+        InvalidCase{"timeouts { handshake_ms: 0 }", "timeouts.handshake_ms",
+                    "0 is out of range 1..86400000"},
+        InvalidCase{"timeouts { abandoned_call_ms: 86400001 }",
+                    "timeouts.abandoned_call_ms",
+                    "86400001 is out of range 1..86400000"}));
 
 class ConfigValid : public ::testing::TestWithParam<const char*> {};
 
@@ -398,7 +441,16 @@ INSTANTIATE_TEST_SUITE_P(
         "idle_ms: 86400000 }",
         "timeouts { reconnect_backoff_initial_ms: 30000 }",
         "timeouts { reconnect_backoff_initial_ms: 1 "
-        "reconnect_backoff_max_ms: 1 }"));
+        "reconnect_backoff_max_ms: 1 }",
+        // A largest call of 256 MiB: the budgets follow it by default.
+        "limits { max_call_size: 268435456 }",
+        "limits { max_call_size: 1024 max_reassembly_bytes: 1024 "
+        "max_server_reassembly_bytes: 1024 max_connections: 1 }",
+        "limits { max_reassembly_bytes: 1099511627776 "
+        "max_server_reassembly_bytes: 1099511627776 "
+        "max_connections: 1048576 }",
+        "timeouts { handshake_ms: 1 abandoned_call_ms: 1 }",
+        "timeouts { handshake_ms: 86400000 abandoned_call_ms: 86400000 }"));
 
 TEST(ConfigValidate, EveryOffendingFieldIsReported) {
   auto parsed = ParseConfigText(
@@ -467,6 +519,40 @@ TEST(ConfigSyntax, NegativeUnsignedIsRejected) {
       ParseConfigText("credits { max_requests: -1 }", "neg.textproto");
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(Message(parsed.status()), StartsWith("neg.textproto:1:"));
+}
+
+// Issue 9: a value of the wrong type names its field (path and type) and
+// its line, not only "Expected integer".
+TEST(ConfigSyntax, WrongTypeNamesFieldAndLine) {
+  auto negative = ParseConfigText(
+      "cm_private_data: true\n"
+      "credits {\n"
+      "  max_requests: -1\n"
+      "}\n",
+      "neg.textproto");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(negative.status()),
+            "neg.textproto:3:17: credits.max_requests (uint32): Expected "
+            "integer, got: -");
+  auto text = ParseConfigText(
+      "timeouts { connect_ms: 10 }\n"
+      "credits { credits_granted: \"many\" }\n",
+      "string.textproto");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(Message(text.status()),
+            "string.textproto:2:28: credits.credits_granted (uint32): Expected "
+            "integer, got: \"many\"");
+  auto fraction =
+      ParseConfigText("timeouts { connect_ms: 1.5 }", "float.textproto");
+  ASSERT_FALSE(fraction.ok());
+  EXPECT_THAT(
+      Message(fraction.status()),
+      StartsWith("float.textproto:1:24: timeouts.connect_ms (int64): "));
+  auto boolean = ParseConfigText("cm_private_data: 3", "bool.textproto");
+  ASSERT_FALSE(boolean.ok());
+  EXPECT_THAT(Message(boolean.status()),
+              StartsWith("bool.textproto:1:18: cm_private_data (bool): "));
 }
 
 TEST(ConfigSyntax, RepeatedScalarIsRejected) {

@@ -47,7 +47,7 @@ std::vector<uint8_t> ReplyStream(uint32_t xid, uint32_t result) {
   return Words({xid, 1, 0, 0, 0, 0, result});
 }
 
-uint32_t Word(const std::vector<uint8_t>& bytes, size_t index) {
+uint32_t Word(absl::Span<const uint8_t> bytes, size_t index) {
   return wire::LoadBigEndian32(bytes.data() + 4 * index);
 }
 
@@ -354,7 +354,7 @@ TEST(EngineBackchannel, Rfc8167_4_3_BackwardChunksBothWays) {
   full.insert(full.end(), 3, uint8_t{0});  // XDR roundup of 3001
   EXPECT_EQ(link.a.delivered[0].message, full);
   EXPECT_EQ(link.a.delivered[0].write_chunk_capacities,
-            std::vector<uint32_t>{2000});
+            std::vector<uint64_t>{2000});
 
   std::vector<uint8_t> data(1500);
   for (size_t i = 0; i < data.size(); ++i) {

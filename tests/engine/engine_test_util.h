@@ -95,11 +95,14 @@ size_t Count(const Actions& actions) {
   return Only<T>(actions).size();
 }
 
-// An RPC call stream: XID, msg_type CALL, rpcvers 2, then `rest` words.
+// An RPC call stream: XID, msg_type CALL, rpcvers 2, then `rest` words,
+// padded with zero words to the six fixed words of an RPC call header (the
+// responder delivers nothing shorter).
 inline std::vector<uint8_t> CallStream(uint32_t xid,
                                        std::initializer_list<uint32_t> rest) {
   std::vector<uint8_t> out = testutil::Words({xid, 0, 2});
   for (uint32_t w : rest) testutil::AppendWord(out, w);
+  while (out.size() < 24) testutil::AppendWord(out, 0);
   return out;
 }
 

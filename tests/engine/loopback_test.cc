@@ -148,7 +148,7 @@ TEST(EngineLoopback, Rfc8166_3_5_4_WriteChunksAndReplyChunkTogether) {
   link.Run();
   ASSERT_EQ(link.b.delivered.size(), 1u);
   EXPECT_EQ(link.b.delivered[0].write_chunk_capacities,
-            (std::vector<uint32_t>{100, 50}));
+            (std::vector<uint64_t>{100, 50}));
   EXPECT_EQ(link.b.delivered[0].reply_chunk_capacity, 4000u);
 
   std::vector<uint8_t> r1 = Pattern(77, 9);

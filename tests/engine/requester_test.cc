@@ -171,9 +171,9 @@ TEST_F(RequesterTest, Rfc8166_3_5_3_TooManyReadSegmentsBecomeALongCall) {
   Start(std::move(call));
   Actions out = Take();
   ASSERT_EQ(Count<Send>(out), 1u);
-  // RDMA_NOMSG, one position-zero segment of 12 + 9 * (4 + 200) octets.
+  // RDMA_NOMSG, one position-zero segment of 24 + 9 * (4 + 200) octets.
   EXPECT_EQ(Only<Send>(out)[0].bytes, Words({0x31, 1, kCredits, 1, 1, 0, 0x100,
-                                             1848, 0x100, 0, 0, 0, 0}));
+                                             1860, 0x100, 0, 0, 0, 0}));
   EXPECT_EQ(exposer_.windows.size(), 1u);
 }
 
@@ -375,7 +375,7 @@ TEST_F(RequesterTest, Rfc8797_4_1_SingleRemotelyInvalidatedHandleCompletes) {
   Connect();
   Take();
   std::vector<uint8_t> result(8);
-  Start(OutgoingCall{CallStream(0x62, {}), {}, {absl::MakeSpan(result)}, 10});
+  Start(OutgoingCall{CallStream(0x62, {}), {}, {absl::MakeSpan(result)}, 64});
   Take();
   Receive(Concat({Words({0x62, 1, 4, 0, 0, 1, 1, 0x100, 8, 0x100, 0, 0, 0}),
                   Words({0x62, 1, 0, 0, 0, 0})}),
@@ -572,7 +572,7 @@ TEST_F(RequesterTest, StartCallRejectsMalformedCalls) {
       absl::StatusCode::kInvalidArgument);  // unaligned position
   EXPECT_EQ(
       engine_
-          ->StartCall({CallStream(1, {}), {{16, absl::MakeSpan(arg)}}, {}, 0},
+          ->StartCall({CallStream(1, {}), {{28, absl::MakeSpan(arg)}}, {}, 0},
                       out_)
           .status()
           .code(),

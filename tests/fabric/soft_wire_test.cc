@@ -167,21 +167,23 @@ TEST(SoftWire, MalformedFramesAreErrors) {
 
 TEST(SoftWire, CrossMemoryOfferAndAnswerGolden) {
   std::vector<uint8_t> out;
-  AppendCmaOffer(out, 0x00007f0011223344, 0x0102030405060708);
+  AppendCmaOffer(out, 0x00007f0011223344, 0x0102030405060708, 0x2a);
   AppendCmaAnswer(out, true);
   EXPECT_THAT(out, ElementsAreArray(Data({
-                       0, 0, 0,    17, 10,                      // CMA_OFFER
-                       0, 0, 0x7f, 0,  0x11, 0x22, 0x33, 0x44,  // addr
-                       1, 2, 3,    4,  5,    6,    7,    8,     // cookie
-                       0, 0, 0,    2,  11,   1,  // CMA_ANSWER yes
+                       0, 0, 0,    21,   10,                      // CMA_OFFER
+                       0, 0, 0x7f, 0,    0x11, 0x22, 0x33, 0x44,  // addr
+                       1, 2, 3,    4,    5,    6,    7,    8,     // cookie
+                       0, 0, 0,    0x2a,                          // gate fd
+                       0, 0, 0,    2,    11,   1,  // CMA_ANSWER yes
                    })));
   absl::StatusOr<DecodeResult> d = DecodeFrame(out);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->consumed, 21u);
+  EXPECT_EQ(d->consumed, 25u);
   EXPECT_EQ(d->frame.type, FrameType::kCmaOffer);
   EXPECT_EQ(d->frame.address, 0x00007f0011223344u);
   EXPECT_EQ(d->frame.cookie, 0x0102030405060708u);
-  d = DecodeFrame(absl::MakeConstSpan(out).subspan(21));
+  EXPECT_EQ(d->frame.gate_fd, 0x2au);
+  d = DecodeFrame(absl::MakeConstSpan(out).subspan(25));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->frame.type, FrameType::kCmaAnswer);
   EXPECT_EQ(d->frame.status, 1);

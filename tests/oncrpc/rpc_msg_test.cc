@@ -73,13 +73,13 @@ std::vector<uint8_t> AuthSysCall() {
       0x00, 0x00, 0x00, 0x01,  // cred.flavor AUTH_SYS
       0x00, 0x00, 0x00, 0x28,  // cred.body length 40
   };
-  m.insert(m.end(), kAuthSysBody.begin(), kAuthSysBody.end());
+  std::copy(kAuthSysBody.begin(), kAuthSysBody.end(), std::back_inserter(m));
   const uint8_t tail[] = {
       0x00, 0x00, 0x00, 0x00,  // verf.flavor AUTH_NONE
       0x00, 0x00, 0x00, 0x00,  // verf.body length 0
       0xde, 0xad, 0xbe, 0xef,  // the procedure's arguments
   };
-  m.insert(m.end(), std::begin(tail), std::end(tail));
+  std::copy(std::begin(tail), std::end(tail), std::back_inserter(m));
   return m;
 }
 constexpr size_t kAuthSysCallHeaderLength = 80;

@@ -14,9 +14,9 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "plugin/capture/pcap_writer.h"
 #include "plugin/wire/v1.h"
 #include "tools/dump/dump_format.h"
-#include "tools/pcap/pcap_writer.h"
 
 namespace rpcrdma::dump {
 namespace {
@@ -192,6 +192,33 @@ TEST(DumpCli, UsageErrorsExitTwo) {
   EXPECT_EQ(bad.status, kExitUsage);
   EXPECT_EQ(bad.out, "");  // nothing printed before the arguments check out
   EXPECT_NE(bad.err.find("--help"), std::string::npos);
+}
+
+// The options are Abseil flags: their spellings are accepted, a bad value
+// is a usage error naming it, and one run's options do not leak into the
+// next.
+TEST(DumpCli, OptionsTakeAbseilFlagSpellings) {
+  const std::string flat = Dump({"--hex", kNoMsgReply}).out;
+  const std::string pretty = Dump({"--pretty", "--hex", kNoMsgReply}).out;
+  ASSERT_NE(flat, pretty);
+  EXPECT_EQ(Dump({"-pretty", "-hex", kNoMsgReply}).out, pretty);
+  EXPECT_EQ(Dump({"--pretty=true", "--hex=1", kNoMsgReply}).out, pretty);
+  EXPECT_EQ(Dump({"--pretty", "--nopretty", "--hex", kNoMsgReply}).out, flat);
+  EXPECT_EQ(Dump({"--pretty=false", "--hex", kNoMsgReply}).out, flat);
+  EXPECT_EQ(Dump({"--hex", kNoMsgReply, "--pretty"}).out, pretty);
+  EXPECT_EQ(Dump({"--hex", kNoMsgReply}).out, flat);
+
+  Result bad = Dump({"--pretty=maybe", "--hex", kNoMsgReply});
+  EXPECT_EQ(bad.status, kExitUsage);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("'--pretty=maybe'"), std::string::npos) << bad.err;
+  EXPECT_EQ(Dump({"--nobogus"}).status, kExitUsage);
+  EXPECT_EQ(Dump({"-h"}).out, UsageText());
+  // After "--" everything is an operand.
+  Result operand = Dump({"--hex", "--", "--pretty"});
+  EXPECT_EQ(operand.status, kExitUsage);
+  EXPECT_NE(operand.err.find("bad hex message '--pretty'"), std::string::npos)
+      << operand.err;
 }
 
 TEST(DumpCli, UnreadableInputExitsOne) {

@@ -5,12 +5,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugin/capture/pcap_writer.h"
 #include "tools/pcap/pcap_reader.h"
-#include "tools/pcap/pcap_writer.h"
 
 namespace rpcrdma::pcap {
 namespace {
@@ -437,6 +438,35 @@ TEST(PcapWriter, RejectsBadOptions) {
   o.responder.ip = *IpAddress::Parse("::1");
   EXPECT_FALSE(PcapWriter::Open(TempPath(".pcap"), o).ok());
   EXPECT_FALSE(PcapWriter::Open(TempPath("/no/such/dir/x.pcap")).ok());
+}
+
+// The writer makes classic pcap files itself (pcap-savefile(5)), without
+// libpcap: the file header and one record, octet for octet, little-endian
+// whatever the host, raw IP recorded as LINKTYPE_RAW (101).
+TEST(PcapWriter, WritesPcapSavefileFormat) {
+  const std::string path = TempPath(".pcap");
+  PcapWriterOptions o;
+  o.link = LinkType::kRaw;
+  o.start_time_us = int64_t{1700000000} * 1000000 + 250;
+  {
+    auto w = PcapWriter::Open(path, o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    const std::vector<uint8_t> frame = {0x45, 0x01, 0x02};
+    ASSERT_TRUE((*w)->WriteFrame(frame).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+    EXPECT_FALSE((*w)->WriteFrame(frame).ok());
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> expected = {
+      0xD4, 0xC3, 0xB2, 0xA1, 0x02, 0x00, 0x04, 0x00,  // magic, version 2.4
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // thiszone, sigfigs
+      0xFF, 0xFF, 0x00, 0x00, 0x65, 0x00, 0x00, 0x00,  // snaplen, LINKTYPE_RAW
+      0x00, 0xF1, 0x53, 0x65, 0xFA, 0x00, 0x00, 0x00,  // 1700000000 s, 250 us
+      0x03, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00,  // incl_len, orig_len
+      0x45, 0x01, 0x02};
+  EXPECT_EQ(bytes, expected);
 }
 
 }  // namespace

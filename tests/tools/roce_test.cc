@@ -1,16 +1,18 @@
 // RoCE framing (IBA Vol 1 Annex A17 for RoCEv2, A16 for RoCEv1) and the
 // invariant CRC, checked against a frame captured from hardware, a frame
 // assembled by hand, and a bit-at-a-time reference CRC written here.
-#include "tools/pcap/roce.h"
+#include "plugin/capture/roce.h"
 
 #include <pcap/dlt.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugin/capture/crc32.h"
 #include "tests/testing/byte_vectors.h"
-#include "tools/pcap/crc32.h"
 
 namespace rpcrdma::pcap {
 namespace {
@@ -75,6 +77,17 @@ RoceV2FrameSpec SampleSpec() {
   s.psn = 5;
   s.payload = {'h', 'e', 'l', 'l', 'o'};
   return s;
+}
+
+// The capture library names link-layer types by its own constants, so that
+// it needs no libpcap; they must be libpcap's numbers.
+TEST(LinkType, DltConstantsAreLibpcaps) {
+  EXPECT_EQ(kDltEn10mb, DLT_EN10MB);
+  EXPECT_EQ(kDltRaw, DLT_RAW);
+  EXPECT_EQ(kDltLinuxSll, DLT_LINUX_SLL);
+  EXPECT_EQ(kDltLinuxSll2, DLT_LINUX_SLL2);
+  EXPECT_EQ(kDltIpv4, DLT_IPV4);
+  EXPECT_EQ(kDltIpv6, DLT_IPV6);
 }
 
 TEST(Crc32, CheckValueAndChaining) {
@@ -299,7 +312,7 @@ TEST(ParseRoceFrame, AnnexA16_RoceV1) {
   // Independently: ones for the LRH, GRH with TClass/FlowLabel/HopLmt
   // masked, BTH with resv8a masked.
   std::vector<uint8_t> m(8, 0xFF);
-  m.insert(m.end(), f.begin() + 14, f.end() - 4);
+  std::copy(f.begin() + 14, f.end() - 4, std::back_inserter(m));
   m[8] |= 0x0F;
   m[9] = m[10] = m[11] = 0xFF;
   m[15] = 0xFF;

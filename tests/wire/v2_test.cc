@@ -895,7 +895,9 @@ TEST(V2Subset, Draft04_5_1_1_BitPositions) {
     SubsetAdd(s, c.index);
     EXPECT_EQ(s, c.expected);
     EXPECT_TRUE(SubsetContains(s, c.index));
-    if (c.index > 0) EXPECT_FALSE(SubsetContains(s, c.index - 1));
+    if (c.index > 0) {
+      EXPECT_FALSE(SubsetContains(s, c.index - 1));
+    }
     EXPECT_FALSE(SubsetContains(s, c.index + 1));
     // Words beyond the last are zero.
     EXPECT_FALSE(SubsetContains(s, c.index + 32 * 4));

@@ -5,14 +5,24 @@
 #include <ostream>
 #include <variant>
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "tools/dump/dump_format.h"
 #include "tools/pcap/pcap_reader.h"
 
 #ifndef RPCRDMA_VERSION_STRING
 #define RPCRDMA_VERSION_STRING "unknown"
 #endif
+
+ABSL_FLAG(bool, pretty, false, "indent the JSON");
+ABSL_FLAG(bool, hex, false, "hex mode: each operand is one message");
+ABSL_FLAG(bool, help, false, "print the usage text and exit");
+ABSL_FLAG(bool, version, false, "print the version and exit");
 
 namespace rpcrdma::dump {
 namespace {
@@ -98,10 +108,11 @@ Keys (numbers are JSON integers):
               absent when no RPC message follows
   error       why the message did not decode (with frame, alone)
 
-Options:
+Options (Abseil flags: one or two dashes, --pretty=false or --nopretty to
+turn one off; options and operands may be mixed; "--" ends the options):
   --pretty    indent the JSON
   --hex       hex mode
-  --help      this text
+  --help, -h  this text
   --version   the version
 
 Exit status:
@@ -209,47 +220,100 @@ int RunCapture(const std::string& path, bool pretty, std::ostream& out,
   }
 }
 
+// Sets the Abseil flags named in `args` and returns the operands, in order.
+// The flags are set through Abseil's registry and value parsers (any
+// spelling they accept: --hex, -hex, --hex=true, --nohex). Abseil's own
+// ParseCommandLine is not used: on a bad flag it exits the process with
+// status 1, where this tool documents status 2, and it cannot run inside a
+// test.
+absl::StatusOr<std::vector<std::string>> SetFlags(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> operands;
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-') {
+      operands.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    absl::string_view name =
+        arg == "-h" ? absl::string_view("-help") : absl::string_view(arg);
+    name.remove_prefix(absl::StartsWith(name, "--") ? 2 : 1);
+    std::optional<absl::string_view> value;
+    if (size_t eq = name.find('='); eq != absl::string_view::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && !value && absl::ConsumePrefix(&name, "no")) {
+      flag = absl::FindCommandLineFlag(name);
+      if (flag != nullptr && flag->IsOfType<bool>())
+        value = "false";
+      else
+        flag = nullptr;
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "'"));
+    }
+    if (!value) {
+      if (flag->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("option '", arg, "' needs a value"));
+      }
+    }
+    std::string error;
+    if (!flag->ParseFrom(*value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("option '", arg, "': ", error));
+    }
+  }
+  return operands;
+}
+
 }  // namespace
 
 std::string UsageText() { return std::string(kUsage); }
 
 int RunDump(const std::vector<std::string>& args, std::istream& in,
             std::ostream& out, std::ostream& err) {
-  bool pretty = false;
-  bool hex = false;
-  bool options_done = false;
-  std::vector<std::string> operands;
-  for (const std::string& a : args) {
-    if (!options_done && a.size() > 1 && a[0] == '-') {
-      if (a == "--") {
-        options_done = true;
-      } else if (a == "--help" || a == "-h") {
-        out << kUsage;
-        return kExitOk;
-      } else if (a == "--version") {
-        out << "rpcrdma-dump " << RPCRDMA_VERSION_STRING << '\n';
-        return kExitOk;
-      } else if (a == "--pretty") {
-        pretty = true;
-      } else if (a == "--hex") {
-        hex = true;
-      } else {
-        return Usage(err, absl::StrCat("unknown option '", a, "'"));
-      }
-      continue;
-    }
-    operands.push_back(a);
+  // Every run starts from the defaults. (absl::FlagSaver would restore them
+  // afterwards, but it logs every restored flag on standard error.)
+  for (absl::Flag<bool>* option :
+       {&FLAGS_pretty, &FLAGS_hex, &FLAGS_help, &FLAGS_version}) {
+    absl::SetFlag(option, false);
   }
+  absl::StatusOr<std::vector<std::string>> operands = SetFlags(args);
+  if (!operands.ok()) return Usage(err, operands.status().message());
+  if (absl::GetFlag(FLAGS_help)) {
+    out << kUsage;
+    return kExitOk;
+  }
+  if (absl::GetFlag(FLAGS_version)) {
+    out << "rpcrdma-dump " << RPCRDMA_VERSION_STRING << '\n';
+    return kExitOk;
+  }
+  const bool pretty = absl::GetFlag(FLAGS_pretty);
   int status;
-  if (hex) {
-    if (operands.empty()) return Usage(err, "--hex needs at least one message");
-    status = RunHex(operands, pretty, in, out, err);
+  if (absl::GetFlag(FLAGS_hex)) {
+    if (operands->empty()) {
+      return Usage(err, "--hex needs at least one message");
+    }
+    status = RunHex(*operands, pretty, in, out, err);
   } else {
-    if (operands.empty()) return Usage(err, "no capture file given");
-    if (operands.size() > 1) {
+    if (operands->empty()) return Usage(err, "no capture file given");
+    if (operands->size() > 1) {
       return Usage(err, "give exactly one capture file");
     }
-    status = RunCapture(operands[0], pretty, out, err);
+    status = RunCapture((*operands)[0], pretty, out, err);
   }
   out.flush();
   return status;

@@ -19,7 +19,9 @@ std::string UsageText();
 
 // Runs the tool on `args` (argv without argv[0]). JSON lines go to `out`,
 // diagnostics to `err`. `--hex -` reads hex lines from `in`; a capture named
-// "-" is read from the process's standard input.
+// "-" is read from the process's standard input. The options are Abseil
+// flags, process-wide: RunDump sets them from their defaults and `args`,
+// so runs must not overlap.
 int RunDump(const std::vector<std::string>& args, std::istream& in,
             std::ostream& out, std::ostream& err);
 

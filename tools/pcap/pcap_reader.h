@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tools/pcap/roce.h"
+#include "plugin/capture/roce.h"
 #include "tools/pcap/send_reassembler.h"
 
 typedef struct pcap pcap_t;

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "tools/pcap/roce.h"
+#include "plugin/capture/roce.h"
 
 namespace rpcrdma::pcap {
 

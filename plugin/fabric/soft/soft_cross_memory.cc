@@ -3,6 +3,7 @@
 // the target has checked the access against its window (see soft_wire.h
 // for the offer, probe and request frames).
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -78,16 +79,19 @@ void SoftEndpoint::OfferCrossMemory() {
     return;
   }
   std::random_device device;
-  probe_cookie_ = std::make_unique<uint64_t>((uint64_t{device()} << 32) ^
-                                             uint64_t{device()});
-  AppendCmaOffer(stream_.output(),
-                 reinterpret_cast<uintptr_t>(probe_cookie_.get()),
-                 *probe_cookie_);
+  const uint64_t cookie =
+      (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
+  // Without a gate the path could not be withdrawn from the peer on a
+  // flush, so it is not offered.
+  if (!own_gate_.Create(cookie)) return;
+  AppendCmaOffer(stream_.output(), own_gate_.cookie_address(), cookie,
+                 static_cast<uint32_t>(own_gate_.fd()));
   cma_offered_ = true;
   cma_awaiting_answer_ = true;
 }
 
-bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie) {
+bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie,
+                             uint32_t gate_fd) {
   if (fabric_.fail_cross_memory_probe) return false;
   ucred cred{};
   socklen_t len = sizeof(cred);
@@ -108,6 +112,7 @@ bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie) {
       static_cast<ssize_t>(sizeof(value))) {
     return false;
   }
+  if (!peer_gate_.OpenPeer(cred.pid, gate_fd, cookie)) return false;
   peer_pid_ = cred.pid;
   // A pidfd tells, before each copy, whether the peer has exited (its pid
   // could then name another process). Kernels or sandboxes without
@@ -117,9 +122,20 @@ bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie) {
 }
 
 bool SoftEndpoint::PeerExited() const {
-  if (!peer_pidfd_.valid()) return false;
+  if (!peer_pidfd_.valid()) {
+    return peer_pid_ > 0 && kill(peer_pid_, 0) != 0 && errno == ESRCH;
+  }
   pollfd p{peer_pidfd_.get(), POLLIN, 0};
   return poll(&p, 1, 0) > 0;
+}
+
+bool SoftEndpoint::ArmCrossMemory(uint64_t seq) {
+  return own_gate_.valid() && own_gate_.Arm(seq);
+}
+
+void SoftEndpoint::WithdrawCrossMemory(uint64_t seq, const Pending& p) {
+  if (!p.cross_memory) return;
+  own_gate_.Withdraw(seq, [this] { return PeerExited(); });
 }
 
 void SoftEndpoint::HandleCmaOffer(const Frame& f) {
@@ -132,7 +148,7 @@ void SoftEndpoint::HandleCmaOffer(const Frame& f) {
   // ahead of queued work (whole frames only ever sit in the output
   // buffer): the peer's RDMA waits for it, and ours may wait for the
   // peer's answer.
-  cma_in_ = cma_offered_ && ProbePeer(f.address, f.cookie);
+  cma_in_ = cma_offered_ && ProbePeer(f.address, f.cookie, f.gate_fd);
   AppendCmaAnswer(stream_.output(), cma_in_);
 }
 
@@ -143,6 +159,17 @@ void SoftEndpoint::HandleCmaAnswer(const Frame& f) {
   }
   cma_awaiting_answer_ = false;
   cma_out_ = f.status == 1;
+  if (cma_out_ && peer_pid_ == 0) {
+    // Withdrawing a slot waits out a copy in progress unless the peer has
+    // exited, which its pid tells.
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(stream_.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+        cred.pid > 0) {
+      peer_pid_ = cred.pid;
+      peer_pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, cred.pid, 0)));
+    }
+  }
 }
 
 void SoftEndpoint::HandleCmaRequest(const Frame& f) {
@@ -190,8 +217,19 @@ void SoftEndpoint::HandleCmaRequest(const Frame& f) {
           /*orderly=*/false);
     return;
   }
-  if (int err = CrossMemoryCopy(peer_pid_, *bytes, f.segments, read);
-      err != 0) {
+  if (!peer_gate_.Enter(f.id)) {
+    // The initiator has completed the operation already (its queue pair
+    // flushed): like a queue pair in the error state, its memory is no
+    // longer there to be placed into or read from.
+    Close(ConnectionEventType::kDisconnected,
+          absl::StrCat("cross-memory request ", f.id,
+                       " withdrawn by the initiator"),
+          /*orderly=*/false);
+    return;
+  }
+  const int err = CrossMemoryCopy(peer_pid_, *bytes, f.segments, read);
+  peer_gate_.Leave(f.id);
+  if (err != 0) {
     // EFAULT: the initiator named memory it does not have.
     fail(err == EFAULT ? WorkStatus::kLocalProtectionError
                        : WorkStatus::kTransportError,

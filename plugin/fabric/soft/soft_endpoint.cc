@@ -423,11 +423,13 @@ void SoftEndpoint::Close(ConnectionEventType event, std::string detail,
   if (failed_seq.has_value()) {
     auto it = pending_.find(*failed_seq);
     if (it != pending_.end()) {
+      WithdrawCrossMemory(it->first, it->second);
       Complete(it->second.wr_id, it->second.type, status);
       pending_.erase(it);
     }
   }
   for (const auto& [seq, p] : pending_) {
+    WithdrawCrossMemory(seq, p);
     Complete(p.wr_id, p.type, WorkStatus::kFlushed);
   }
   pending_.clear();
@@ -485,7 +487,7 @@ SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
           it != pending_.end()) {
         segments = SegmentsOf(it->second.scatter);
       }
-      if (segments.has_value()) {
+      if (segments.has_value() && ArmCrossMemory(item.id)) {
         it->second.cross_memory = true;
         ++cma_operations_;
         AppendCmaRequest(out, FrameType::kReadReqCma, item.id, item.handle,
@@ -500,11 +502,14 @@ SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
     case Outgoing::Kind::kWrite: {
       if (item.done == 0) {
         if (cma_awaiting_answer_) return Produced::kBlocked;
+        auto it = pending_.find(item.id);
         std::optional<std::vector<CmaSegment>> segments;
-        if (cma_out_ && item.length >= fabric_.cross_memory_min_length) {
+        if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
+            it != pending_.end()) {
           segments = SegmentsOf(item.gather);
         }
-        if (segments.has_value()) {
+        if (segments.has_value() && ArmCrossMemory(item.id)) {
+          it->second.cross_memory = true;
           ++cma_operations_;
           AppendCmaRequest(out, FrameType::kWriteCma, item.id, item.handle,
                            item.address, static_cast<uint32_t>(item.length),
@@ -691,6 +696,7 @@ void SoftEndpoint::HandleAck(const Frame& f) {
     FailFromPeer(f.id, status);
     return;
   }
+  WithdrawCrossMemory(it->first, it->second);
   Complete(it->second.wr_id, it->second.type, WorkStatus::kSuccess);
   pending_.erase(it);
 }
@@ -758,6 +764,7 @@ void SoftEndpoint::HandleReadResp(const Frame& f) {
       ProtocolError("READ_RESP ended short of the requested length");
       return;
     }
+    WithdrawCrossMemory(it->first, p);
     Complete(p.wr_id, WorkType::kRdmaRead, WorkStatus::kSuccess);
     pending_.erase(it);
     --reads_in_flight_;

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "plugin/fabric/fabric.h"
+#include "plugin/fabric/soft/soft_cma_gate.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/fabric/soft/soft_memory.h"
 #include "plugin/fabric/soft/soft_socket.h"
@@ -101,7 +102,7 @@ class SoftEndpoint : public Endpoint {
     std::vector<absl::Span<uint8_t>> scatter;  // RDMA Read destination
     uint64_t expected = 0;                     // RDMA Read length
     uint64_t received = 0;
-    bool cross_memory = false;  // sent as READ_REQ_CMA
+    bool cross_memory = false;  // sent as READ_REQ_CMA or WRITE_CMA
   };
   struct Receive {
     uint64_t wr_id = 0;
@@ -149,9 +150,16 @@ class SoftEndpoint : public Endpoint {
   // Unix-domain one.
   void OfferCrossMemory();
   // Reads and writes back the peer's cookie; on success records its pid.
-  bool ProbePeer(uint64_t address, uint64_t cookie);
+  // Then maps its gate (`gate_fd` in the peer).
+  bool ProbePeer(uint64_t address, uint64_t cookie, uint32_t gate_fd);
   // True when the peer process is known to have exited.
   bool PeerExited() const;
+  // Arms the gate slot of the operation `seq` before its cross-memory
+  // request is sent; false when it has to go through the socket.
+  bool ArmCrossMemory(uint64_t seq);
+  // Called before `p` (operation `seq`) completes, however it does: once
+  // this returns the peer can no longer copy for it.
+  void WithdrawCrossMemory(uint64_t seq, const Pending& p);
   // The segments naming `list` in this process, or nullopt when there are
   // more than a cross-memory request carries.
   template <typename T>
@@ -223,9 +231,11 @@ class SoftEndpoint : public Endpoint {
   uint32_t reads_answering_ = 0;
   std::deque<Outgoing> outgoing_;
 
-  // Cross-memory attach. The cookie lives on the heap so its address is
-  // stable for the peer's probe.
-  std::unique_ptr<uint64_t> probe_cookie_;
+  // Cross-memory attach. The probe cookie is the first word of this side's
+  // gate (for its own requests); peer_gate_ is the peer's, for the
+  // requests this side answers.
+  CmaGate own_gate_;
+  CmaGate peer_gate_;
   bool cma_offered_ = false;  // this side sent CMA_OFFER
   bool cma_awaiting_answer_ = false;
   bool cma_out_ = false;  // the peer accepted: this side's RDMA uses it

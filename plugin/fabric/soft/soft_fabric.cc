@@ -5,10 +5,12 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -132,11 +134,14 @@ class SoftListener : public Listener {
   absl::Status Init() {
     epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
     signal_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    if (!epoll_.valid() || !signal_.valid()) {
+    // Made now, while descriptors are at hand: it is what wakes the owner
+    // when accepting resumes after a descriptor shortage.
+    timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!epoll_.valid() || !signal_.valid() || !timer_.valid()) {
       return absl::UnavailableError(absl::StrCat(
           "soft fabric: epoll/eventfd: ", absl::string_view(strerror(errno))));
     }
-    for (int fd : {listen_.get(), signal_.get()}) {
+    for (int fd : {listen_.get(), signal_.get(), timer_.get()}) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = fd;
@@ -152,48 +157,128 @@ class SoftListener : public Listener {
 
   absl::StatusOr<std::unique_ptr<ConnectRequest>> PollConnectRequest()
       override {
-    AcceptAll();
+    const Clock::time_point now = Clock::now();
+    DrainTimer();
+    if (paused_until_ && now >= *paused_until_) Resume();
+    if (!paused_until_) AcceptAll(now);
     for (auto it = pending_.begin(); it != pending_.end();) {
-      it = ReadConnect(it);
+      it = ReadConnect(it, now);
     }
+    ArmTimer(now);
     std::unique_ptr<ConnectRequest> request;
     if (!ready_.empty()) {
       request = std::move(ready_.front());
       ready_.pop_front();
     }
     UpdateSignal();
+    if (request == nullptr && !errors_.empty()) {
+      absl::Status error = std::move(errors_.front());
+      errors_.pop_front();
+      UpdateSignal();
+      return error;
+    }
     return request;
   }
 
  private:
-  void AcceptAll() {
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    FrameStream stream;
+    Clock::time_point accepted;
+  };
+
+  void AcceptAll(Clock::time_point now) {
     while (true) {
       const int fd = accept4(listen_.get(), nullptr, nullptr,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        return;  // EAGAIN, or a resource limit: retried on the next poll
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM) {
+          Pause(errno, now);
+        } else {
+          backoff_ms_ = 0;
+        }
+        return;  // EAGAIN: nothing more waiting
       }
+      backoff_ms_ = 0;
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = fd;
       epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
-      pending_.emplace(fd, FrameStream(UniqueFd(fd)));
+      pending_.emplace(fd, Pending{FrameStream(UniqueFd(fd)), now});
     }
   }
 
+  // A descriptor or memory limit: stop watching the listening socket (it
+  // stays readable while connections wait) until the pause ends.
+  void Pause(int error, Clock::time_point now) {
+    backoff_ms_ = backoff_ms_ == 0
+                      ? kAcceptBackoffInitialMs
+                      : std::min(backoff_ms_ * 2, kAcceptBackoffMaxMs);
+    paused_until_ = now + std::chrono::milliseconds(backoff_ms_);
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr);
+    errors_.push_back(absl::ResourceExhaustedError(
+        absl::StrCat("soft fabric: accept: ", strerror(error),
+                     "; accepting again in ", backoff_ms_, " ms")));
+  }
+
+  void Resume() {
+    paused_until_.reset();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = listen_.get();
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev);
+  }
+
+  // The timer wakes the owner at the end of a pause or at the earliest
+  // handshake deadline.
+  void ArmTimer(Clock::time_point now) {
+    std::optional<Clock::time_point> next = paused_until_;
+    if (options_.handshake_timeout_ms > 0) {
+      for (const auto& [fd, p] : pending_) {
+        Clock::time_point due = p.accepted + std::chrono::milliseconds(
+                                                 options_.handshake_timeout_ms);
+        if (!next || due < *next) next = due;
+      }
+    }
+    itimerspec spec{};
+    if (next) {
+      const int64_t ns = std::max<int64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(*next - now)
+              .count(),
+          1);
+      spec.it_value.tv_sec = ns / 1000000000;
+      spec.it_value.tv_nsec = ns % 1000000000;
+    }
+    timerfd_settime(timer_.get(), 0, &spec, nullptr);
+  }
+
+  void DrainTimer() {
+    uint64_t expirations = 0;
+    ssize_t n = read(timer_.get(), &expirations, sizeof(expirations));
+    (void)n;
+  }
+
   // Reads from a socket that has not yet delivered its CONNECT frame.
-  std::map<int, FrameStream>::iterator ReadConnect(
-      std::map<int, FrameStream>::iterator it) {
-    FrameStream& stream = it->second;
+  std::map<int, Pending>::iterator ReadConnect(
+      std::map<int, Pending>::iterator it, Clock::time_point now) {
+    FrameStream& stream = it->second.stream;
     const FrameStream::IoResult read = stream.Read(4096);
     absl::StatusOr<soft::DecodeResult> decoded = DecodeFrame(stream.input());
     const bool complete = decoded.ok() && decoded->consumed > 0;
+    const bool overdue =
+        options_.handshake_timeout_ms > 0 &&
+        now - it->second.accepted >=
+            std::chrono::milliseconds(options_.handshake_timeout_ms);
     if (!complete && decoded.ok() && read != FrameStream::IoResult::kEnd &&
         read != FrameStream::IoResult::kError) {
-      return std::next(it);  // more to come
+      if (!overdue) return std::next(it);  // more to come
+      errors_.push_back(absl::DeadlineExceededError(
+          absl::StrCat("soft fabric: no connect request within ",
+                       options_.handshake_timeout_ms, " ms of the accept")));
     }
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->first, nullptr);
     FrameStream owned = std::move(stream);
@@ -217,7 +302,7 @@ class SoftListener : public Listener {
   }
 
   void UpdateSignal() {
-    const bool ready = !ready_.empty();
+    const bool ready = !ready_.empty() || !errors_.empty();
     if (ready && !signaled_) {
       const uint64_t one = 1;
       signaled_ = write(signal_.get(), &one, sizeof(one)) == sizeof(one);
@@ -233,8 +318,12 @@ class SoftListener : public Listener {
   std::string unix_path_;
   UniqueFd epoll_;
   UniqueFd signal_;
+  UniqueFd timer_;
   bool signaled_ = false;
-  std::map<int, FrameStream> pending_;  // by socket
+  std::map<int, Pending> pending_;   // by socket
+  std::deque<absl::Status> errors_;  // for PollConnectRequest to report
+  std::optional<Clock::time_point> paused_until_;
+  uint32_t backoff_ms_ = 0;
   std::deque<std::unique_ptr<ConnectRequest>> ready_;
 };
 
@@ -271,7 +360,8 @@ class SoftFabric : public Fabric {
 
   absl::StatusOr<std::unique_ptr<Listener>> Listen(
       absl::string_view address) override {
-    absl::StatusOr<soft::SocketAddress> parsed = soft::ParseAddress(address);
+    absl::StatusOr<soft::SocketAddress> parsed =
+        soft::ParseAddress(address, /*passive=*/true);
     if (!parsed.ok()) return parsed.status();
     absl::StatusOr<UniqueFd> fd = soft::ListenOn(*parsed);
     if (!fd.ok()) return fd.status();

@@ -94,7 +94,25 @@ struct SoftFabricOptions {
   // When set, listeners reject every connect request themselves with this
   // private data; PollConnectRequest never returns one.
   std::optional<std::vector<uint8_t>> reject_all;
+
+  // Listeners close an accepted socket whose CONNECT frame has not arrived
+  // within this many milliseconds (0: never), and PollConnectRequest then
+  // reports DEADLINE_EXCEEDED once for it.
+  uint32_t handshake_timeout_ms = 0;
 };
+
+// Listener behaviour at a descriptor or memory limit: when accept() fails
+// with EMFILE, ENFILE, ENOBUFS or ENOMEM the listener stops watching its
+// socket (the pending connections wait in the kernel's backlog) and tries
+// again after a pause that starts at kAcceptBackoffInitialMs and doubles up
+// to kAcceptBackoffMaxMs while the failures go on, so its event_fd does not
+// stay readable and an event loop does not spin. PollConnectRequest reports
+// the failure as RESOURCE_EXHAUSTED naming the errno, once per failed
+// attempt. Chosen over keeping a spare descriptor to accept-and-close:
+// clients in the backlog are served once descriptors free up instead of
+// being turned away.
+inline constexpr uint32_t kAcceptBackoffInitialMs = 5;
+inline constexpr uint32_t kAcceptBackoffMaxMs = 1000;
 
 std::unique_ptr<Fabric> MakeSoftFabric(SoftFabricOptions options = {});
 

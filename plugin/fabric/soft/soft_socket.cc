@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "plugin/fabric/address.h"
 
 namespace rpcrdma::fabric::soft {
 namespace {
@@ -37,7 +38,8 @@ void UniqueFd::reset(int fd) {
   fd_ = fd;
 }
 
-absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address) {
+absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
+                                           bool passive) {
   SocketAddress out;
   if (absl::ConsumePrefix(&address, "unix:")) {
     auto* un = reinterpret_cast<sockaddr_un*>(&out.storage);
@@ -62,36 +64,14 @@ absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address) {
     return out;
   }
   if (absl::ConsumePrefix(&address, "tcp:")) {
-    const size_t colon = address.rfind(':');
-    if (colon == absl::string_view::npos) {
-      return absl::InvalidArgumentError("soft fabric: tcp address needs :PORT");
-    }
-    absl::string_view host = address.substr(0, colon);
-    uint32_t port = 0;
-    if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port > 65535) {
-      return absl::InvalidArgumentError("soft fabric: bad tcp port");
-    }
-    if (absl::ConsumePrefix(&host, "[") && absl::ConsumeSuffix(&host, "]")) {
-      auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
-      in6->sin6_family = AF_INET6;
-      in6->sin6_port = htons(static_cast<uint16_t>(port));
-      const std::string h(host);
-      if (inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) != 1) {
-        return absl::InvalidArgumentError("soft fabric: bad IPv6 address");
-      }
-      out.length = sizeof(sockaddr_in6);
-      out.family = AF_INET6;
-      return out;
-    }
-    auto* in4 = reinterpret_cast<sockaddr_in*>(&out.storage);
-    in4->sin_family = AF_INET;
-    in4->sin_port = htons(static_cast<uint16_t>(port));
-    const std::string h(host);
-    if (inet_pton(AF_INET, h.c_str(), &in4->sin_addr) != 1) {
-      return absl::InvalidArgumentError("soft fabric: bad IPv4 address");
-    }
-    out.length = sizeof(sockaddr_in);
-    out.family = AF_INET;
+    absl::StatusOr<HostPort> host_port = ParseHostPort(address);
+    if (!host_port.ok()) return host_port.status();
+    absl::StatusOr<ResolvedAddress> resolved =
+        ResolveHostPort(*host_port, passive);
+    if (!resolved.ok()) return resolved.status();
+    std::memcpy(&out.storage, &resolved->storage, resolved->length);
+    out.length = resolved->length;
+    out.family = resolved->family;
     return out;
   }
   return absl::InvalidArgumentError(absl::StrCat(

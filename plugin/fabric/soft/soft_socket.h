@@ -4,9 +4,10 @@
 // Addresses:
 //   unix:/path/to/socket   a Unix-domain stream socket in the file system
 //   unix:@name             a Linux abstract Unix-domain socket
-//   tcp:HOST:PORT          TCP; HOST is a numeric IPv4 address or a
-//                          bracketed IPv6 one ([::1]); PORT 0 when listening
-//                          lets the system choose.
+//   tcp:HOST:PORT          TCP; HOST:PORT as plugin/fabric/address.h parses
+//                          it (a name, IPv4, or bracketed IPv6 such as
+//                          [::1]); PORT 0 when listening lets the system
+//                          choose.
 #ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_SOCKET_H_
 #define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_SOCKET_H_
 
@@ -57,7 +58,9 @@ struct SocketAddress {
   std::string unix_path;
 };
 
-absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address);
+// `passive`: the address is to listen on (getaddrinfo AI_PASSIVE).
+absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
+                                           bool passive = false);
 // The address a socket is bound to, in the syntax ParseAddress accepts.
 absl::StatusOr<std::string> LocalAddressOf(int fd);
 

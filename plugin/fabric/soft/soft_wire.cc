@@ -197,7 +197,9 @@ absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
     case FrameType::kDisconnect:
       break;
     case FrameType::kCmaOffer:
-      if (!(r.U64(f.address) && r.U64(f.cookie))) return Truncated("CMA_OFFER");
+      if (!(r.U64(f.address) && r.U64(f.cookie) && r.U32(f.gate_fd))) {
+        return Truncated("CMA_OFFER");
+      }
       break;
     case FrameType::kCmaAnswer:
       if (!r.U8(f.status)) return Truncated("CMA_ANSWER");
@@ -326,10 +328,11 @@ void AppendDisconnect(std::vector<uint8_t>& out) {
 }
 
 void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
-                    uint64_t probe_cookie) {
+                    uint64_t probe_cookie, uint32_t gate_fd) {
   size_t at = Begin(out, FrameType::kCmaOffer);
   PutBe(out, probe_address, 8);
   PutBe(out, probe_cookie, 8);
+  PutBe(out, gate_fd, 4);
   Finish(out, at);
 }
 

@@ -21,7 +21,7 @@
 //   READ_RESP  u64 id  u8 status  u8 last  data (the rest of the body)
 //   WRITE      u64 id  u32 handle  u64 address  u8 last  data (the rest)
 //   DISCONNECT (empty)
-//   CMA_OFFER  u64 probe_address  u64 probe_cookie
+//   CMA_OFFER  u64 probe_address  u64 probe_cookie  u32 gate_fd
 //   CMA_ANSWER u8 accepted (0 or 1)
 //   READ_REQ_CMA   u64 id  u32 handle  u64 address  u32 length  segments
 //   WRITE_CMA      u64 id  u32 handle  u64 address  u32 length  segments
@@ -56,14 +56,17 @@
 // cookie in its own memory. The peer, if it offers the path too, learns
 // the offerer's process from the socket (SO_PEERCRED), reads the cookie
 // with process_vm_readv(2) and writes it back with process_vm_writev(2),
-// and answers CMA_ANSWER accepted = 1 when both worked and the value
-// matched, else 0. An offerer holds its RDMA Reads and Writes until the
-// answer; after accepted = 1 it sends READ_REQ_CMA and WRITE_CMA instead
-// of READ_REQ and WRITE pieces, naming its own scatter/gather memory. The
-// responder checks the request against its window table exactly as for
-// READ_REQ and WRITE, then copies between its window and the initiator's
-// memory with one process_vm_writev (Read) or process_vm_readv (Write)
-// and answers with one READ_RESP (last = 1, no data) or one ACK. Each
+// opens the offerer's gate (gate_fd, a memfd whose first word is the
+// cookie; soft_cma_gate.h) and answers CMA_ANSWER accepted = 1 when all
+// that worked and the values matched, else 0. The responder copies for a
+// request only after taking its gate slot, which the initiator withdraws
+// before it completes the operation (flushed or not). An offerer holds its RDMA
+// Reads and Writes until the answer; after accepted = 1 it sends READ_REQ_CMA
+// and WRITE_CMA instead of READ_REQ and WRITE pieces, naming its own
+// scatter/gather memory. The responder checks the request against its window
+// table exactly as for READ_REQ and WRITE, then copies between its window and
+// the initiator's memory with one process_vm_writev (Read) or process_vm_readv
+// (Write) and answers with one READ_RESP (last = 1, no data) or one ACK. Each
 // direction is negotiated on its own; a side that never accepted the
 // path treats READ_REQ_CMA and WRITE_CMA as protocol errors. The copy
 // only ever touches the responder's validated window and the initiator's
@@ -130,6 +133,7 @@ struct Frame {
   uint64_t address = 0;  // READ_REQ, WRITE, *_CMA; CMA_OFFER: probe address
   uint32_t length = 0;   // READ_REQ, *_CMA
   uint64_t cookie = 0;   // CMA_OFFER
+  uint32_t gate_fd = 0;  // CMA_OFFER
   uint8_t status = 0;    // ACK, READ_RESP; CMA_ANSWER: accepted
   bool last = false;     // READ_RESP, WRITE
   std::optional<uint32_t> invalidate;  // SEND
@@ -175,7 +179,7 @@ void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                  absl::Span<const absl::Span<const uint8_t>> pieces);
 void AppendDisconnect(std::vector<uint8_t>& out);
 void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
-                    uint64_t probe_cookie);
+                    uint64_t probe_cookie, uint32_t gate_fd);
 void AppendCmaAnswer(std::vector<uint8_t>& out, bool accepted);
 // `type` is kReadReqCma or kWriteCma; at most kMaxCmaSegments segments.
 void AppendCmaRequest(std::vector<uint8_t>& out, FrameType type, uint64_t id,

@@ -1,5 +1,6 @@
-// Socket addresses of the verbs fabric: "IPV4:PORT" or "[IPV6]:PORT",
-// numeric only (rdma-cm resolves them to a device).
+// Socket addresses of the verbs fabric: HOST:PORT as plugin/fabric/address.h
+// parses it (a name, IPv4, or bracketed IPv6); rdma-cm maps the resolved
+// address to a device.
 #ifndef RPCRDMA_PLUGIN_FABRIC_VERBS_VERBS_ADDRESS_H_
 #define RPCRDMA_PLUGIN_FABRIC_VERBS_VERBS_ADDRESS_H_
 
@@ -15,11 +16,13 @@ namespace rpcrdma::fabric::verbs {
 
 struct SocketAddress {
   sockaddr_storage storage;
-  std::string host;  // as written, without brackets
+  std::string host;  // numeric, without brackets
   sockaddr* get() { return reinterpret_cast<sockaddr*>(&storage); }
 };
 
-absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address);
+// `passive`: the address is to listen on (getaddrinfo AI_PASSIVE).
+absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
+                                           bool passive = false);
 // "HOST:PORT", with brackets around an IPv6 host.
 std::string FormatAddress(absl::string_view host, uint16_t port);
 

@@ -62,7 +62,7 @@ absl::Status VerbsConnectRequest::Reject(
 
 absl::StatusOr<std::unique_ptr<Listener>> VerbsListener::Create(
     absl::string_view address, const VerbsFabricOptions& fabric_options) {
-  absl::StatusOr<SocketAddress> addr = ParseAddress(address);
+  absl::StatusOr<SocketAddress> addr = ParseAddress(address, /*passive=*/true);
   if (!addr.ok()) return addr.status();
   std::shared_ptr<rdma_event_channel> channel(rdma_create_event_channel(),
                                               CmChannelDeleter());

@@ -24,6 +24,28 @@
 // the reconnect; one that does not fails at once with UNAVAILABLE.
 // Deadlines and Cancel() apply to waiting calls as to any other.
 //
+// Abandoned calls (timeouts.abandoned_call_ms): a call ended by its
+// deadline or Cancel() after it was sent keeps its credit until a reply
+// comes (RFC 8166 §3.3.1), which from a broken or hostile peer may be
+// never. When such calls hold every credit of the current grant (with the
+// grant of one until the first reply, a single unanswered call) while
+// another call waits for a credit, or have been held for
+// abandoned_call_ms, the Channel disconnects, which returns
+// every credit, and reconnects as above: calls that allow a retry are sent
+// again, counters().abandoned_call_disconnects and reconnects count it.
+// The kernel client does the same when an RPC times out (xprt_rdma_timer
+// calls xprt_force_disconnect).
+//
+// Idle (timeouts.idle_ms, 0 = never): with no call outstanding and nothing
+// received for idle_ms the Channel disconnects, as the kernel client closes
+// an idle transport (xprt->idle_timeout, 5 minutes); connected() is then
+// false, nothing reconnects until the next call, and that call (with or
+// without retry_on_reconnect) waits for the new connection.
+//
+// A connect the Server rejects (for example beyond its
+// limits.max_connections) is UNAVAILABLE, naming the reason the Server
+// gave in its reject private data.
+//
 // Status codes of a call:
 // - UNAVAILABLE: the connection was lost before the reply arrived and the
 //   call does not allow a retry, or the Channel was destroyed.
@@ -48,9 +70,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "plugin/include/rpcrdma/responder.h"
-#include "plugin/include/rpcrdma/types.h"
-#include "plugin/proto/config.pb.h"
+#include "rpcrdma/config.pb.h"
+#include "rpcrdma/metrics.h"
+#include "rpcrdma/responder.h"
+#include "rpcrdma/types.h"
 
 namespace rpcrdma {
 
@@ -67,6 +90,10 @@ class Channel {
   //   soft+unix:///path, soft+unix://@abstract   the soft fabric, Unix socket
   //   soft+tcp://host:port                       the soft fabric over TCP
   //   rdma://host:port                           verbs (rdma-core)
+  // where host is a name (resolved with getaddrinfo, the first address),
+  // an IPv4 literal or a bracketed IPv6 literal (rdma://[fe80::1]:20049);
+  // a malformed host or port, or a name that does not resolve, is
+  // INVALID_ARGUMENT naming it.
   // `config` is validated (INVALID_ARGUMENT naming the field); its fabric,
   // when set, must agree with the scheme. UNAVAILABLE when the peer cannot
   // be reached or rejects, DEADLINE_EXCEEDED after timeouts.connect_ms,
@@ -111,6 +138,9 @@ class Channel {
   void Cancel(CallId call);
 
   Counters counters() const;
+  // counters() plus the current connection's latency histograms (none
+  // while the Channel reconnects); see metrics.h.
+  Metrics metrics() const;
   // False from the loss of the connection until a reconnect succeeds.
   bool connected() const;
   // What the current (or last) connection settled: RFC 8797 private data

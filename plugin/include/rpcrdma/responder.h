@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "plugin/include/rpcrdma/types.h"
+#include "rpcrdma/buffer.h"
+#include "rpcrdma/types.h"
 
 namespace rpcrdma {
 
@@ -23,11 +24,11 @@ struct IncomingCall {
   // to Server::Call for backward calls); 0 for a Channel's backward calls.
   uint64_t connection = 0;
   uint32_t xid = 0;
-  std::vector<uint8_t> message;  // the complete RPC call stream
+  Buffer message;  // the complete RPC call stream
   // Octets the requester offered per write chunk, and for a reply chunk
   // (0 if none) (RFC 8166 §3.4.7, §3.5.4).
-  std::vector<uint32_t> write_chunk_capacities;
-  uint32_t reply_chunk_capacity = 0;
+  std::vector<uint64_t> write_chunk_capacities;
+  uint64_t reply_chunk_capacity = 0;
 };
 
 // Answers one call, once, from any thread. Dropping it unanswered leaves

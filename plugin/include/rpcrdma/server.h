@@ -5,6 +5,29 @@
 // Threads: one event-loop thread per Server drives every connection. The
 // handler runs on that thread; it may answer at once or keep the Responder
 // and answer later from any thread.
+//
+// Limits against a peer that would exhaust or wedge it (issue 9):
+// - Reassembly memory (RFC 5666 §11): a connection holds at most
+//   limits.max_reassembly_bytes of incoming calls, from reassembly until
+//   the reply has been sent, and all connections together at most
+//   limits.max_server_reassembly_bytes; a call that does not fit waits.
+// - limits.max_connections: a connect request beyond it is rejected with
+//   this side's RFC 8797 private data and a reason the client reports.
+// - timeouts.idle_ms: a connection with no call in progress (none being
+//   reassembled, awaiting its reply or being sent, no backward call
+//   outstanding) that receives nothing for idle_ms is closed.
+// - timeouts.handshake_ms (soft fabric): a socket whose connect request
+//   does not arrive in time is closed.
+// - Out of descriptors (EMFILE): accepting pauses and resumes by itself
+//   (soft_fabric.h), counted in counters().accept_errors and reported once
+//   per episode; no busy loop.
+// - Backward calls abandoned by their deadline keep their credit; when they
+//   hold every backward credit while another backward call waits, or
+//   have been held for
+//   timeouts.abandoned_call_ms, the connection is closed (as channel.h).
+// - A peer that breaks a rule leaving no way on (more calls than its
+//   credit grant, RFC 8166 §3.3.1) is disconnected; counted in
+//   counters().protocol_closes.
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_SERVER_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_SERVER_H_
 
@@ -18,9 +41,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "plugin/include/rpcrdma/responder.h"
-#include "plugin/include/rpcrdma/types.h"
-#include "plugin/proto/config.pb.h"
+#include "rpcrdma/config.pb.h"
+#include "rpcrdma/metrics.h"
+#include "rpcrdma/responder.h"
+#include "rpcrdma/types.h"
 
 namespace rpcrdma {
 
@@ -64,6 +88,9 @@ class Server {
   std::string uri() const;
   // Counters summed over every connection, past and present.
   Counters counters() const;
+  // counters() plus every current connection's counters and latency
+  // histograms; see metrics.h.
+  Metrics metrics() const;
   size_t connections() const;
 
  private:

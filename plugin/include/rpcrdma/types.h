@@ -128,6 +128,22 @@ struct Counters {
   // their replies received (Server) or sent (Channel).
   uint64_t backward_calls = 0;
   uint64_t backward_replies = 0;
+  // Defences against a hostile or broken peer (issue 9):
+  // connections closed because the peer broke a rule that leaves no way on
+  // (e.g. more calls than its credit grant, RFC 8166 §3.3.1);
+  uint64_t protocol_closes = 0;
+  // connections closed because abandoned calls (cancelled or past their
+  // deadline after they were sent) held the credits
+  // (timeouts.abandoned_call_ms);
+  uint64_t abandoned_call_disconnects = 0;
+  // connections closed for idleness (timeouts.idle_ms) or, on a Server,
+  // for a connect request that never came (timeouts.handshake_ms);
+  uint64_t idle_closes = 0;
+  uint64_t handshake_timeouts = 0;
+  // Server: connect requests rejected at limits.max_connections, and
+  // accepts that failed for want of a descriptor or memory (EMFILE...).
+  uint64_t connections_rejected = 0;
+  uint64_t accept_errors = 0;
 
   // Sums every field except credits_granted and peak_calls_outstanding,
   // which become the larger.

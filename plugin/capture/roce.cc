@@ -1,14 +1,13 @@
-#include "tools/pcap/roce.h"
+#include "plugin/capture/roce.h"
 
 #include <arpa/inet.h>
-#include <pcap/dlt.h>
 
 #include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "tools/pcap/crc32.h"
+#include "plugin/capture/crc32.h"
 
 namespace rpcrdma::pcap {
 namespace {
@@ -145,15 +144,15 @@ std::string IpAddress::ToString() const {
 int LinkTypeToDlt(LinkType type) {
   switch (type) {
     case LinkType::kEthernet:
-      return DLT_EN10MB;
+      return kDltEn10mb;
     case LinkType::kLinuxSll:
-      return DLT_LINUX_SLL;
+      return kDltLinuxSll;
     case LinkType::kLinuxSll2:
-      return DLT_LINUX_SLL2;
+      return kDltLinuxSll2;
     case LinkType::kRaw:
-      return DLT_RAW;
+      return kDltRaw;
   }
-  return DLT_EN10MB;
+  return kDltEn10mb;
 }
 
 uint16_t Ipv4HeaderChecksum(absl::Span<const uint8_t> header) {
@@ -497,22 +496,22 @@ FrameParse ParseRoceFrame(int dlt, absl::Span<const uint8_t> frame,
                           size_t wire_length, const ParseOptions& options) {
   const bool cut = wire_length > frame.size();
   switch (dlt) {
-    case DLT_EN10MB:
+    case kDltEn10mb:
       if (frame.size() < kEthernetHeaderLength) return FrameParse{};
       return ParseTagged(Load16(frame.data() + 12),
                          frame.subspan(kEthernetHeaderLength), cut, options);
-    case DLT_LINUX_SLL:
+    case kDltLinuxSll:
       if (frame.size() < kSllHeaderLength) return FrameParse{};
       return ParseTagged(Load16(frame.data() + 14),
                          frame.subspan(kSllHeaderLength), cut, options);
-    case DLT_LINUX_SLL2:
+    case kDltLinuxSll2:
       if (frame.size() < kSll2HeaderLength) return FrameParse{};
       return ParseTagged(Load16(frame.data()), frame.subspan(kSll2HeaderLength),
                          cut, options);
-    case DLT_RAW:
+    case kDltRaw:
     case kLinktypeRaw:
-    case DLT_IPV4:
-    case DLT_IPV6:
+    case kDltIpv4:
+    case kDltIpv6:
       if (frame.empty()) return FrameParse{};
       if ((frame[0] >> 4) == 4) return ParseIpv4(frame, cut);
       if ((frame[0] >> 4) == 6) return ParseIpv6(frame, cut);

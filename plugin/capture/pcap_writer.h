@@ -1,10 +1,14 @@
 // Writes RPC-over-RDMA traffic as a capture file Wireshark opens: each
 // message becomes one RC SEND (split into SEND_FIRST/MIDDLE/LAST at the
-// path MTU) in RoCEv2 frames.
-#ifndef RPCRDMA_TOOLS_PCAP_PCAP_WRITER_H_
-#define RPCRDMA_TOOLS_PCAP_PCAP_WRITER_H_
+// path MTU) in RoCEv2 frames. The file is the classic pcap format
+// (pcap-savefile(5)), written here rather than through libpcap so that the
+// library's capture tap adds no runtime dependency; the tools read captures
+// with libpcap (tools/pcap).
+#ifndef RPCRDMA_PLUGIN_CAPTURE_PCAP_WRITER_H_
+#define RPCRDMA_PLUGIN_CAPTURE_PCAP_WRITER_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,10 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "tools/pcap/roce.h"
-
-typedef struct pcap pcap_t;
-typedef struct pcap_dumper pcap_dumper_t;
+#include "plugin/capture/roce.h"
 
 namespace rpcrdma::pcap {
 
@@ -106,16 +107,15 @@ class PcapWriter {
     Side responder;
   };
 
-  PcapWriter(const PcapWriterOptions& options, pcap_t* pcap,
-             pcap_dumper_t* dumper);
+  PcapWriter(const PcapWriterOptions& options, std::FILE* file, bool owns_file);
 
   PcapWriterOptions options_;
-  pcap_t* pcap_ = nullptr;
-  pcap_dumper_t* dumper_ = nullptr;
+  std::FILE* file_ = nullptr;  // null once closed
+  bool owns_file_ = false;     // false for standard output
   std::vector<Connection> connections_;
   uint64_t frames_ = 0;
 };
 
 }  // namespace rpcrdma::pcap
 
-#endif  // RPCRDMA_TOOLS_PCAP_PCAP_WRITER_H_
+#endif  // RPCRDMA_PLUGIN_CAPTURE_PCAP_WRITER_H_

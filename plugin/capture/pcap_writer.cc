@@ -1,8 +1,8 @@
-#include "tools/pcap/pcap_writer.h"
-
-#include <pcap/pcap.h>
+#include "plugin/capture/pcap_writer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,6 +21,45 @@ void PutBigEndian32(std::vector<uint8_t>& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) {
     out.push_back(static_cast<uint8_t>(v >> shift));
   }
+}
+
+// pcap-savefile(5) fields are in the writer's byte order, which the magic
+// number tells readers; little-endian here, on every host, so that the
+// same traffic gives the same file.
+void PutLittleEndian16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v));
+  out.push_back(static_cast<uint8_t>(v >> 8));
+}
+
+void PutLittleEndian32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int shift = 0; shift < 32; shift += 8) {
+    out.push_back(static_cast<uint8_t>(v >> shift));
+  }
+}
+
+// The file header's LINKTYPE_* number (tcpdump.org/linktypes.html): the
+// DLT_* number except for raw IP, whose DLT differs between platforms.
+uint32_t FileLinkType(LinkType link) {
+  constexpr uint32_t kLinktypeRaw = 101;
+  if (link == LinkType::kRaw) return kLinktypeRaw;
+  return static_cast<uint32_t>(LinkTypeToDlt(link));
+}
+
+std::vector<uint8_t> FileHeader(LinkType link) {
+  constexpr uint32_t kMagicMicroseconds = 0xA1B2C3D4;
+  std::vector<uint8_t> header;
+  PutLittleEndian32(header, kMagicMicroseconds);
+  PutLittleEndian16(header, 2);  // version 2.4
+  PutLittleEndian16(header, 4);
+  PutLittleEndian32(header, 0);  // thiszone: timestamps are UTC
+  PutLittleEndian32(header, 0);  // sigfigs
+  PutLittleEndian32(header, static_cast<uint32_t>(kSnapLength));
+  PutLittleEndian32(header, FileLinkType(link));
+  return header;
+}
+
+bool WriteAll(std::FILE* file, absl::Span<const uint8_t> bytes) {
+  return std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
 }
 
 }  // namespace
@@ -52,21 +91,25 @@ absl::StatusOr<std::unique_ptr<PcapWriter>> PcapWriter::Open(
     return absl::InvalidArgumentError(
         "requester and responder must both be IPv4 or both IPv6");
   }
-  pcap_t* p = pcap_open_dead(LinkTypeToDlt(options.link), kSnapLength);
-  if (p == nullptr) return absl::InternalError("pcap_open_dead failed");
-  pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
-  if (d == nullptr) {
-    absl::Status st = absl::UnavailableError(
-        absl::StrCat("cannot create ", path, ": ", pcap_geterr(p)));
-    pcap_close(p);
-    return st;
+  const bool to_stdout = path == "-";
+  std::FILE* file = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
-  return std::unique_ptr<PcapWriter>(new PcapWriter(options, p, d));
+  auto writer = std::unique_ptr<PcapWriter>(
+      new PcapWriter(options, file, /*owns_file=*/!to_stdout));
+  if (!WriteAll(file, FileHeader(options.link))) {
+    (void)writer->Close();
+    return absl::UnavailableError(
+        absl::StrCat("cannot write the pcap file header to ", path));
+  }
+  return writer;
 }
 
-PcapWriter::PcapWriter(const PcapWriterOptions& options, pcap_t* pcap,
-                       pcap_dumper_t* dumper)
-    : options_(options), pcap_(pcap), dumper_(dumper) {
+PcapWriter::PcapWriter(const PcapWriterOptions& options, std::FILE* file,
+                       bool owns_file)
+    : options_(options), file_(file), owns_file_(owns_file) {
   AddConnection(options.requester, options.responder);
 }
 
@@ -92,7 +135,7 @@ uint32_t PcapWriter::next_psn(size_t connection, Direction direction) const {
 }
 
 absl::Status PcapWriter::WriteFrame(absl::Span<const uint8_t> frame) {
-  if (dumper_ == nullptr) {
+  if (file_ == nullptr) {
     return absl::FailedPreconditionError("the capture file is closed");
   }
   if (frame.size() > kSnapLength) {
@@ -102,11 +145,14 @@ absl::Status PcapWriter::WriteFrame(absl::Span<const uint8_t> frame) {
   }
   int64_t t = options_.start_time_us +
               static_cast<int64_t>(frames_) * options_.frame_interval_us;
-  pcap_pkthdr h{};
-  h.ts.tv_sec = static_cast<time_t>(t / 1000000);
-  h.ts.tv_usec = static_cast<suseconds_t>(t % 1000000);
-  h.caplen = h.len = static_cast<bpf_u_int32>(frame.size());
-  pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, frame.data());
+  std::vector<uint8_t> record;
+  record.reserve(16);
+  PutLittleEndian32(record, static_cast<uint32_t>(t / 1000000));
+  PutLittleEndian32(record, static_cast<uint32_t>(t % 1000000));
+  PutLittleEndian32(record, static_cast<uint32_t>(frame.size()));  // incl_len
+  PutLittleEndian32(record, static_cast<uint32_t>(frame.size()));  // orig_len
+  // A failed write sets the stream's error indicator, which Close() reports.
+  (void)(WriteAll(file_, record) && WriteAll(file_, frame));
   ++frames_;
   return absl::OkStatus();
 }
@@ -186,13 +232,10 @@ absl::Status PcapWriter::Send(size_t connection, Direction direction,
 }
 
 absl::Status PcapWriter::Close() {
-  if (dumper_ == nullptr) return absl::OkStatus();
-  bool failed =
-      pcap_dump_flush(dumper_) != 0 || ferror(pcap_dump_file(dumper_)) != 0;
-  pcap_dump_close(dumper_);
-  pcap_close(pcap_);
-  dumper_ = nullptr;
-  pcap_ = nullptr;
+  if (file_ == nullptr) return absl::OkStatus();
+  bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0;
+  if (owns_file_ && std::fclose(file_) != 0) failed = true;
+  file_ = nullptr;
   if (failed) return absl::DataLossError("writing the capture file failed");
   return absl::OkStatus();
 }

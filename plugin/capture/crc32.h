@@ -1,7 +1,7 @@
 // CRC-32 with the reflected polynomial 0xEDB88320 (IEEE 802.3, the one zlib
 // and the Linux crc32_le use), as the InfiniBand invariant CRC needs it.
-#ifndef RPCRDMA_TOOLS_PCAP_CRC32_H_
-#define RPCRDMA_TOOLS_PCAP_CRC32_H_
+#ifndef RPCRDMA_PLUGIN_CAPTURE_CRC32_H_
+#define RPCRDMA_PLUGIN_CAPTURE_CRC32_H_
 
 #include <cstdint>
 
@@ -16,4 +16,4 @@ uint32_t Crc32(absl::Span<const uint8_t> data, uint32_t previous = 0);
 
 }  // namespace rpcrdma::pcap
 
-#endif  // RPCRDMA_TOOLS_PCAP_CRC32_H_
+#endif  // RPCRDMA_PLUGIN_CAPTURE_CRC32_H_

@@ -5,8 +5,8 @@
 // / Base Transport Header / extension headers / payload / pad / ICRC.
 // RoCEv1 (Annex A16): Ethernet II with ethertype 0x8915 / 40-octet GRH / BTH
 // / ... / ICRC.
-#ifndef RPCRDMA_TOOLS_PCAP_ROCE_H_
-#define RPCRDMA_TOOLS_PCAP_ROCE_H_
+#ifndef RPCRDMA_PLUGIN_CAPTURE_ROCE_H_
+#define RPCRDMA_PLUGIN_CAPTURE_ROCE_H_
 
 #include <array>
 #include <cstddef>
@@ -105,6 +105,16 @@ enum class LinkType {
 };
 int LinkTypeToDlt(LinkType type);
 
+// libpcap's link-layer type numbers (DLT_* of pcap/dlt.h, as on Linux), so
+// that writing and parsing frames needs no libpcap; the pcap reader of the
+// tools compares them with libpcap's own.
+constexpr int kDltEn10mb = 1;
+constexpr int kDltRaw = 12;
+constexpr int kDltLinuxSll = 113;
+constexpr int kDltIpv4 = 228;
+constexpr int kDltIpv6 = 229;
+constexpr int kDltLinuxSll2 = 276;
+
 // Everything that goes into one RoCEv2 frame.
 struct RoceV2FrameSpec {
   LinkType link = LinkType::kEthernet;
@@ -202,4 +212,4 @@ FrameParse ParseRoceFrame(int dlt, absl::Span<const uint8_t> frame,
 
 }  // namespace rpcrdma::pcap
 
-#endif  // RPCRDMA_TOOLS_PCAP_ROCE_H_
+#endif  // RPCRDMA_PLUGIN_CAPTURE_ROCE_H_

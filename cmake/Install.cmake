@@ -1,0 +1,46 @@
+# What `cmake --install` puts where, by component (the Debian packages of
+# cmake/Packaging.cmake): `runtime` the shared library, `dev` the headers,
+# the link symlink, the archive, the CMake package and rpcrdma.pc, `tools`
+# rpcrdma-dump (installed from tools/dump).
+include(CMakePackageConfigHelpers)
+
+set(RPCRDMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpcrdma)
+
+install(TARGETS rpcrdma rpcrdma_static
+        EXPORT rpcrdmaTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+                COMPONENT runtime NAMELINK_COMPONENT dev
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+
+# Every public header (the glob picks up new ones), the generated schema
+# header and the schema itself, all included as <rpcrdma/...>.
+file(GLOB rpcrdma_public_headers CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/plugin/include/rpcrdma/*.h)
+install(FILES ${rpcrdma_public_headers}
+              ${PROJECT_BINARY_DIR}/plugin/proto/rpcrdma/config.pb.h
+              ${PROJECT_SOURCE_DIR}/plugin/proto/rpcrdma/config.proto
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma COMPONENT dev)
+
+install(EXPORT rpcrdmaTargets NAMESPACE rpcrdma::
+        DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT dev)
+configure_package_config_file(
+  ${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdmaConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rpcrdmaConfig.cmake
+  INSTALL_DESTINATION ${RPCRDMA_CMAKE_DIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/rpcrdmaConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/rpcrdmaConfig.cmake
+              ${PROJECT_BINARY_DIR}/rpcrdmaConfigVersion.cmake
+        DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT dev)
+
+# pkg-config: the prefix is found from the .pc file's own place, so that an
+# installed tree (or an unpacked .deb) can be moved.
+file(RELATIVE_PATH RPCRDMA_PC_PREFIX_FROM_PCFILEDIR
+     ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" RPCRDMA_PC_PREFIX_FROM_PCFILEDIR
+       "${RPCRDMA_PC_PREFIX_FROM_PCFILEDIR}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma.pc.in
+               ${PROJECT_BINARY_DIR}/rpcrdma.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rpcrdma.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

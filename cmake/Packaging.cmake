@@ -1,0 +1,42 @@
+# Debian packages (`make package`, cpack): librpcrdma0 (the shared
+# library), librpcrdma-dev (headers, link symlink, archive, CMake package,
+# rpcrdma.pc) and rpcrdma-tools (rpcrdma-dump), one per install component.
+# Build with CMAKE_INSTALL_PREFIX=/usr so that the library lands in
+# Debian's multiarch directory.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME rpcrdma)
+set(CPACK_PACKAGE_VENDOR "rpcrdma")
+set(CPACK_PACKAGE_CONTACT "rpcrdma maintainers <rpcrdma@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "RPC-over-RDMA (RFC 8166) transport library")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+set(CPACK_COMPONENTS_ALL runtime dev tools)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+# dpkg-shlibdeps names the runtime dependencies from what the binaries
+# link (libibverbs1, librdmacm1, libprotobuf32, libabsl20220623, zlib1g,
+# libpcap0.8 for the tools, ...).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+
+set(rpcrdma_runtime_package librpcrdma${PROJECT_VERSION_MAJOR})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${rpcrdma_runtime_package})
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
+    "RPC-over-RDMA transport library\n Channel and Server for RPC-over-RDMA version one (RFC 8166, RFC 8797,\n RFC 8167) over rdma-core or a software fabric.")
+# A shlibs file, so that packages linking librpcrdma.so.0 depend on it.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME librpcrdma-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "RPC-over-RDMA transport library: development files\n Headers, the static library, the CMake package (find_package(rpcrdma))\n and rpcrdma.pc for pkg-config.")
+# What the installed headers, rpcrdmaConfig.cmake and rpcrdma.pc name.
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "${rpcrdma_runtime_package} (= ${PROJECT_VERSION}), libabsl-dev, libprotobuf-dev, libibverbs-dev, librdmacm-dev, zlib1g-dev, pkg-config")
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rpcrdma-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION
+    "RPC-over-RDMA tools\n rpcrdma-dump prints the RPC-over-RDMA messages of a RoCE capture as JSON\n lines.")
+
+include(CPack)

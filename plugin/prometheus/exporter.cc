@@ -1,0 +1,267 @@
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/collectable.h"
+#include "prometheus/exposer.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+#include "rpcrdma/metrics.h"
+#include "rpcrdma/prometheus.h"
+
+namespace rpcrdma {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+struct Source {
+  std::variant<const Channel*, const Server*> target;
+  std::vector<ClientMetric::Label> labels;  // the caller's, then role
+
+  Metrics Read() const {
+    if (const auto* c = std::get_if<const Channel*>(&target)) {
+      return (*c)->metrics();
+    }
+    return std::get<const Server*>(target)->metrics();
+  }
+  bool is_channel() const {
+    return std::holds_alternative<const Channel*>(target);
+  }
+};
+
+// The monotonic Counters fields, exported as <name>_total.
+struct CounterField {
+  const char* name;
+  const char* help;
+  uint64_t Counters::*field;
+};
+constexpr CounterField kCounterFields[] = {
+    {"calls", "Forward calls sent (channel) or received (server)",
+     &Counters::calls},
+    {"replies", "Forward replies received (channel) or sent (server)",
+     &Counters::replies},
+    {"inline_calls", "RDMA_MSG calls without read chunks",
+     &Counters::inline_calls},
+    {"read_chunk_calls", "RDMA_MSG calls with read chunks",
+     &Counters::read_chunk_calls},
+    {"read_chunks", "Read chunks (distinct positions)", &Counters::read_chunks},
+    {"write_chunks", "Write chunks offered by calls", &Counters::write_chunks},
+    {"reply_chunks", "Reply chunks offered by calls", &Counters::reply_chunks},
+    {"long_calls", "RDMA_NOMSG calls (position-zero read chunk)",
+     &Counters::long_calls},
+    {"long_replies", "RDMA_NOMSG replies (via reply chunk)",
+     &Counters::long_replies},
+    {"remote_invalidations", "Send With Invalidate received or sent",
+     &Counters::remote_invalidations},
+    {"errors_sent", "RDMA_ERROR messages sent", &Counters::errors_sent},
+    {"errors_received", "RDMA_ERROR messages received",
+     &Counters::errors_received},
+    {"reconnects", "Connections a channel re-established",
+     &Counters::reconnects},
+    {"backward_calls", "Backward-direction calls (RFC 8167)",
+     &Counters::backward_calls},
+    {"backward_replies", "Backward-direction replies (RFC 8167)",
+     &Counters::backward_replies},
+};
+
+ClientMetric::Histogram ToPrometheus(const LatencyHistogram& h) {
+  ClientMetric::Histogram out;
+  out.sample_count = h.count();
+  out.sample_sum = std::chrono::duration<double>(h.sum()).count();
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < LatencyHistogram::kFiniteBuckets; ++i) {
+    cumulative += h.buckets()[i];
+    out.bucket.push_back({cumulative, std::chrono::duration<double>(
+                                          LatencyHistogram::UpperBound(i))
+                                          .count()});
+  }
+  out.bucket.push_back({h.count(), std::numeric_limits<double>::infinity()});
+  return out;
+}
+
+class Collector : public prometheus::Collectable {
+ public:
+  std::vector<MetricFamily> Collect() const override {
+    std::vector<std::pair<std::vector<ClientMetric::Label>, Metrics>> read;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const Source& s : sources_) read.emplace_back(s.labels, s.Read());
+    }
+    std::vector<MetricFamily> families;
+    auto family = [&](std::string name, std::string help, MetricType type) {
+      families.push_back(
+          MetricFamily{std::move(name), std::move(help), type, {}});
+      return &families.back().metric;
+    };
+    for (const CounterField& f : kCounterFields) {
+      auto* metrics = family(absl::StrCat("rpcrdma_", f.name, "_total"), f.help,
+                             MetricType::Counter);
+      for (const auto& [labels, m] : read) {
+        ClientMetric c;
+        c.label = labels;
+        c.counter.value = static_cast<double>(m.counters.*(f.field));
+        metrics->push_back(std::move(c));
+      }
+    }
+    auto gauge = [&](const char* name, const char* help, auto value) {
+      auto* metrics = family(name, help, MetricType::Gauge);
+      for (const auto& [labels, m] : read) {
+        ClientMetric c;
+        c.label = labels;
+        c.gauge.value = static_cast<double>(value(m));
+        metrics->push_back(std::move(c));
+      }
+    };
+    gauge("rpcrdma_credits_granted", "rdma_credit of the latest reply",
+          [](const Metrics& m) { return m.counters.credits_granted; });
+    gauge("rpcrdma_peak_calls_outstanding",
+          "Most calls outstanding at one time",
+          [](const Metrics& m) { return m.counters.peak_calls_outstanding; });
+    gauge("rpcrdma_connections", "Live connections",
+          [](const Metrics& m) { return m.connections.size(); });
+    auto histogram = [&](const char* name, const char* help,
+                         LatencyHistogram ConnectionMetrics::*field) {
+      auto* metrics = family(name, help, MetricType::Histogram);
+      for (const auto& [labels, m] : read) {
+        for (const ConnectionMetrics& conn : m.connections) {
+          ClientMetric c;
+          c.label = labels;
+          c.label.push_back({"connection", absl::StrCat(conn.connection)});
+          c.histogram = ToPrometheus(conn.*field);
+          metrics->push_back(std::move(c));
+        }
+      }
+    };
+    histogram("rpcrdma_call_rtt_seconds",
+              "Round trip of calls this side made, per connection",
+              &ConnectionMetrics::call_rtt);
+    histogram("rpcrdma_reply_time_seconds",
+              "From a call's delivery to its reply sent, per connection",
+              &ConnectionMetrics::reply_time);
+    return families;
+  }
+
+  absl::Status Add(Source source, const void* key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const void* k : keys_) {
+      if (k == key)
+        return absl::AlreadyExistsError("prometheus: already registered");
+    }
+    sources_.push_back(std::move(source));
+    keys_.push_back(key);
+    return absl::OkStatus();
+  }
+  void Remove(const void* key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (keys_[i] == key) {
+        keys_.erase(keys_.begin() + i);
+        sources_.erase(sources_.begin() + i);
+        return;
+      }
+    }
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Source> sources_;
+  std::vector<const void*> keys_;
+};
+
+absl::StatusOr<std::vector<ClientMetric::Label>> MakeLabels(
+    const PrometheusExporter::Labels& labels, const char* role) {
+  std::vector<ClientMetric::Label> out;
+  for (const auto& [name, value] : labels) {
+    bool valid = !name.empty() && !absl::ascii_isdigit(name[0]) &&
+                 name.rfind("__", 0) != 0;
+    for (char c : name) {
+      valid &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+    }
+    if (!valid || name == "role" || name == "connection" || name == "le") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prometheus: label name \"", name,
+                       "\" is not allowed (must match [a-zA-Z_][a-zA-Z0-9_]* "
+                       "and not be role, connection or le)"));
+    }
+    out.push_back({name, value});
+  }
+  out.push_back({"role", role});
+  return out;
+}
+
+}  // namespace
+
+struct PrometheusExporter::Impl {
+  std::shared_ptr<Collector> collector = std::make_shared<Collector>();
+  std::unique_ptr<prometheus::Exposer> exposer;  // null without a listener
+};
+
+absl::StatusOr<std::unique_ptr<PrometheusExporter>> PrometheusExporter::Create(
+    const std::string& bind_address) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    // One HTTP thread: a scrape is short, and the machine's cores belong
+    // to the transport.
+    impl->exposer = std::make_unique<prometheus::Exposer>(bind_address, 1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("prometheus: cannot listen on ",
+                                               bind_address, ": ", e.what()));
+  }
+  impl->exposer->RegisterCollectable(impl->collector);
+  return std::unique_ptr<PrometheusExporter>(
+      new PrometheusExporter(std::move(impl)));
+}
+
+std::unique_ptr<PrometheusExporter>
+PrometheusExporter::CreateWithoutListener() {
+  return std::unique_ptr<PrometheusExporter>(
+      new PrometheusExporter(std::make_unique<Impl>()));
+}
+
+PrometheusExporter::PrometheusExporter(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+// The listener stops first, so no scrape reads a source being dropped.
+PrometheusExporter::~PrometheusExporter() { impl_->exposer.reset(); }
+
+absl::Status PrometheusExporter::Register(const Channel& channel,
+                                          Labels labels) {
+  auto l = MakeLabels(labels, "channel");
+  if (!l.ok()) return l.status();
+  return impl_->collector->Add(Source{&channel, *std::move(l)}, &channel);
+}
+
+absl::Status PrometheusExporter::Register(const Server& server, Labels labels) {
+  auto l = MakeLabels(labels, "server");
+  if (!l.ok()) return l.status();
+  return impl_->collector->Add(Source{&server, *std::move(l)}, &server);
+}
+
+void PrometheusExporter::Unregister(const Channel& channel) {
+  impl_->collector->Remove(&channel);
+}
+void PrometheusExporter::Unregister(const Server& server) {
+  impl_->collector->Remove(&server);
+}
+
+uint16_t PrometheusExporter::port() const {
+  if (impl_->exposer == nullptr) return 0;
+  std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : static_cast<uint16_t>(ports[0]);
+}
+
+std::string PrometheusExporter::Scrape() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, impl_->collector->Collect());
+  return out.str();
+}
+
+}  // namespace rpcrdma

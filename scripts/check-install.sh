@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Checks that rpcrdma is a library people can install and use: given a
+# build directory that `make package` made (CMAKE_INSTALL_PREFIX=/usr, debs
+# already packed), it
+#   1. installs it into a temporary prefix and checks the shared library
+#      (SONAME, no libpcap) and that every installed header compiles on its
+#      own with nothing but the installed include directory;
+#   2. builds examples/consumer out of tree against that prefix with
+#      find_package (shared and static library) and with pkg-config, and
+#      runs it;
+#   3. checks the three Debian packages, unpacks them into a temporary root
+#      and builds and runs the consumer against that root the same ways.
+# Usage: scripts/check-install.sh <build-dir>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+build=$(cd "${1:?usage: $0 <build-dir>}" && pwd)
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+step() { echo "check-install: $*"; }
+fail() { echo "check-install: FAILED: $*" >&2; exit 1; }
+
+# consumer <name> <prefix> [cmake args...]: builds and runs the example.
+consumer() {
+  local name=$1 prefix=$2
+  shift 2
+  step "consumer ($name) against $prefix"
+  cmake -S "$src/examples/consumer" -B "$work/consumer-$name" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$prefix" "$@" > "$work/consumer-$name.log" 2>&1 ||
+    { cat "$work/consumer-$name.log"; fail "configuring the consumer ($name)"; }
+  cmake --build "$work/consumer-$name" >> "$work/consumer-$name.log" 2>&1 ||
+    { cat "$work/consumer-$name.log"; fail "building the consumer ($name)"; }
+  "$work/consumer-$name/rpcrdma_consumer" || fail "running the consumer ($name)"
+}
+
+# check_tree <prefix>: the library and headers under an installed prefix.
+check_tree() {
+  local prefix=$1 libdir=$1/lib/$arch
+  local soname
+  soname=$(readelf -d "$libdir/librpcrdma.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  [ "$soname" = "librpcrdma.so.0" ] || fail "SONAME is '$soname', not librpcrdma.so.0"
+  [ -f "$libdir/librpcrdma.a" ] || fail "no librpcrdma.a in $libdir"
+  if readelf -d "$libdir/librpcrdma.so" | grep -q 'libpcap'; then
+    fail "librpcrdma.so needs libpcap"
+  fi
+  step "headers of $prefix/include/rpcrdma compile on their own"
+  for header in "$prefix"/include/rpcrdma/*.h; do
+    echo "#include <rpcrdma/$(basename "$header")>" |
+      c++ -std=c++20 -fsyntax-only -I "$prefix/include" -x c++ - ||
+      fail "installed header $(basename "$header") does not compile alone"
+  done
+}
+
+step "install $build into $work/stage"
+cmake --install "$build" --prefix "$work/stage" > /dev/null
+check_tree "$work/stage"
+consumer stage-cmake "$work/stage"
+consumer stage-static "$work/stage" -DRPCRDMA_STATIC=ON
+PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
+  consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON
+
+step "Debian packages"
+for package in librpcrdma0 librpcrdma-dev rpcrdma-tools; do
+  deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
+  [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
+  dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
+  dpkg-deb -x "$deb" "$work/debroot"
+done
+dpkg-deb -f "$build/librpcrdma0_${version}"_*.deb Depends | grep -q libibverbs1 ||
+  fail "librpcrdma0 does not depend on libibverbs1"
+dpkg-deb -f "$build/librpcrdma-dev_${version}"_*.deb Depends | grep -q libabsl-dev ||
+  fail "librpcrdma-dev does not depend on libabsl-dev"
+[ -x "$work/debroot/usr/bin/rpcrdma-dump" ] || fail "rpcrdma-tools has no rpcrdma-dump"
+check_tree "$work/debroot/usr"
+consumer deb-cmake "$work/debroot/usr"
+PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \
+  consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON
+step "ok"

@@ -1,0 +1,517 @@
+// Drives one protocol engine (a server with a backchannel, or a client
+// serving backward calls) against a scripted hostile peer: every input is
+// a sequence of events (messages from a small grammar or raw octets, send
+// and read completions in any order and with either outcome, invalidations,
+// calls, replies, cancels, disconnects, reconnects, budget releases). After
+// every step the engine's invariants are checked:
+// - a call completes or fails exactly once, and only once every handle its
+//   messages exposed has been invalidated;
+// - the requester never has more calls outstanding than it may, the
+//   responder never more unanswered calls than it granted;
+// - reassembly memory stays within the per-connection limit and the shared
+//   budget, and all of it is released once the connection is gone;
+// - every span an action names is valid memory (ASan checks the accesses).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "plugin/engine/engine.h"
+#include "plugin/wire/v1.h"
+#include "plugin/wire/xdr.h"
+
+namespace {
+
+using namespace rpcrdma::engine;  // NOLINT: a test driver
+namespace wire = rpcrdma::wire;
+
+void Check(bool condition) {
+  if (!condition) __builtin_trap();
+}
+
+class Input {
+ public:
+  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool empty() const { return at_ >= size_; }
+  uint32_t Byte() { return at_ < size_ ? data_[at_++] : 0u; }
+  uint32_t Word() {
+    uint32_t w = 0;
+    for (int i = 0; i < 4; ++i) w = (w << 8) | Byte();
+    return w;
+  }
+  std::vector<uint8_t> Bytes(size_t n) {
+    std::vector<uint8_t> out;
+    while (n-- > 0 && !empty()) out.push_back(data_[at_++]);
+    return out;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t at_ = 0;
+};
+
+class Exposer : public MemoryExposer {
+ public:
+  absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
+                                       uint32_t) override {
+    uint32_t handle = next_++;
+    valid[handle] = true;
+    return wire::Segment{handle, static_cast<uint32_t>(memory.size()),
+                         uint64_t{handle} << 32};
+  }
+  std::map<uint32_t, bool> valid;
+
+ private:
+  uint32_t next_ = 0x100;
+};
+
+class Budget : public ReassemblyBudget {
+ public:
+  explicit Budget(uint64_t capacity) : capacity_(capacity) {}
+  bool TryReserve(uint64_t bytes) override {
+    if (held + bytes > capacity_) return false;
+    held += bytes;
+    return true;
+  }
+  void Release(uint64_t bytes) override {
+    Check(bytes <= held);
+    held -= bytes;
+  }
+  uint64_t capacity() const override { return capacity_; }
+  uint64_t held = 0;
+
+ private:
+  uint64_t capacity_;
+};
+
+void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
+  uint8_t b[4];
+  wire::StoreBigEndian32(b, w);
+  out.insert(out.end(), b, b + 4);
+}
+
+std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : words) AppendWord(out, w);
+  return out;
+}
+
+class Driver {
+ public:
+  Driver(Input& in) : in_(in) {  // NOLINT
+    client_ = (in_.Byte() & 1) != 0;
+    config_.credits = 1 + in_.Byte() % 4;
+    config_.max_call_size = 1 + in_.Word() % (1 << 16);
+    config_.max_reassembly_bytes = in_.Byte() % 2 ? in_.Word() % 8192 : 0;
+    if (client_) {
+      config_.backchannel_credits = 1 + in_.Byte() % 3;
+    } else {
+      config_.requester = false;
+      config_.peer_backchannel_credits = 1 + in_.Byte() % 3;
+    }
+    budget_ = std::make_unique<Budget>(1 + in_.Word() % 16384);
+    engine_ = std::make_unique<Engine>(config_, &exposer_, budget_.get());
+    requester_limit_ =
+        client_ ? config_.credits : config_.peer_backchannel_credits;
+    responder_grant_ = client_ ? config_.backchannel_credits : config_.credits;
+  }
+
+  void Run() {
+    Connect();
+    while (!in_.empty()) Step();
+    // The connection goes away; every completion flushes.
+    engine_->OnDisconnected(out_);
+    Apply();
+    while (!reads_.empty() || !sends_.empty() || !invalidations_.empty()) {
+      for (OpId op : std::exchange(sends_, {})) {
+        engine_->OnSendComplete(op, false, out_);
+      }
+      for (const RdmaRead& r : std::exchange(reads_, {})) {
+        engine_->OnReadComplete(r.op, false, out_);
+      }
+      for (uint32_t h : std::exchange(invalidations_, {})) {
+        exposer_.valid[h] = false;
+        engine_->OnInvalidated(h, out_);
+      }
+      Apply();
+    }
+    Check(started_.empty());  // every call ended, exactly once
+    for (const auto& [h, valid] : exposer_.valid) Check(!valid);
+    Check(engine_->reassembly_bytes_held() == 0);
+    Check(budget_->held == other_held_);
+  }
+
+ private:
+  void Connect() {
+    std::vector<uint8_t> pd;
+    if (in_.Byte() % 2) pd = in_.Bytes(8);
+    engine_->OnConnected({pd, 1 + in_.Byte() % 4u, in_.Word()}, out_);
+    Apply();
+  }
+
+  // The loss, then the flush of every send and read in flight (a queue
+  // pair in error completes its work requests with errors).
+  void Disconnect() {
+    engine_->OnDisconnected(out_);
+    Apply();
+    for (OpId op : std::exchange(sends_, {})) {
+      engine_->OnSendComplete(op, false, out_);
+    }
+    for (const RdmaRead& r : std::exchange(reads_, {})) {
+      engine_->OnReadComplete(r.op, false, out_);
+    }
+    Apply();
+  }
+
+  void Receive(const std::vector<uint8_t>& bytes,
+               std::optional<uint32_t> invalidated = std::nullopt) {
+    if (invalidated && exposer_.valid.count(*invalidated)) {
+      exposer_.valid[*invalidated] = false;  // Send With Invalidate
+    }
+    engine_->OnReceive(bytes, invalidated, out_);
+  }
+
+  std::vector<uint8_t> RpcCall(uint32_t xid) {
+    std::vector<uint8_t> call = Words({xid, 0, 2, 100003, 3, 0});
+    switch (in_.Byte() % 5) {
+      case 0:
+        call.resize(in_.Byte() % 24);  // short
+        break;
+      case 1:
+        wire::StoreBigEndian32(call.data() + 4, 1);  // a REPLY
+        break;
+      case 2:
+        wire::StoreBigEndian32(call.data(), xid + 1);  // another XID
+        break;
+      default:
+        break;
+    }
+    return call;
+  }
+
+  std::vector<uint8_t> Segment() {
+    return Words({in_.Byte() % 2 ? 0x100u + in_.Byte() % 8 : in_.Word(),
+                  in_.Byte() % 2 ? in_.Byte() : in_.Word() % 70000, 0,
+                  in_.Word()});
+  }
+
+  void Step() {
+    if (closed_) {  // the driver carries out CloseConnection
+      closed_ = false;
+      Disconnect();
+    }
+    switch (in_.Byte() % 16) {
+      case 0: {  // inline call
+        uint32_t xid = in_.Byte();
+        Receive(Concat(Words({xid, 1, in_.Byte(), 0, 0, 0, 0}), RpcCall(xid)));
+        break;
+      }
+      case 1: {  // long call: position-zero chunk, maybe more chunks
+        uint32_t xid = in_.Byte();
+        std::vector<uint8_t> m = Words({xid, 1, in_.Byte(), 1, 1, 0});
+        Append(m, Segment());
+        if (in_.Byte() % 3 == 0) {
+          AppendWord(m, 1);
+          AppendWord(m, 4 * (in_.Byte() % 8));
+          Append(m, Segment());
+        }
+        Append(m, Words({0, 0, 0}));
+        Receive(m);
+        break;
+      }
+      case 2: {  // RDMA_MSG with a read chunk, a write chunk, a reply chunk
+        uint32_t xid = in_.Byte();
+        std::vector<uint8_t> m = Words({xid, 1, in_.Byte(), 0});
+        if (in_.Byte() % 2) {
+          Append(m, Words({1, 4 * (in_.Byte() % 8)}));
+          Append(m, Segment());
+        }
+        AppendWord(m, 0);
+        if (in_.Byte() % 2) {
+          Append(m, Words({1, 1}));
+          Append(m, Segment());
+        }
+        AppendWord(m, 0);
+        if (in_.Byte() % 2) {
+          AppendWord(m, 1);
+          AppendWord(m, 1);
+          Append(m, Segment());
+        } else {
+          AppendWord(m, 0);
+        }
+        Append(m, RpcCall(xid));
+        Receive(m);
+        break;
+      }
+      case 3:  // raw octets
+        Receive(in_.Bytes(in_.Byte() % 80));
+        break;
+      case 4: {  // a reply (or error) to one of our calls, or to none
+        uint32_t xid = PickXid();
+        std::vector<uint8_t> m;
+        switch (in_.Byte() % 4) {
+          case 0:
+            m = Concat(Words({xid, 1, in_.Byte() % 6, 0, 0, 0, 0}),
+                       Words({xid, 1, 0, 0, 0, 0}));
+            m.resize(m.size() + 4 * (in_.Byte() % 32));
+            break;
+          case 1:
+            m = Words({xid, 1, in_.Byte() % 6, 4, 1 + in_.Byte() % 2, 1, 1});
+            break;
+          case 2: {  // a write chunk returned with one segment
+            m = Words({xid, 1, in_.Byte() % 6, 0, 0, 1, 1});
+            Append(m, Segment());
+            Append(m, Words({0, 0, xid, 1, 0, 0, 0, 0}));
+            break;
+          }
+          default: {  // RDMA_NOMSG through a reply chunk
+            m = Words({xid, 1, in_.Byte() % 6, 1, 0, 0, 1, 1});
+            Append(m, Segment());
+            break;
+          }
+        }
+        std::optional<uint32_t> inv;
+        if (in_.Byte() % 4 == 0) inv = 0x100 + in_.Byte() % 16;
+        Receive(m, inv);
+        break;
+      }
+      case 5:  // a send completes
+        if (!sends_.empty()) {
+          size_t i = in_.Byte() % sends_.size();
+          OpId op = sends_[i];
+          sends_.erase(sends_.begin() + i);
+          engine_->OnSendComplete(op, in_.Byte() % 4 != 0, out_);
+        }
+        break;
+      case 6:  // a read completes, in any order
+        if (!reads_.empty()) {
+          size_t i = in_.Byte() % reads_.size();
+          RdmaRead r = reads_[i];
+          reads_.erase(reads_.begin() + i);
+          bool ok = in_.Byte() % 4 != 0;
+          if (ok) {
+            std::memset(r.destination.data(), 0, r.destination.size());
+            std::vector<uint8_t> call = RpcCall(in_.Byte());
+            std::memcpy(r.destination.data(), call.data(),
+                        std::min(call.size(), r.destination.size()));
+          }
+          engine_->OnReadComplete(r.op, ok, out_);
+        }
+        break;
+      case 7:  // an invalidation completes
+        if (!invalidations_.empty()) {
+          size_t i = in_.Byte() % invalidations_.size();
+          uint32_t h = invalidations_[i];
+          invalidations_.erase(invalidations_.begin() + i);
+          exposer_.valid[h] = false;
+          engine_->OnInvalidated(h, out_);
+        }
+        break;
+      case 8: {  // start a call (forward, or backward on a server)
+        auto& c = buffers_.emplace_back();
+        c.xdr = Words({in_.Byte(), 0, 2, 100003, 3, 0});
+        c.xdr.resize(c.xdr.size() + 4 * (in_.Byte() % 8));
+        c.argument.resize(in_.Byte() % 2 ? in_.Word() % 5000 : 0);
+        c.result.resize(in_.Byte() % 2 ? 1 + in_.Word() % 5000 : 0);
+        OutgoingCall call{c.xdr, {}, {}, in_.Word() % 6000};
+        if (!c.argument.empty()) {
+          call.arguments.push_back({static_cast<uint32_t>(c.xdr.size()),
+                                    absl::MakeSpan(c.argument)});
+        }
+        if (!c.result.empty()) call.results.push_back(absl::MakeSpan(c.result));
+        auto id = engine_->StartCall(std::move(call), out_);
+        if (id.ok()) {
+          const uint32_t xid = wire::LoadBigEndian32(c.xdr.data());
+          started_[*id] = xid;
+          latest_by_xid_[xid] = *id;
+        }
+        break;
+      }
+      case 9:  // cancel
+        if (!started_.empty()) {
+          auto it = started_.begin();
+          std::advance(it, in_.Byte() % started_.size());
+          engine_->Cancel(it->first, absl::CancelledError("fuzz"), out_);
+        }
+        break;
+      case 10:  // answer a delivered call
+        if (!delivered_.empty()) {
+          size_t i = in_.Byte() % delivered_.size();
+          CallId id = delivered_[i];
+          delivered_.erase(delivered_.begin() + i);
+          auto& r = reply_buffers_.emplace_back();
+          r.resize(in_.Byte() % 2 ? in_.Word() % 8000 : 0);
+          OutgoingReply reply{Words({0, 1, 0, 0, 0, 0}), {}};
+          reply.xdr.resize(reply.xdr.size() + 4 * (in_.Byte() % 300));
+          if (!r.empty()) reply.results.push_back({24, r});
+          (void)engine_->Reply(id, std::move(reply), out_);
+        }
+        break;
+      case 11:  // the connection is lost
+        Disconnect();
+        break;
+      case 12:  // and comes back
+        if (!engine_->connected()) Connect();
+        break;
+      case 13: {  // another connection takes or releases shared memory
+        if (in_.Byte() % 2) {
+          uint64_t n = in_.Word() % 8192;
+          if (budget_->TryReserve(n)) other_held_ += n;
+        } else {
+          budget_->Release(other_held_);
+          other_held_ = 0;
+          engine_->OnBudgetReleased(out_);
+        }
+        break;
+      }
+      default: {  // the header of a backward call we would receive as client
+        uint32_t xid = in_.Byte();
+        Receive(Concat(Words({xid, 1, in_.Byte(), in_.Byte() % 5, 0, 0, 0}),
+                       RpcCall(xid)));
+        break;
+      }
+    }
+    Apply();
+  }
+
+  uint32_t PickXid() {
+    if (!started_.empty() && in_.Byte() % 4 != 0) {
+      auto it = started_.begin();
+      std::advance(it, in_.Byte() % started_.size());
+      return it->second;
+    }
+    return in_.Byte();
+  }
+
+  static std::vector<uint8_t> Concat(std::vector<uint8_t> a,
+                                     const std::vector<uint8_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  static void Append(std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+  }
+
+  // Records what the actions ask for and checks the invariants.
+  void Apply() {
+    for (Action& a : std::exchange(out_, {})) {
+      if (auto* s = std::get_if<Send>(&a)) {
+        sends_.push_back(s->op);
+        RecordHandles(s->bytes);
+      } else if (auto* r = std::get_if<RdmaRead>(&a)) {
+        reads_.push_back(*r);
+      } else if (auto* w = std::get_if<RdmaWrite>(&a)) {
+        volatile uint8_t sink = 0;
+        for (uint8_t b : w->source) sink = sink + b;  // must be valid memory
+      } else if (auto* i = std::get_if<Invalidate>(&a)) {
+        Check(exposer_.valid.count(i->handle) == 1);
+        invalidations_.push_back(i->handle);
+      } else if (auto* d = std::get_if<DeliverCall>(&a)) {
+        // RFC 8166 §4.1: only RPC calls with the transport's XID.
+        Check(d->message.size() >= 24);
+        Check(wire::LoadBigEndian32(d->message.data()) == d->xid);
+        Check(wire::LoadBigEndian32(d->message.data() + 4) == 0);
+        delivered_.push_back(d->call);
+      } else if (auto* c = std::get_if<CompleteCall>(&a)) {
+        Finished(c->call);
+      } else if (auto* f = std::get_if<FailCall>(&a)) {
+        Finished(f->call);
+      } else if (std::holds_alternative<CloseConnection>(a)) {
+        closed_ = true;
+      }
+    }
+    Check(engine_->calls_outstanding() <= requester_limit_);
+    Check(engine_->calls_unanswered() <= responder_grant_);
+    if (config_.max_reassembly_bytes != 0) {
+      Check(engine_->reassembly_bytes_held() <= config_.max_reassembly_bytes);
+    }
+    Check(budget_->held <= budget_->capacity());
+    Check(budget_->held == engine_->reassembly_bytes_held() + other_held_);
+  }
+
+  // Handles our own calls expose, by the XID of the call that named them.
+  void RecordHandles(const std::vector<uint8_t>& bytes) {
+    auto d = wire::DecodeV1(bytes);
+    if (!d.ok() || !d->header.chunks()) return;
+    // Only this side's calls expose memory (a reply echoes the peer's).
+    const bool is_call = d->header.proc() == wire::V1Proc::kMsg
+                             ? bytes.size() >= d->header_length + 8 &&
+                                   wire::LoadBigEndian32(
+                                       bytes.data() + d->header_length + 4) == 0
+                             : !d->header.chunks()->reads.empty();
+    if (!is_call) return;
+    // A call sends only before it ends, and its XID is free for another
+    // call only once it ends: the Send belongs to the latest call started
+    // with that XID.
+    auto latest = latest_by_xid_.find(d->header.xid);
+    if (latest == latest_by_xid_.end()) return;
+    std::vector<uint32_t>& handles = handles_by_call_[latest->second];
+    for (const auto& r : d->header.chunks()->reads) {
+      if (exposer_.valid.count(r.target.handle)) {
+        handles.push_back(r.target.handle);
+      }
+    }
+    for (const auto& w : d->header.chunks()->writes) {
+      for (const auto& s : w) {
+        if (exposer_.valid.count(s.handle)) handles.push_back(s.handle);
+      }
+    }
+    if (d->header.chunks()->reply) {
+      for (const auto& s : *d->header.chunks()->reply) {
+        if (exposer_.valid.count(s.handle)) handles.push_back(s.handle);
+      }
+    }
+  }
+
+  void Finished(CallId id) {
+    auto it = started_.find(id);
+    Check(it != started_.end());
+    Check(finished_.insert(id).second);  // exactly once
+    for (uint32_t h : handles_by_call_[id]) Check(!exposer_.valid[h]);
+    handles_by_call_.erase(id);
+    started_.erase(it);
+  }
+
+  struct CallBuffers {
+    std::vector<uint8_t> xdr;
+    std::vector<uint8_t> argument;
+    std::vector<uint8_t> result;
+  };
+
+  Input& in_;
+  bool client_ = false;
+  Config config_;
+  Exposer exposer_;
+  std::unique_ptr<Budget> budget_;
+  std::unique_ptr<Engine> engine_;
+  uint32_t requester_limit_ = 1;
+  uint32_t responder_grant_ = 1;
+  uint64_t other_held_ = 0;
+  bool closed_ = false;
+  Actions out_;
+  std::vector<OpId> sends_;
+  std::vector<RdmaRead> reads_;
+  std::vector<uint32_t> invalidations_;
+  std::vector<CallId> delivered_;
+  std::map<CallId, uint32_t> started_;  // not yet finished
+  std::set<CallId> finished_;
+  std::map<uint32_t, CallId> latest_by_xid_;
+  std::map<CallId, std::vector<uint32_t>> handles_by_call_;
+  std::deque<CallBuffers> buffers_;  // stable: spans point into them
+  std::deque<std::vector<uint8_t>> reply_buffers_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Input in(data, size);
+  Driver driver(in);
+  driver.Run();
+  return 0;
+}
