@@ -13,9 +13,13 @@ install(TARGETS rpcrdma rpcrdma_static
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 
 # Every public header (the glob picks up new ones), the generated schema
-# header and the schema itself, all included as <rpcrdma/...>.
+# header and the schema itself, all included as <rpcrdma/...>. The
+# Prometheus exporter's header stays out until its library is installed
+# with it (it is built only in the source tree for now): an installed
+# header with nothing to link would only fail at a consumer's link step.
 file(GLOB rpcrdma_public_headers CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/plugin/include/rpcrdma/*.h)
+list(FILTER rpcrdma_public_headers EXCLUDE REGEX "/prometheus\\.h$")
 install(FILES ${rpcrdma_public_headers}
               ${PROJECT_BINARY_DIR}/plugin/proto/rpcrdma/config.pb.h
               ${PROJECT_SOURCE_DIR}/plugin/proto/rpcrdma/config.proto

@@ -29,6 +29,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
 #ifdef RPCRDMA_API_TEST_VERBS
+#include "tests/testing/byte_vectors.h"
 #include "tests/testing/rdma_vm.h"
 #endif
 
@@ -84,19 +85,6 @@ std::vector<uint8_t> ReplyHeader(uint32_t xid) {
   return out;
 }
 constexpr uint32_t kReplyHeaderSize = 24;
-
-// `reduced` with `data` and its XDR roundup inserted at `position`.
-std::vector<uint8_t> WithItem(const std::vector<uint8_t>& reduced,
-                              size_t position,
-                              const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> out(reduced.begin(),
-                           reduced.begin() + static_cast<ptrdiff_t>(position));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
-  out.insert(out.end(), reduced.begin() + static_cast<ptrdiff_t>(position),
-             reduced.end());
-  return out;
-}
 
 // opaque<> inline: length, data, roundup.
 void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
@@ -398,7 +386,7 @@ TEST_P(ApiTest, Rfc8166_3_4_5_DdpArgumentInReadChunk) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->xdr, ReplyHeader(0x2001));
   EXPECT_EQ(Received(0x2001).message,
-            WithItem(reduced, kCallHeaderSize + 4, arg));
+            testutil::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
   Counters c = channel_->counters();
   EXPECT_EQ(c.read_chunk_calls, 1u);
   EXPECT_EQ(c.read_chunks, 1u);
@@ -419,7 +407,7 @@ TEST_P(ApiTest, Rfc8166_4_DdpArgumentSentInlineWhenItFits) {
   auto f = channel_->Call(std::move(req));
   ASSERT_TRUE(Wait(f).ok());
   EXPECT_EQ(Received(0x2101).message,
-            WithItem(reduced, kCallHeaderSize + 4, arg));
+            testutil::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
   EXPECT_EQ(channel_->counters().inline_calls, 1u);
   EXPECT_EQ(channel_->counters().read_chunk_calls, 0u);
 }
@@ -441,7 +429,8 @@ TEST_P(ApiTest, Rfc8166_3_5_3_PositionZeroLongCall) {
   absl::StatusOr<Reply> r = Wait(f);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->xdr, ReplyHeader(0x3001));
-  EXPECT_EQ(Received(0x3001).message, WithItem(reduced, position, arg));
+  EXPECT_EQ(Received(0x3001).message,
+            testutil::WithXdrItem(reduced, position, arg));
   Counters c = channel_->counters();
   EXPECT_EQ(c.long_calls, 1u);
   EXPECT_EQ(c.inline_calls, 0u);

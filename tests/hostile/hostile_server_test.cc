@@ -77,6 +77,21 @@ class HostileServer : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     return delivered_.size();
   }
+  // Pumps the peer until deliveries stop for `quiet` (or 20 s pass): the
+  // Server has then fetched all it will fetch.
+  void PumpUntilDeliveriesSettle(RawPeer& peer, milliseconds quiet) {
+    size_t seen = 0;
+    const Clock::time_point give_up = Clock::now() + milliseconds(20000);
+    do {
+      seen = Delivered();
+      WaitFor(
+          [&] {
+            peer.Pump();
+            return false;
+          },
+          quiet);
+    } while ((Delivered() != seen || seen == 0) && Clock::now() < give_up);
+  }
 
   std::unique_ptr<Server> server_;
   std::mutex mu_;
@@ -236,19 +251,7 @@ TEST_F(HostileServer, Rfc5666_11_NomsgFloodStaysWithinTheReassemblyBudget) {
     // The call itself starts with its XID; the chunk is 1 MiB of 0x5A.
     peer->Send(m);
   }
-  // Until deliveries stop for half a second: the Server has fetched all
-  // it will fetch.
-  size_t seen = 0;
-  const Clock::time_point give_up = Clock::now() + milliseconds(20000);
-  do {
-    seen = Delivered();
-    WaitFor(
-        [&] {
-          peer->Pump();
-          return false;
-        },
-        milliseconds(500));
-  } while ((Delivered() != seen || seen == 0) && Clock::now() < give_up);
+  PumpUntilDeliveriesSettle(*peer, milliseconds(500));
   const uint64_t grown =
       ResidentBytes() - std::min(ResidentBytes(), rss_before);
   if (!kUnderSanitizer) {
@@ -283,17 +286,7 @@ TEST_F(HostileServer, Rfc5666_11_LargestCallsStayWithinTheReassemblyBudget) {
   for (uint32_t xid = 1; xid <= 3; ++xid) {
     peer->Send(Message(xid, kRdmaNomsg, {{0, region}}));
   }
-  size_t seen = 0;
-  const Clock::time_point give_up = Clock::now() + milliseconds(20000);
-  do {
-    seen = Delivered();
-    WaitFor(
-        [&] {
-          peer->Pump();
-          return false;
-        },
-        milliseconds(1000));
-  } while ((Delivered() != seen || seen == 0) && Clock::now() < give_up);
+  PumpUntilDeliveriesSettle(*peer, milliseconds(1000));
   const uint64_t grown =
       ResidentBytes() - std::min(ResidentBytes(), rss_before);
   if (!kUnderSanitizer) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::soak {
 namespace {
@@ -15,19 +16,6 @@ std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
   std::vector<uint8_t> v(n);
   for (uint8_t& b : v) b = static_cast<uint8_t>(rng());
   return v;
-}
-
-// `reduced` with `data` and its XDR roundup inserted at `position`.
-std::vector<uint8_t> WithItem(const std::vector<uint8_t>& reduced,
-                              size_t position,
-                              const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> out(reduced.begin(),
-                           reduced.begin() + static_cast<ptrdiff_t>(position));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
-  out.insert(out.end(), reduced.begin() + static_cast<ptrdiff_t>(position),
-             reduced.end());
-  return out;
 }
 
 std::vector<uint8_t> EchoReply(uint32_t xid,
@@ -63,7 +51,7 @@ void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
     call.expected_xdr = std::move(reduced);
   } else {
     call.expected_xdr =
-        WithItem(reduced, kReplyHeaderSize + 4, Pattern(n, seed));
+        testutil::WithXdrItem(reduced, kReplyHeaderSize + 4, Pattern(n, seed));
   }
   call.request.max_reply_size = static_cast<uint32_t>(call.expected_xdr.size());
 }
@@ -165,8 +153,8 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
         call.request.arguments.push_back(
             {static_cast<uint32_t>(stream.size()),
              absl::MakeConstSpan(call.argument_memory.back())});
-        complete =
-            WithItem(complete, complete.size(), call.argument_memory.back());
+        complete = testutil::WithXdrItem(complete, complete.size(),
+                                         call.argument_memory.back());
         const uint32_t filler = static_cast<uint32_t>(rng());
         Put(stream, filler);
         Put(complete, filler);

@@ -2,6 +2,7 @@
 #ifndef RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_
 #define RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -39,6 +40,19 @@ inline std::vector<uint8_t> HexBytes(const std::string& hex) {
     out.push_back(
         static_cast<uint8_t>(std::stoul(digits.substr(i, 2), nullptr, 16)));
   }
+  return out;
+}
+
+// `reduced` (an XDR stream with a chunk's data item taken out, RFC 8166 §3.4.5)
+// with `data` and its XDR roundup put back at `position`.
+inline std::vector<uint8_t> WithXdrItem(const std::vector<uint8_t>& reduced,
+                                        size_t position,
+                                        const std::vector<uint8_t>& data) {
+  const auto at = reduced.begin() + static_cast<std::ptrdiff_t>(position);
+  std::vector<uint8_t> out(reduced.begin(), at);
+  out.insert(out.end(), data.begin(), data.end());
+  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
+  out.insert(out.end(), at, reduced.end());
   return out;
 }
 
