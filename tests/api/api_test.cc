@@ -28,8 +28,8 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
-#ifdef RPCRDMA_API_TEST_VERBS
 #include "tests/testing/byte_vectors.h"
+#ifdef RPCRDMA_API_TEST_VERBS
 #include "tests/testing/rdma_vm.h"
 #endif
 
