@@ -484,6 +484,8 @@ int RunClient(const std::string& uri,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that goes away must end calls with a status, not the process.
+  signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<std::vector<std::string>> operands =
       rpcrdma::tools::SetFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!operands.ok()) return Usage(operands.status().message());

@@ -88,6 +88,8 @@ Sample Ping(rpcrdma::Channel& channel, uint32_t seq, uint32_t xid,
             const std::vector<uint8_t>& argument, std::vector<uint8_t>& result,
             absl::Duration timeout) {
   Sample sample{seq, xid, absl::OkStatus(), 0};
+  // So that octets left from the previous call cannot pass for this one's.
+  std::fill(result.begin(), result.end(), uint8_t{0});
   rpcrdma::CallRequest request =
       argument.empty()
           ? rpcrdma::perf::NullCall(xid)
@@ -244,6 +246,8 @@ int Run(const std::string& uri) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that goes away must end calls with a status, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<std::vector<std::string>> operands =
       rpcrdma::tools::SetFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!operands.ok()) return Usage(operands.status().message());
