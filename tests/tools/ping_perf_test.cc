@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -149,6 +150,13 @@ class ServerProcess {
   std::string uri_;
 };
 
+// Shows what a tool printed in the test log: the figures of a run in the
+// VM are read there.
+void Log(const std::string& what, const Result& result) {
+  std::cout << what << " (exit " << result.exit_status << "):\n"
+            << result.out << result.err;
+}
+
 // A loopback TCP port nothing listens on (bound, then released).
 int UnusedPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -194,6 +202,15 @@ TEST(PingPerfTest, NothingListeningFailsWithTheReason) {
   EXPECT_THAT(perf.err, HasSubstr("cannot connect to " + uri));
 }
 
+TEST(PingPerfTest, ServerOnABusyAddressFailsWithTheReason) {
+  ServerProcess first("soft+tcp://127.0.0.1:0");
+  ASSERT_THAT(first.uri(), StartsWith("soft+tcp://127.0.0.1:"));
+  Result second = RunTool({RPCRDMA_PERF, "server", first.uri()});
+  EXPECT_EQ(second.exit_status, 1);
+  EXPECT_THAT(second.err, HasSubstr("cannot listen on " + first.uri() + ": "));
+  EXPECT_TRUE(second.out.empty()) << "a URI only once it listens";
+}
+
 // Where the server listens: a URI whose port is 0.
 std::string ListenUri() {
   const char* uri = std::getenv("RPCRDMA_TOOLS_TEST_URI");
@@ -210,6 +227,7 @@ TEST(PingPerfTest, PingAndPerfAgainstAServerProcess) {
 
   Result ping = RunTool({RPCRDMA_PING, "--count", "3", "--interval", "10ms",
                          "--json", server.uri()});
+  Log("rpcrdma-ping", ping);
   EXPECT_EQ(ping.exit_status, 0) << ping.err;
   nlohmann::json p = LastJsonLine(ping.out);
   EXPECT_EQ(p.value("sent", -1), 3);
@@ -229,11 +247,13 @@ TEST(PingPerfTest, PingAndPerfAgainstAServerProcess) {
   // ECHO larger than the inline threshold: a read chunk and a write chunk.
   Result echo = RunTool({RPCRDMA_PING, "--count", "2", "--interval", "0s",
                          "--size", "100000", "--json", server.uri()});
+  Log("rpcrdma-ping --size 100000", echo);
   EXPECT_EQ(echo.exit_status, 0) << echo.err;
   EXPECT_EQ(LastJsonLine(echo.out).value("ok", -1), 2);
 
   Result perf = RunTool({RPCRDMA_PERF, "client", server.uri(), "--duration",
                          "1s", "--inflight", "4", "--json"});
+  Log("rpcrdma-perf client --inflight 4", perf);
   EXPECT_EQ(perf.exit_status, 0) << perf.err;
   nlohmann::json null_calls = LastJsonLine(perf.out);
   EXPECT_GT(null_calls.value("calls", 0), 0);
@@ -246,6 +266,7 @@ TEST(PingPerfTest, PingAndPerfAgainstAServerProcess) {
   Result bulk = RunTool({RPCRDMA_PERF, "client", server.uri(), "--duration",
                          "1s", "--connections", "2", "--inflight", "2",
                          "--size", "65536", "--json"});
+  Log("rpcrdma-perf client --size 65536", bulk);
   EXPECT_EQ(bulk.exit_status, 0) << bulk.err;
   nlohmann::json bulk_calls = LastJsonLine(bulk.out);
   EXPECT_GT(bulk_calls.value("calls", 0), 0);
@@ -255,6 +276,7 @@ TEST(PingPerfTest, PingAndPerfAgainstAServerProcess) {
   EXPECT_GT(bulk_calls["counters"].value("write_chunks", 0), 0);
 
   Result stopped = server.Stop();
+  Log("rpcrdma-perf server", stopped);
   EXPECT_EQ(stopped.exit_status, 0);
   nlohmann::json served = LastJsonLine(stopped.out);
   EXPECT_GE(served["counters"].value("calls", 0),
