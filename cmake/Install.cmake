@@ -1,7 +1,8 @@
 # What `cmake --install` puts where, by component (the Debian packages of
 # cmake/Packaging.cmake): `runtime` the shared library, `dev` the headers,
 # the link symlink, the archive, the CMake package and rpcrdma.pc, `tools`
-# rpcrdma-dump (installed from tools/dump).
+# rpcrdma-dump, rpcrdma-ping and rpcrdma-perf (installed from tools/dump,
+# tools/ping and tools/perf).
 include(CMakePackageConfigHelpers)
 
 set(RPCRDMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpcrdma)

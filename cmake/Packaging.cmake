@@ -1,6 +1,7 @@
 # Debian packages (`make package`, cpack): librpcrdma0 (the shared
 # library), librpcrdma-dev (headers, link symlink, archive, CMake package,
-# rpcrdma.pc) and rpcrdma-tools (rpcrdma-dump), one per install component.
+# rpcrdma.pc) and rpcrdma-tools (rpcrdma-dump, rpcrdma-ping, rpcrdma-perf),
+# one per install component.
 # Build with CMAKE_INSTALL_PREFIX=/usr so that the library lands in
 # Debian's multiarch directory.
 set(CPACK_GENERATOR DEB)
@@ -37,6 +38,6 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rpcrdma-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION
-    "RPC-over-RDMA tools\n rpcrdma-dump prints the RPC-over-RDMA messages of a RoCE capture as JSON\n lines.")
+    "RPC-over-RDMA tools\n rpcrdma-dump prints the RPC-over-RDMA messages of a RoCE capture as JSON\n lines. rpcrdma-ping checks a connection and prints what it settled and\n round-trip times; rpcrdma-perf measures RPC latency, calls/s and\n bandwidth between a server and a client process.")
 
 include(CPack)

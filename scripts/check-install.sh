@@ -9,7 +9,8 @@
 #      find_package (shared and static library) and with pkg-config, and
 #      runs it;
 #   3. checks the three Debian packages, unpacks them into a temporary root
-#      and builds and runs the consumer against that root the same ways.
+#      and builds and runs the consumer against that root the same ways;
+#      the installed and packaged tools answer --help.
 # Usage: scripts/check-install.sh <build-dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +74,13 @@ dpkg-deb -f "$build/librpcrdma0_${version}"_*.deb Depends | grep -q libibverbs1 
   fail "librpcrdma0 does not depend on libibverbs1"
 dpkg-deb -f "$build/librpcrdma-dev_${version}"_*.deb Depends | grep -q libabsl-dev ||
   fail "librpcrdma-dev does not depend on libabsl-dev"
-[ -x "$work/debroot/usr/bin/rpcrdma-dump" ] || fail "rpcrdma-tools has no rpcrdma-dump"
+for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
+  [ -x "$work/debroot/usr/bin/$tool" ] || fail "rpcrdma-tools has no $tool"
+  "$work/debroot/usr/bin/$tool" --help > /dev/null ||
+    fail "the packaged $tool --help fails"
+  "$work/stage/bin/$tool" --help > /dev/null ||
+    fail "the installed $tool --help fails"
+done
 check_tree "$work/debroot/usr"
 consumer deb-cmake "$work/debroot/usr"
 PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \

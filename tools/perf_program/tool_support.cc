@@ -1,0 +1,165 @@
+#include "tools/perf_program/tool_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "rpcrdma/config.h"
+
+namespace rpcrdma::tools {
+
+absl::StatusOr<std::vector<std::string>> SetFlags(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> operands;
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-') {
+      operands.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    absl::string_view name =
+        arg == "-h" ? absl::string_view("-help") : absl::string_view(arg);
+    name.remove_prefix(absl::StartsWith(name, "--") ? 2 : 1);
+    std::optional<absl::string_view> value;
+    if (size_t eq = name.find('='); eq != absl::string_view::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && !value && absl::ConsumePrefix(&name, "no")) {
+      flag = absl::FindCommandLineFlag(name);
+      if (flag != nullptr && flag->IsOfType<bool>()) {
+        value = "false";
+      } else {
+        flag = nullptr;
+      }
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "'"));
+    }
+    if (!value) {
+      if (flag->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("option '", arg, "' needs a value"));
+      }
+    }
+    std::string error;
+    if (!flag->ParseFrom(*value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("option '", arg, "': ", error));
+    }
+  }
+  return operands;
+}
+
+absl::StatusOr<config::TransportConfig> LoadConfig(const std::string& path) {
+  if (path.empty()) return config::TransportConfig();
+  return LoadConfigFile(path);
+}
+
+LatencySummary Summarize(std::vector<int64_t>& samples_ns) {
+  LatencySummary summary;
+  if (samples_ns.empty()) return summary;
+  std::sort(samples_ns.begin(), samples_ns.end());
+  const size_t n = samples_ns.size();
+  auto at_quantile = [&](double q) {
+    size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
+    rank = std::clamp<size_t>(rank, 1, n);
+    return samples_ns[rank - 1];
+  };
+  summary.count = n;
+  summary.min_ns = samples_ns.front();
+  summary.max_ns = samples_ns.back();
+  summary.avg_ns = std::accumulate(samples_ns.begin(), samples_ns.end(), 0.0) /
+                   static_cast<double>(n);
+  summary.p50_ns = at_quantile(0.50);
+  summary.p90_ns = at_quantile(0.90);
+  summary.p99_ns = at_quantile(0.99);
+  summary.p999_ns = at_quantile(0.999);
+  return summary;
+}
+
+double Microseconds(double nanoseconds) {
+  return std::round(nanoseconds) / 1000.0;
+}
+
+nlohmann::json LatencyJson(const LatencySummary& summary) {
+  return {
+      {"count", summary.count},
+      {"min_us", Microseconds(static_cast<double>(summary.min_ns))},
+      {"avg_us", Microseconds(summary.avg_ns)},
+      {"max_us", Microseconds(static_cast<double>(summary.max_ns))},
+      {"p50_us", Microseconds(static_cast<double>(summary.p50_ns))},
+      {"p90_us", Microseconds(static_cast<double>(summary.p90_ns))},
+      {"p99_us", Microseconds(static_cast<double>(summary.p99_ns))},
+      {"p99_9_us", Microseconds(static_cast<double>(summary.p999_ns))},
+  };
+}
+
+std::string ConnectionInfoText(const ConnectionInfo& info) {
+  std::string text = absl::StrFormat("  RPC-over-RDMA version %u (offered %u)",
+                                     info.version, info.offered_version);
+  if (info.peer_version_high != 0) {
+    absl::StrAppendFormat(&text, ", peer speaks %u..%u (ERR_VERS)",
+                          info.peer_version_low, info.peer_version_high);
+  }
+  absl::StrAppendFormat(
+      &text, "\n  inline thresholds (RFC 8797 §4.2): send %u, receive %u\n",
+      info.send_threshold, info.receive_threshold);
+  if (info.peer_private_data) {
+    absl::StrAppendFormat(
+        &text,
+        "  peer private data (RFC 8797 §4): send size %u, receive size %u, "
+        "R %s\n",
+        info.peer_send_size, info.peer_receive_size,
+        info.peer_remote_invalidation ? "set" : "clear");
+  } else {
+    absl::StrAppend(&text,
+                    "  peer private data (RFC 8797 §4): none, thresholds "
+                    "default to 1024 (§5.1)\n");
+  }
+  absl::StrAppendFormat(&text, "  remote invalidation (RFC 8797 §4.1): %s\n",
+                        info.remote_invalidation ? "on" : "off");
+  return text;
+}
+
+nlohmann::json ConnectionInfoJson(const ConnectionInfo& info) {
+  nlohmann::json j = {
+      {"version", info.version},
+      {"offered_version", info.offered_version},
+      {"send_threshold", info.send_threshold},
+      {"receive_threshold", info.receive_threshold},
+      {"remote_invalidation", info.remote_invalidation},
+      {"peer_private_data", info.peer_private_data},
+  };
+  if (info.peer_private_data) {
+    j["peer_send_size"] = info.peer_send_size;
+    j["peer_receive_size"] = info.peer_receive_size;
+    j["peer_remote_invalidation"] = info.peer_remote_invalidation;
+  }
+  if (info.peer_version_high != 0) {
+    j["peer_version_low"] = info.peer_version_low;
+    j["peer_version_high"] = info.peer_version_high;
+  }
+  return j;
+}
+
+}  // namespace rpcrdma::tools
