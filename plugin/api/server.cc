@@ -194,12 +194,13 @@ class ServerLoop {
       }
       if (conns_.size() >= resolved_.max_connections) {
         // Refused before anything is allocated for it; the client reports
-        // the reason (channel.h).
+        // the reason (channel.h). Counted before the reject goes out, so
+        // that a client that has seen it also sees it counted.
+        CountServer(&Counters::connections_rejected);
         absl::Status rejected = (*req)->Reject(RejectPrivateData(
             private_data, absl::StrCat("connection limit reached (",
                                        resolved_.max_connections, ")")));
         (void)rejected;  // a peer already gone needs no answer
-        CountServer(&Counters::connections_rejected);
         continue;
       }
       std::vector<uint8_t> peer((*req)->private_data().begin(),
