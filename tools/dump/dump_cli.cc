@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "tools/dump/dump_format.h"
+#include "tools/flags/set_flags.h"
 #include "tools/pcap/pcap_reader.h"
 
 #ifndef RPCRDMA_VERSION_STRING
@@ -220,65 +221,6 @@ int RunCapture(const std::string& path, bool pretty, std::ostream& out,
   }
 }
 
-// Sets the Abseil flags named in `args` and returns the operands, in order.
-// The flags are set through Abseil's registry and value parsers (any
-// spelling they accept: --hex, -hex, --hex=true, --nohex). Abseil's own
-// ParseCommandLine is not used: on a bad flag it exits the process with
-// status 1, where this tool documents status 2, and it cannot run inside a
-// test.
-absl::StatusOr<std::vector<std::string>> SetFlags(
-    const std::vector<std::string>& args) {
-  std::vector<std::string> operands;
-  bool options_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (options_done || arg.size() < 2 || arg[0] != '-') {
-      operands.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      options_done = true;
-      continue;
-    }
-    absl::string_view name =
-        arg == "-h" ? absl::string_view("-help") : absl::string_view(arg);
-    name.remove_prefix(absl::StartsWith(name, "--") ? 2 : 1);
-    std::optional<absl::string_view> value;
-    if (size_t eq = name.find('='); eq != absl::string_view::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr && !value && absl::ConsumePrefix(&name, "no")) {
-      flag = absl::FindCommandLineFlag(name);
-      if (flag != nullptr && flag->IsOfType<bool>())
-        value = "false";
-      else
-        flag = nullptr;
-    }
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown option '", arg, "'"));
-    }
-    if (!value) {
-      if (flag->IsOfType<bool>()) {
-        value = "true";
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("option '", arg, "' needs a value"));
-      }
-    }
-    std::string error;
-    if (!flag->ParseFrom(*value, &error)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("option '", arg, "': ", error));
-    }
-  }
-  return operands;
-}
-
 }  // namespace
 
 std::string UsageText() { return std::string(kUsage); }
@@ -291,7 +233,7 @@ int RunDump(const std::vector<std::string>& args, std::istream& in,
        {&FLAGS_pretty, &FLAGS_hex, &FLAGS_help, &FLAGS_version}) {
     absl::SetFlag(option, false);
   }
-  absl::StatusOr<std::vector<std::string>> operands = SetFlags(args);
+  absl::StatusOr<std::vector<std::string>> operands = tools::SetFlags(args);
   if (!operands.ok()) return Usage(err, operands.status().message());
   if (absl::GetFlag(FLAGS_help)) {
     out << kUsage;

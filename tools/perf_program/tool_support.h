@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/types.h"
+#include "tools/flags/set_flags.h"
 
 namespace rpcrdma::tools {
 
@@ -19,15 +20,6 @@ namespace rpcrdma::tools {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;  // no connection, or a call failed
 constexpr int kExitUsage = 2;
-
-// Sets the Abseil flags named in `args` (argv without the program name;
-// --name=value, --name value, -name, --noname for booleans; "-h" is
-// --help; "--" ends the options) and returns the operands in order.
-// INVALID_ARGUMENT for an unknown option or a bad value. Abseil's
-// ParseCommandLine is not used: it exits with status 1 on a bad option and
-// on --help, where these tools document 2 and 0.
-absl::StatusOr<std::vector<std::string>> SetFlags(
-    const std::vector<std::string>& args);
 
 // The configuration in the text-format file `path`, or the defaults when
 // `path` is empty.
