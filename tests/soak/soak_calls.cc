@@ -36,12 +36,12 @@ void PlanEcho(PlannedCall& call, std::vector<uint8_t> stream,
 void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
                 uint32_t seed, uint32_t bulk, bool write_chunk,
                 std::mt19937_64& rng) {
-  Put(stream, n);
-  Put(stream, seed);
-  Put(stream, bulk);
+  testutil::AppendWord(stream, n);
+  testutil::AppendWord(stream, seed);
+  testutil::AppendWord(stream, bulk);
   call.request.xdr = std::move(stream);
   std::vector<uint8_t> reduced = ReplyHeader(call.xid);
-  Put(reduced, n);
+  testutil::AppendWord(reduced, n);
   PutOpaque(reduced, Pattern(bulk, seed + 1));
   if (write_chunk) {
     call.result_memory.assign(n + Uniform(rng, 0, 64), 0xEE);
@@ -58,13 +58,6 @@ void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
 
 }  // namespace
 
-void Put(std::vector<uint8_t>& out, uint32_t w) {
-  out.push_back(static_cast<uint8_t>(w >> 24));
-  out.push_back(static_cast<uint8_t>(w >> 16));
-  out.push_back(static_cast<uint8_t>(w >> 8));
-  out.push_back(static_cast<uint8_t>(w));
-}
-
 uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
   if (offset + 4 > in.size()) return 0;
   return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
@@ -74,14 +67,14 @@ uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
   std::vector<uint8_t> out;
   for (uint32_t w : {xid, 0u, 2u, kProgram, 1u, proc, 0u, 0u, 0u, 0u}) {
-    Put(out, w);
+    testutil::AppendWord(out, w);
   }
   return out;
 }
 
 std::vector<uint8_t> ReplyHeader(uint32_t xid) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put(out, w);
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) testutil::AppendWord(out, w);
   return out;
 }
 
@@ -94,7 +87,7 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 }
 
 void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
-  Put(out, static_cast<uint32_t>(data.size()));
+  testutil::AppendWord(out, static_cast<uint32_t>(data.size()));
   out.insert(out.end(), data.begin(), data.end());
   out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
 }
@@ -127,8 +120,8 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
                             ? kResult
                             : kEcho;
   std::vector<uint8_t> stream = CallHeader(xid, proc);
-  Put(stream, options.delay_ms);
-  Put(stream, options.backward);
+  testutil::AppendWord(stream, options.delay_ms);
+  testutil::AppendWord(stream, options.backward);
   const uint32_t seed = static_cast<uint32_t>(rng());
   switch (shape) {
     case Shape::kInline: {
@@ -148,16 +141,16 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
         const uint32_t size =
             (rng() & 3) == 0 ? Uniform(rng, 1, 64) : Uniform(rng, 256, 24576);
         call.argument_memory.push_back(RandomBytes(rng, size));
-        Put(stream, size);
-        Put(complete, size);
+        testutil::AppendWord(stream, size);
+        testutil::AppendWord(complete, size);
         call.request.arguments.push_back(
             {static_cast<uint32_t>(stream.size()),
              absl::MakeConstSpan(call.argument_memory.back())});
         complete = testutil::WithXdrItem(complete, complete.size(),
                                          call.argument_memory.back());
         const uint32_t filler = static_cast<uint32_t>(rng());
-        Put(stream, filler);
-        Put(complete, filler);
+        testutil::AppendWord(stream, filler);
+        testutil::AppendWord(complete, filler);
       }
       PlanEcho(call, std::move(stream), std::move(complete));
       return;
@@ -198,8 +191,8 @@ void PlanBackward(PlannedCall& call, uint32_t xid, uint32_t size,
                   std::mt19937_64& rng) {
   call.xid = xid;
   std::vector<uint8_t> stream = CallHeader(xid, kEcho);
-  Put(stream, 0);
-  Put(stream, 0);
+  testutil::AppendWord(stream, 0);
+  testutil::AppendWord(stream, 0);
   PutOpaque(stream, RandomBytes(rng, size));
   std::vector<uint8_t> complete = stream;
   PlanEcho(call, std::move(stream), std::move(complete));
@@ -262,7 +255,7 @@ ServerReply Answer(const IncomingCall& call) {
   const uint32_t n = std::min<uint32_t>(Get(m, args), 1 << 20);
   const uint32_t seed = Get(m, args + 4);
   const uint32_t bulk = std::min<uint32_t>(Get(m, args + 8), 1 << 20);
-  Put(reply.xdr, n);
+  testutil::AppendWord(reply.xdr, n);
   reply.results.push_back({kReplyHeaderSize + 4, Pattern(n, seed)});
   PutOpaque(reply.xdr, Pattern(bulk, seed + 1));
   return reply;

@@ -35,7 +35,6 @@ inline constexpr size_t kCallHeaderSize = 40;     // RFC 5531, AUTH_NONE
 inline constexpr uint32_t kReplyHeaderSize = 24;  // accepted, SUCCESS
 inline constexpr size_t kControlSize = 8;
 
-void Put(std::vector<uint8_t>& out, uint32_t w);
 uint32_t Get(absl::Span<const uint8_t> in, size_t offset);
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc);
 std::vector<uint8_t> ReplyHeader(uint32_t xid);
