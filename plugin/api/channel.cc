@@ -633,6 +633,7 @@ class ChannelLoop {
     pending_.clear();
     for (auto& done : left) done(absl::UnavailableError("channel: shut down"));
     replies_.Clear();
+    queue_->Take();  // backward replies that came too late: dropped
     std::lock_guard<std::mutex> lock(counters_mu_);
     if (conn_ != nullptr) last_info_ = conn_->info();
     conn_.reset();

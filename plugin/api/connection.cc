@@ -446,9 +446,10 @@ void Connection::Poll() {
         // without a failure before, is the normal end of a connection.
         const bool failed_before =
             lost_reason_.rfind("connection event", 0) != 0;
-        if (local_disconnect_ ||
-            (role_ == Role::kResponder && !failed_before &&
-             ev->type == fabric::ConnectionEventType::kDisconnected)) {
+        orderly_end_ = local_disconnect_ ||
+                       (role_ == Role::kResponder && !failed_before &&
+                        ev->type == fabric::ConnectionEventType::kDisconnected);
+        if (orderly_end_) {
           RPCRDMA_LOG(kInfo, log_id_, log_description_,
                       ": disconnected: ", lost_reason_);
         } else {

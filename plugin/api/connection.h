@@ -98,6 +98,9 @@ class Connection : public engine::MemoryExposer {
   void SetLogContext(uint64_t id, std::string description);
   // The first known cause of the connection's loss (empty while up).
   const std::string& lost_reason() const { return lost_reason_; }
+  // Disconnected in the normal way: this side asked for it, or (a
+  // responder) the client left without a failure before.
+  bool orderly_end() const { return disconnected_ && orderly_end_; }
 
   bool disconnected() const { return disconnected_; }
   // Disconnected, or going down: this side has seen a fatal failure (and
@@ -175,6 +178,7 @@ class Connection : public engine::MemoryExposer {
   bool going_down_ = false;        // see lost()
   std::string lost_reason_;        // the first known cause of the loss
   bool local_disconnect_ = false;  // Disconnect() was asked for
+  bool orderly_end_ = false;       // see orderly_end()
   bool replying_ = false;          // inside RunReply
   uint64_t log_id_ = 0;
   std::string log_description_;

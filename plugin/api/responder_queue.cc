@@ -22,9 +22,9 @@ absl::Status Responder::Send(ServerReply reply) {
     return absl::FailedPreconditionError("responder: already replied");
   }
   state_->replied = true;
-  return state_->queue->Push(
-      api_internal::ReplyQueue::Item{state_->connection, state_->call,
-                                     std::move(reply), state_->delivered_at});
+  return state_->queue->Push(api_internal::ReplyQueue::Item{
+      state_->connection, state_->call,
+      api_internal::HeldReply(std::move(reply)), state_->delivered_at});
 }
 
 namespace api_internal {
@@ -72,11 +72,13 @@ void ReplySender::Forget(uint64_t connection) {
 }
 
 void ReplySender::Send(Connection& conn, ReplyQueue::Item item) {
-  auto stored = std::make_unique<ServerReply>(std::move(item.reply));
+  HeldReply stored = std::move(item.reply);
   engine::OutgoingReply reply;
   reply.xdr = std::move(stored->xdr);  // the items stay in `stored`
   for (const ReplyItem& r : stored->results) {
-    reply.results.push_back(engine::DdpResult{r.position, r.data});
+    reply.results.push_back(engine::DdpResult{
+        r.position,
+        r.view.empty() ? absl::Span<const uint8_t>(r.data) : r.view});
   }
   std::pair<uint64_t, engine::CallId> key{item.connection, item.call};
   replies_[key] = InFlight{std::move(stored), &conn, item.delivered_at};

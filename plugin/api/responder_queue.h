@@ -19,12 +19,42 @@
 
 namespace rpcrdma::api_internal {
 
+// A reply on its way: its on_released (types.h) runs when it is destroyed,
+// whether it was sent or dropped.
+class HeldReply {
+ public:
+  HeldReply() = default;
+  explicit HeldReply(ServerReply reply)
+      : reply_(std::make_unique<ServerReply>(std::move(reply))) {}
+  HeldReply(HeldReply&&) noexcept = default;
+  HeldReply& operator=(HeldReply&& other) noexcept {
+    Release();
+    reply_ = std::move(other.reply_);
+    return *this;
+  }
+  ~HeldReply() { Release(); }
+
+  ServerReply& operator*() { return *reply_; }
+  ServerReply* operator->() { return reply_.get(); }
+
+ private:
+  void Release() {
+    if (reply_ != nullptr && reply_->on_released) {
+      std::function<void()> released = std::move(reply_->on_released);
+      reply_->on_released = nullptr;
+      released();
+    }
+    reply_.reset();
+  }
+  std::unique_ptr<ServerReply> reply_;
+};
+
 class ReplyQueue {
  public:
   struct Item {
     uint64_t connection = 0;
     engine::CallId call = 0;
-    ServerReply reply;
+    HeldReply reply;
     // When the call was delivered to the handler (ConnectionMetrics).
     std::chrono::steady_clock::time_point delivered_at;
   };
@@ -81,7 +111,7 @@ class ReplySender {
   void Send(Connection& conn, ReplyQueue::Item item);
 
   struct InFlight {
-    std::unique_ptr<ServerReply> reply;
+    HeldReply reply;
     Connection* connection = nullptr;  // alive until Forget()
     std::chrono::steady_clock::time_point delivered_at;
   };

@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "plugin/api/budget.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
@@ -43,10 +45,13 @@ class ServerLoop {
     IdleWatch idle;
     AbandonedCallWatch abandoned;
     uint64_t calls_in_progress = 0;  // delivered, reply not yet sent
+    bool closed_reported = false;    // ServerConnectionEvent::kClosed
+    std::string closed_why;          // this side closed it for a limit
   };
 
  public:
-  explicit ServerLoop(Server::Handler handler) : handler_(std::move(handler)) {}
+  ServerLoop(Server::Handler handler, ServerOptions options)
+      : handler_(std::move(handler)), options_(std::move(options)) {}
 
   ~ServerLoop() {
     if (queue_ != nullptr) queue_->Close();
@@ -205,6 +210,7 @@ class ServerLoop {
       }
       std::vector<uint8_t> peer((*req)->private_data().begin(),
                                 (*req)->private_data().end());
+      const std::string peer_uri = PeerUri((*req)->peer_address());
       absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
           (*req)->Accept(private_data, EndpointOptionsFor(ecfg));
       if (!ep.ok()) continue;
@@ -243,10 +249,44 @@ class ServerLoop {
         std::lock_guard<std::mutex> lock(mu_);
         conns_[id] = std::move(conn);
       }
+      if (options_.on_connection) {
+        options_.on_connection(ServerConnectionEvent{
+            ServerConnectionEvent::Type::kAccepted, id, peer_uri, {}});
+      }
       // Receives are posted at once: the requester may send as soon as it
       // sees the connection established.
       raw->Connected(peer);
     }
+  }
+
+  // A client's address (the fabric's syntax) as a URI of this Server's
+  // scheme; an unnamed Unix-domain client is known by the Server's URI.
+  std::string PeerUri(absl::string_view address) const {
+    if (absl::ConsumePrefix(&address, "tcp:")) {
+      return absl::StrCat("soft+tcp://", address);
+    }
+    if (address.empty() || absl::StartsWith(address, "unix:")) return uri_;
+    return absl::StrCat("rdma://", address);
+  }
+
+  // ServerConnectionEvent::kClosed, once, as soon as a connection is seen
+  // gone (its calls were all delivered before: delivery happens in Poll).
+  void ReportClosed(uint64_t id, Connection& c) {
+    auto w = watches_.find(id);
+    if (w == watches_.end() || w->second.closed_reported) return;
+    w->second.closed_reported = true;
+    if (!options_.on_connection) return;
+    absl::Status status;
+    if (!w->second.closed_why.empty()) {
+      status = absl::UnavailableError(
+          absl::StrCat("connection closed: ", w->second.closed_why));
+    } else if (!c.orderly_end()) {
+      status = absl::UnavailableError(absl::StrCat(
+          "connection lost: ",
+          c.lost_reason().empty() ? "cause unknown" : c.lost_reason()));
+    }
+    options_.on_connection(ServerConnectionEvent{
+        ServerConnectionEvent::Type::kClosed, id, "", std::move(status)});
   }
 
   void SendReplies() {
@@ -363,15 +403,18 @@ class ServerLoop {
                         e.calls_awaiting_memory() > 0;
       if (w->second.idle.Expired(c->activity(), busy, now)) {
         c->Count(&Counters::idle_closes);
-        ReportConnectionEvent(
-            absl::StrCat("server ", uri_, ": closing connection ", id,
-                         ": idle for ", resolved_.idle_timeout.count(), " ms"));
+        w->second.closed_why =
+            absl::StrCat("idle for ", resolved_.idle_timeout.count(), " ms");
+        ReportConnectionEvent(absl::StrCat("server ", uri_,
+                                           ": closing connection ", id, ": ",
+                                           w->second.closed_why));
         c->Disconnect();
         continue;
       }
       sooner(w->second.idle.deadline());
       if (std::optional<std::string> why = w->second.abandoned.Check(e, now)) {
         c->Count(&Counters::abandoned_call_disconnects);
+        w->second.closed_why = *why;
         ReportConnectionEvent(absl::StrCat(
             "server ", uri_, ": closing connection ", id, ": ", *why));
         c->Disconnect();
@@ -411,7 +454,10 @@ class ServerLoop {
         Accept();
         SendReplies();
       }
-      for (auto& [id, c] : conns_) c->Poll();
+      for (auto& [id, c] : conns_) {
+        c->Poll();
+        if (c->disconnected()) ReportClosed(id, *c);
+      }
       ResumeWaitingCalls();
       Clock::time_point now = Clock::now();
       if (stop && !stop_since) {
@@ -422,6 +468,7 @@ class ServerLoop {
       for (auto it = conns_.begin(); it != conns_.end();) {
         bool expired = stop && now - *stop_since > std::chrono::seconds(10);
         if (it->second->finished() || expired) {
+          ReportClosed(it->first, *it->second);
           replies_.Forget(it->first);
           watches_.erase(it->first);
           std::unique_ptr<Connection> dead;
@@ -467,6 +514,7 @@ class ServerLoop {
       }
     }
     replies_.Clear();
+    queue_->Take();  // replies that came too late: released as dropped
     // Backward calls whose connection outlived the drain guard.
     std::vector<Server::Callback> left;
     for (auto& [key, b] : backward_) left.push_back(std::move(b.done));
@@ -475,6 +523,7 @@ class ServerLoop {
   }
 
   Server::Handler handler_;
+  ServerOptions options_;
   int wake_fd_ = -1;
   std::shared_ptr<ReplyQueue> queue_;
   std::unique_ptr<fabric::Fabric> fabric_;
@@ -508,7 +557,14 @@ class ServerLoop {
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(
     absl::string_view uri, const config::TransportConfig& config,
     Handler handler) {
-  auto loop = std::make_unique<api_internal::ServerLoop>(std::move(handler));
+  return Create(uri, config, std::move(handler), ServerOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(
+    absl::string_view uri, const config::TransportConfig& config,
+    Handler handler, ServerOptions options) {
+  auto loop = std::make_unique<api_internal::ServerLoop>(std::move(handler),
+                                                         std::move(options));
   if (absl::Status s = loop->Start(uri, config); !s.ok()) return s;
   return std::unique_ptr<Server>(new Server(std::move(loop)));
 }

@@ -270,7 +270,7 @@ struct ReplySent {
 struct CompleteCall {
   CallId call = 0;
   uint32_t xid = 0;
-  std::vector<uint8_t> reply;  // the reduced reply stream
+  Buffer reply;  // the reduced reply stream
   // Octets written into each write chunk the reply returned, in write list
   // order (at most one per DdpResult the call named).
   std::vector<uint32_t> result_lengths;
@@ -481,8 +481,8 @@ class Engine {
     OutgoingCall call;
     ReqState state = ReqState::kQueued;
     bool holds_credit = false;
-    std::vector<uint8_t> long_call;     // position-zero chunk contents
-    std::vector<uint8_t> reply_buffer;  // reply chunk target
+    std::vector<uint8_t> long_call;  // position-zero chunk contents
+    Buffer reply_buffer;             // reply chunk target
     std::vector<wire::WriteChunk> write_chunks;
     std::optional<wire::WriteChunk> reply_chunk;
     std::vector<uint32_t> handles;  // every handle exposed

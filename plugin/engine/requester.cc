@@ -127,8 +127,10 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
                               wire::V1Msg{{{}, c.write_chunks, std::nullopt}}};
   if (c.call.max_reply_size + wire::V1EncodedSize(reply_header) >
       thresholds_.receive) {
-    c.reply_buffer.resize(c.call.max_reply_size);
-    auto segments = ExposeSpan(c, absl::MakeSpan(c.reply_buffer), kRemoteWrite);
+    // Not zero-filled: the peer writes what the reply holds, and only that
+    // much is handed over.
+    c.reply_buffer = Buffer(c.call.max_reply_size);
+    auto segments = ExposeSpan(c, c.reply_buffer.span(), kRemoteWrite);
     if (!segments.ok()) return fail(segments.status());
     c.reply_chunk = *std::move(segments);
   }
@@ -349,15 +351,16 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
                          " octets exceeds the call's max_reply_size of ",
                          c.call.max_reply_size));
       }
-      done.reply.assign(payload.begin(), payload.end());
+      done.reply = Buffer::CopyOf(payload);
     } else {
       // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.
       if (!lists.reply.has_value() || reply_length == 0) {
         return absl::DataLossError(
             "RDMA_NOMSG reply without a used reply chunk");
       }
-      done.reply.assign(c.reply_buffer.begin(),
-                        c.reply_buffer.begin() + reply_length);
+      // Handed over where the peer wrote it, without a copy.
+      done.reply = std::move(c.reply_buffer);
+      done.reply.Truncate(reply_length);
     }
     return done;
   }();

@@ -206,6 +206,10 @@ class ConnectRequest {
  public:
   virtual ~ConnectRequest() = default;
   virtual absl::Span<const uint8_t> private_data() const = 0;
+  // Where the request comes from, in the fabric's address syntax ("HOST:PORT"
+  // with brackets around an IPv6 host; the soft fabric prefixes "tcp:" or
+  // "unix:"); empty when unknown.
+  virtual std::string peer_address() const = 0;
   virtual absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
       absl::Span<const uint8_t> private_data,
       const EndpointOptions& options) = 0;

@@ -100,7 +100,7 @@ inline void Put64(std::vector<uint8_t>& out, uint64_t v) {
   Put32(out, static_cast<uint32_t>(v >> 32));
   Put32(out, static_cast<uint32_t>(v));
 }
-inline uint32_t Get32(const std::vector<uint8_t>& m, size_t at) {
+inline uint32_t Get32(absl::Span<const uint8_t> m, size_t at) {
   return uint32_t{m[at]} << 24 | uint32_t{m[at + 1]} << 16 |
          uint32_t{m[at + 2]} << 8 | m[at + 3];
 }

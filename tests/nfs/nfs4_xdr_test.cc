@@ -538,17 +538,18 @@ TEST(Nfs4Names, StatusAndOperationNames) {
 TEST(Nfs4Client, Rfc5531_9_CheckRpcReply) {
   // Accepted, AUTH_NONE verifier, SUCCESS, then one result word.
   Reply ok;
-  ok.xdr = Words({0x1234, 1, 0, 0, 0, 0, 0xFEED});
+  ok.xdr = Buffer::CopyOf(Words({0x1234, 1, 0, 0, 0, 0, 0xFEED}));
   auto body = CheckRpcReply(ok, 0x1234);
   ASSERT_TRUE(body.ok()) << body.status();
   EXPECT_EQ(*body, 24u);
   EXPECT_EQ(CheckRpcReply(ok, 0x1235).status().code(),
             absl::StatusCode::kDataLoss);
   Reply unavail;
-  unavail.xdr = Words({0x1234, 1, 0, 0, 0, 1 /* PROG_UNAVAIL */});
+  unavail.xdr =
+      Buffer::CopyOf(Words({0x1234, 1, 0, 0, 0, 1 /* PROG_UNAVAIL */}));
   EXPECT_FALSE(CheckRpcReply(unavail, 0x1234).ok());
   Reply truncated;
-  truncated.xdr = Words({0x1234, 1, 0});
+  truncated.xdr = Buffer::CopyOf(Words({0x1234, 1, 0}));
   EXPECT_FALSE(CheckRpcReply(truncated, 0x1234).ok());
 }
 

@@ -62,7 +62,8 @@ class SoftConnectRequest : public ConnectRequest {
         stream_(std::move(stream)),
         private_data_(std::move(private_data)),
         initiator_depth_(initiator_depth),
-        responder_resources_(responder_resources) {}
+        responder_resources_(responder_resources),
+        peer_address_(soft::PeerAddressOf(stream_.fd()).value_or("")) {}
   // A request neither accepted nor rejected is rejected, as rdma-cm does
   // when its identifier is destroyed.
   ~SoftConnectRequest() override {
@@ -72,6 +73,7 @@ class SoftConnectRequest : public ConnectRequest {
   absl::Span<const uint8_t> private_data() const override {
     return private_data_;
   }
+  std::string peer_address() const override { return peer_address_; }
 
   absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
       absl::Span<const uint8_t> private_data,
@@ -116,6 +118,7 @@ class SoftConnectRequest : public ConnectRequest {
   std::vector<uint8_t> private_data_;
   uint32_t initiator_depth_;
   uint32_t responder_resources_;
+  std::string peer_address_;
   bool answered_ = false;
 };
 

@@ -78,12 +78,11 @@ absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
       "soft fabric: address must start with unix: or tcp: (", address, ")"));
 }
 
-absl::StatusOr<std::string> LocalAddressOf(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    return ErrnoStatus("getsockname", errno);
-  }
+namespace {
+
+// `ss` in the syntax ParseAddress accepts.
+absl::StatusOr<std::string> FormatAddress(const sockaddr_storage& ss,
+                                          socklen_t len) {
   char host[INET6_ADDRSTRLEN] = {};
   switch (ss.ss_family) {
     case AF_UNIX: {
@@ -108,6 +107,26 @@ absl::StatusOr<std::string> LocalAddressOf(int fd) {
     default:
       return absl::InternalError("soft fabric: unknown socket family");
   }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LocalAddressOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return ErrnoStatus("getsockname", errno);
+  }
+  return FormatAddress(ss, len);
+}
+
+absl::StatusOr<std::string> PeerAddressOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return ErrnoStatus("getpeername", errno);
+  }
+  return FormatAddress(ss, len);
 }
 
 absl::Status MakeNonBlocking(int fd) {

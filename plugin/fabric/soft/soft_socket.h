@@ -63,6 +63,9 @@ absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
                                            bool passive = false);
 // The address a socket is bound to, in the syntax ParseAddress accepts.
 absl::StatusOr<std::string> LocalAddressOf(int fd);
+// The address of a connected socket's peer, in the same syntax ("unix:"
+// for an unnamed Unix-domain peer).
+absl::StatusOr<std::string> PeerAddressOf(int fd);
 
 // A listening, non-blocking socket.
 absl::StatusOr<UniqueFd> ListenOn(const SocketAddress& address);

@@ -1,7 +1,9 @@
 #include "plugin/fabric/verbs/verbs_address.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "plugin/fabric/address.h"
@@ -33,6 +35,22 @@ absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
 
 std::string FormatAddress(absl::string_view host, uint16_t port) {
   return FormatHostPort(host, port);
+}
+
+std::string FormatSocketAddress(const sockaddr* address) {
+  if (address == nullptr ||
+      (address->sa_family != AF_INET && address->sa_family != AF_INET6)) {
+    return "";
+  }
+  const socklen_t length = address->sa_family == AF_INET ? sizeof(sockaddr_in)
+                                                         : sizeof(sockaddr_in6);
+  char host[NI_MAXHOST] = {};
+  char port[NI_MAXSERV] = {};
+  if (getnameinfo(address, length, host, sizeof host, port, sizeof port,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "";
+  }
+  return FormatHostPort(host, static_cast<uint16_t>(std::atoi(port)));
 }
 
 }  // namespace rpcrdma::fabric::verbs

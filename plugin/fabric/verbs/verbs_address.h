@@ -25,6 +25,9 @@ absl::StatusOr<SocketAddress> ParseAddress(absl::string_view address,
                                            bool passive = false);
 // "HOST:PORT", with brackets around an IPv6 host.
 std::string FormatAddress(absl::string_view host, uint16_t port);
+// `address` (IPv4 or IPv6, with its port) as FormatAddress writes it; empty
+// for another family.
+std::string FormatSocketAddress(const sockaddr* address);
 
 }  // namespace rpcrdma::fabric::verbs
 

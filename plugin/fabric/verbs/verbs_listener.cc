@@ -14,6 +14,11 @@ VerbsConnectRequest::~VerbsConnectRequest() {
   if (id_ != nullptr) rdma_reject(id_.get(), nullptr, 0);
 }
 
+std::string VerbsConnectRequest::peer_address() const {
+  if (id_ == nullptr) return "";
+  return FormatSocketAddress(rdma_get_peer_addr(id_.get()));
+}
+
 absl::StatusOr<std::unique_ptr<Endpoint>> VerbsConnectRequest::Accept(
     absl::Span<const uint8_t> private_data, const EndpointOptions& options) {
   if (id_ == nullptr) {

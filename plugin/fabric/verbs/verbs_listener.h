@@ -34,6 +34,7 @@ class VerbsConnectRequest final : public ConnectRequest {
   absl::Span<const uint8_t> private_data() const override {
     return private_data_;
   }
+  std::string peer_address() const override;
   absl::StatusOr<std::unique_ptr<Endpoint>> Accept(
       absl::Span<const uint8_t> private_data,
       const EndpointOptions& options) override;

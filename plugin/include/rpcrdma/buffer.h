@@ -56,6 +56,9 @@ class Buffer {
   uint8_t& operator[](size_t i) { return data_[i]; }
   uint8_t operator[](size_t i) const { return data_[i]; }
 
+  // Keeps the first `n` octets (n <= size()); the memory stays allocated.
+  void Truncate(size_t n) { size_ = std::min(n, size_); }
+
   absl::Span<uint8_t> span() { return {data(), size_}; }
   absl::Span<const uint8_t> span() const { return {data(), size_}; }
   operator absl::Span<const uint8_t>() const { return span(); }  // NOLINT

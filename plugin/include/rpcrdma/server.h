@@ -52,6 +52,34 @@ namespace api_internal {
 class ServerLoop;
 }  // namespace api_internal
 
+// A connection of a Server began or ended (ServerOptions::on_connection).
+struct ServerConnectionEvent {
+  enum class Type {
+    // Established: reported before any call of the connection reaches the
+    // handler.
+    kAccepted,
+    // Gone: reported once, after the last call of the connection reached
+    // the handler; replies to its calls are dropped from now on.
+    kClosed,
+  };
+  Type type = Type::kAccepted;
+  uint64_t connection = 0;  // as in IncomingCall::connection
+  // Where the client connects from, as a URI of the Server's scheme
+  // (soft+tcp://127.0.0.1:40522, rdma://192.0.2.1:37214); for a Unix-domain
+  // client, which has no name, the Server's own URI.
+  std::string peer;
+  // kClosed: OK when the client disconnected or the Server is going away;
+  // otherwise UNAVAILABLE naming what ended the connection (a failed
+  // operation, a protocol violation, the idle timeout...).
+  absl::Status status;
+};
+
+struct ServerOptions {
+  // When set, runs on the loop thread at each ServerConnectionEvent; it
+  // must not block, and may call Server::Call for the connection.
+  std::function<void(const ServerConnectionEvent&)> on_connection;
+};
+
 class Server {
  public:
   using Handler = std::function<void(IncomingCall call, Responder responder)>;
@@ -61,6 +89,9 @@ class Server {
   static absl::StatusOr<std::unique_ptr<Server>> Create(
       absl::string_view uri, const config::TransportConfig& config,
       Handler handler);
+  static absl::StatusOr<std::unique_ptr<Server>> Create(
+      absl::string_view uri, const config::TransportConfig& config,
+      Handler handler, ServerOptions options);
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

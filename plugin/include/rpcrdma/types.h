@@ -35,10 +35,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
+#include "rpcrdma/buffer.h"
 
 namespace rpcrdma {
 
@@ -76,20 +79,50 @@ struct CallRequest {
 };
 
 struct Reply {
-  std::vector<uint8_t> xdr;  // the reduced reply stream
+  Buffer xdr;  // the reduced reply stream
   // Octets written into each result span, in order (at most one per span).
   std::vector<uint32_t> result_lengths;
 };
 
-// A DDP-eligible reply item, owned until the reply has been sent.
+// A DDP-eligible reply item: the octets of one opaque result, sent into the
+// call's write chunk for it (RFC 8166 §3.4.7) or inline at its position.
+// Either the transport owns them (`data`, kept until the reply has been
+// sent) or the handler lends them (`view`, when not empty: sent without a
+// copy, read by the transport until ServerReply::on_released runs).
 struct ReplyItem {
+  ReplyItem() = default;
+  ReplyItem(uint32_t position, std::vector<uint8_t> data)
+      : position(position), data(std::move(data)) {}
+  // An item lending the handler's memory (see `view`).
+  static ReplyItem View(uint32_t position, absl::Span<const uint8_t> view) {
+    ReplyItem item;
+    item.position = position;
+    item.view = view;
+    return item;
+  }
+
   uint32_t position = 0;  // XDR position in the reduced reply stream
   std::vector<uint8_t> data;
+  absl::Span<const uint8_t> view;
 };
 
 struct ServerReply {
+  ServerReply() = default;
+  ServerReply(std::vector<uint8_t> xdr, std::vector<ReplyItem> results = {},
+              std::function<void()> on_released = nullptr)
+      : xdr(std::move(xdr)),
+        results(std::move(results)),
+        on_released(std::move(on_released)) {}
+
   std::vector<uint8_t> xdr;  // the reduced RPC reply stream
   std::vector<ReplyItem> results;
+  // When set, runs exactly once when the transport will read no more of
+  // the memory the ReplyItem views lend: after the reply's Send (and the
+  // RDMA Writes before it) completed, or when the reply is dropped (its
+  // connection lost, its Server or Channel gone, or Responder::Send
+  // refusing it). It runs on a loop thread, or on the thread calling
+  // Responder::Send when the reply is refused at once; it must not block.
+  std::function<void()> on_released;
 };
 
 // Counters taken from the RPC-over-RDMA transport headers this side sends

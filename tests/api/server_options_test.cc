@@ -1,0 +1,238 @@
+// What adapters build on besides calls: a Server's connection events
+// (ServerOptions::on_connection) and reply items that lend the handler's
+// memory (ReplyItem::View with ServerReply::on_released). Over the soft
+// fabric on Unix-domain sockets and on TCP (label `soft`).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/server.h"
+#include "tests/api/call_stream.h"
+
+namespace rpcrdma {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Records every connection event; waits for a given number of them.
+class EventLog {
+ public:
+  void Add(const ServerConnectionEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+    cv_.notify_all();
+  }
+  std::vector<ServerConnectionEvent> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, seconds(10), [&] { return events_.size() >= n; });
+    return events_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<ServerConnectionEvent> events_;
+};
+
+std::string UnixUri(absl::string_view what) {
+  static std::atomic<int> counter{0};
+  return absl::StrCat("soft+unix://@rpcrdma-server-options-", what, "-",
+                      getpid(), "-", counter++);
+}
+
+CallRequest NullCall(uint32_t xid) {
+  CallRequest req;
+  req.xdr = test_calls::MinimalCallStream(xid);
+  req.max_reply_size = 64;
+  return req;
+}
+
+// RFC 5531 accepted, successful reply header.
+std::vector<uint8_t> ReplyHeader(uint32_t xid) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      out.push_back(static_cast<uint8_t>(w >> shift));
+    }
+  }
+  return out;
+}
+
+void EchoNull(IncomingCall call, Responder responder) {
+  EXPECT_TRUE(responder.Send(ServerReply(ReplyHeader(call.xid))).ok());
+}
+
+TEST(ServerConnectionEvents, AcceptedBeforeTheFirstCallAndClosedOnce) {
+  EventLog log;
+  std::mutex mu;
+  std::vector<uint64_t> call_connections;
+  size_t events_before_first_call = 0;
+  ServerOptions options;
+  options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
+  auto server = Server::Create(
+      "soft+tcp://127.0.0.1:0", {},
+      [&](IncomingCall call, Responder responder) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (call_connections.empty()) {
+            events_before_first_call = log.WaitFor(1).size();
+          }
+          call_connections.push_back(call.connection);
+        }
+        EchoNull(std::move(call), std::move(responder));
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE((*channel)->Call(NullCall(7)).get().ok());
+  channel->reset();  // an orderly disconnect by the client
+
+  std::vector<ServerConnectionEvent> events = log.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events_before_first_call, 1u);
+  EXPECT_EQ(events[0].type, ServerConnectionEvent::Type::kAccepted);
+  EXPECT_TRUE(absl::StartsWith(events[0].peer, "soft+tcp://127.0.0.1:"))
+      << events[0].peer;
+  EXPECT_NE(events[0].peer, (*server)->uri());  // the client's own port
+  EXPECT_EQ(events[1].type, ServerConnectionEvent::Type::kClosed);
+  EXPECT_EQ(events[1].connection, events[0].connection);
+  EXPECT_TRUE(events[1].status.ok()) << events[1].status;
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(call_connections.size(), 1u);
+  EXPECT_EQ(call_connections[0], events[0].connection);
+}
+
+TEST(ServerConnectionEvents, UnixClientIsKnownByTheServerUri) {
+  EventLog log;
+  ServerOptions options;
+  options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
+  auto server = Server::Create(UnixUri("peer"), {}, EchoNull, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  std::vector<ServerConnectionEvent> events = log.WaitFor(1);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].peer, (*server)->uri());
+}
+
+TEST(ServerConnectionEvents, IdleCloseNamesTheTimeout) {
+  EventLog log;
+  ServerOptions options;
+  options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
+  config::TransportConfig server_config;
+  server_config.mutable_timeouts()->set_idle_ms(100);
+  auto server =
+      Server::Create(UnixUri("idle"), server_config, EchoNull, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  std::vector<ServerConnectionEvent> events = log.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].type, ServerConnectionEvent::Type::kClosed);
+  EXPECT_EQ(events[1].status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(events[1].status.message(), "idle for 100 ms"))
+      << events[1].status;
+}
+
+TEST(ServerConnectionEvents, ServerGoingAwayClosesEveryConnection) {
+  EventLog log;
+  ServerOptions options;
+  options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
+  auto server = Server::Create(UnixUri("away"), {}, EchoNull, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto a = Channel::Create((*server)->uri(), {});
+  auto b = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  log.WaitFor(2);
+  server->reset();
+  std::vector<ServerConnectionEvent> events = log.WaitFor(4);
+  ASSERT_EQ(events.size(), 4u);
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(events[i].type, ServerConnectionEvent::Type::kClosed);
+    EXPECT_TRUE(events[i].status.ok()) << events[i].status;
+  }
+}
+
+// A reply item lending the handler's memory reaches the caller's write
+// chunk (RFC 8166 §3.4.7) unchanged, and on_released runs once, after the
+// reply was sent.
+TEST(BorrowedReplyItems, LentMemoryIsWrittenThenReleasedOnce) {
+  for (const char* base : {"soft+tcp://127.0.0.1:0", "unix"}) {
+    SCOPED_TRACE(base);
+    std::string uri =
+        absl::string_view(base) == "unix" ? UnixUri("view") : base;
+    std::vector<uint8_t> lent(200000);
+    for (size_t i = 0; i < lent.size(); ++i) {
+      lent[i] = static_cast<uint8_t>(i * 13 + 5);
+    }
+    std::atomic<int> released{0};
+    auto server =
+        Server::Create(uri, {}, [&](IncomingCall call, Responder responder) {
+          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
+          const uint32_t position = static_cast<uint32_t>(xdr.size()) + 4;
+          for (int shift = 24; shift >= 0; shift -= 8) {
+            xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
+          }
+          ServerReply reply(std::move(xdr), {ReplyItem::View(position, lent)},
+                            [&released] { ++released; });
+          EXPECT_TRUE(responder.Send(std::move(reply)).ok());
+        });
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto channel = Channel::Create((*server)->uri(), {});
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    std::vector<uint8_t> result(lent.size());
+    CallRequest req = NullCall(11);
+    req.results.push_back(absl::MakeSpan(result));
+    absl::StatusOr<Reply> reply = (*channel)->Call(std::move(req)).get();
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ(reply->result_lengths.size(), 1u);
+    EXPECT_EQ(reply->result_lengths[0], lent.size());
+    EXPECT_TRUE(result == lent);
+    for (int i = 0; i < 500 && released.load() == 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_EQ(released.load(), 1);
+    EXPECT_EQ((*server)->counters().write_chunks, 1u);
+  }
+}
+
+// A reply that can no longer go anywhere still returns the lent memory.
+TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
+  std::promise<Responder> held;
+  auto server = Server::Create(UnixUri("dropped"), {},
+                               [&](IncomingCall, Responder responder) {
+                                 held.set_value(std::move(responder));
+                               });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  CallRequest req = NullCall(12);
+  req.deadline = std::chrono::steady_clock::now() + seconds(30);
+  auto outcome = (*channel)->Call(std::move(req));
+  Responder responder = held.get_future().get();
+  channel->reset();  // the connection goes before the reply
+  server->reset();   // and so does the Server
+
+  std::atomic<int> released{0};
+  std::vector<uint8_t> lent(64, 1);
+  ServerReply reply(ReplyHeader(12), {ReplyItem::View(28, lent)},
+                    [&released] { ++released; });
+  EXPECT_EQ(responder.Send(std::move(reply)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(released.load(), 1);  // at once, on this thread
+}
+
+}  // namespace
+}  // namespace rpcrdma
