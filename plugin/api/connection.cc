@@ -101,6 +101,10 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
                                        : resolved.credits_granted;
   c.limits = resolved.chunk_limits;
   c.max_call_size = resolved.max_call_size;
+  // As large as the device allows (Connection clamps it): a 16 MiB item
+  // then takes one segment, where 1 MiB segments would exceed the eight a
+  // header carries by default (limits.max_header_segments).
+  c.max_segment_size = 1u << 30;
   // RFC 5666 §11; the Server adds its shared budget on top.
   c.max_reassembly_bytes = resolved.max_reassembly_bytes;
   c.max_header_segments = resolved.max_header_segments;
@@ -122,6 +126,9 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
 
 fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
   fabric::EndpointOptions o;
+  // Driven by a runtime loop (or by Channel::Create while it connects),
+  // the owner-driven way (fabric.h).
+  o.owner_driven = true;
   // Receives: one per credit plus slack. Send queue: per call a Send, its
   // window binds and invalidations, reads and writes.
   const uint32_t receives = config.credits + config.backchannel_credits +
@@ -140,6 +147,12 @@ Connection::Connection(std::unique_ptr<fabric::Endpoint> endpoint,
         // (fabric.h Capabilities::remote_invalidation).
         if (!endpoint_->capabilities().remote_invalidation) {
           config.local.remote_invalidation = false;
+        }
+        // A chunk is cut into segments the device can move in one RDMA
+        // Read or Write (RFC 8166 §3.4.3 lets a chunk have many).
+        if (const uint32_t largest = endpoint_->capabilities().max_rdma_size;
+            largest > 0) {
+          config.max_segment_size = std::min(config.max_segment_size, largest);
         }
         return config;
       }()),
@@ -277,12 +290,10 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
       windows_.erase(i->handle);
       engine_.OnInvalidated(i->handle, out);
     }
-  } else if (auto* d = std::get_if<engine::DeliverCall>(&action)) {
-    if (hooks_.deliver) hooks_.deliver(*d);
-  } else if (auto* rs = std::get_if<engine::ReplySent>(&action)) {
-    if (hooks_.reply_sent) hooks_.reply_sent(*rs);
-  } else if (auto* c = std::get_if<engine::CompleteCall>(&action)) {
-    if (hooks_.complete) hooks_.complete(*c);
+  } else if (std::holds_alternative<engine::DeliverCall>(action) ||
+             std::holds_alternative<engine::ReplySent>(action) ||
+             std::holds_alternative<engine::CompleteCall>(action)) {
+    upcalls_.push_back(std::move(action));
   } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
     // A call ended by the connection's loss says what was lost, when known.
     if (f->status.code() == absl::StatusCode::kUnavailable &&
@@ -290,7 +301,7 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
       f->status = absl::UnavailableError(
           absl::StrCat(f->status.message(), " (", lost_reason_, ")"));
     }
-    if (hooks_.fail) hooks_.fail(*f);
+    upcalls_.push_back(std::move(action));
   } else if (auto* cc = std::get_if<engine::CloseConnection>(&action)) {
     // The peer broke a rule that leaves no way on (engine.h): counted,
     // reported once, and the connection closed; the calls it fails carry
@@ -420,7 +431,13 @@ absl::StatusOr<wire::Segment> Connection::Expose(absl::Span<uint8_t> memory,
   return wire::Segment{region->handle, region->length, region->offset};
 }
 
-void Connection::Poll() {
+void Connection::Spin() {
+  endpoint_->OnSpin();
+  Poll();
+}
+
+void Connection::Poll(bool readable) {
+  if (readable) endpoint_->OnEventFdReadable();
   std::array<fabric::Completion, 32> completions;
   bool more = true;
   while (more) {

@@ -56,10 +56,6 @@ fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config);
 class Connection : public engine::MemoryExposer {
  public:
   struct Hooks {
-    std::function<void(engine::DeliverCall&)> deliver;
-    std::function<void(engine::ReplySent&)> reply_sent;
-    std::function<void(engine::CompleteCall&)> complete;
-    std::function<void(engine::FailCall&)> fail;
     // When set, sees every message this side sends (`sent`) or receives,
     // with the R_Key of a Send With Invalidate (capture_tap.h).
     std::function<void(bool sent, absl::Span<const uint8_t> message,
@@ -88,10 +84,29 @@ class Connection : public engine::MemoryExposer {
   // The same for the actions of engine::Reply: an RDMA_ERROR among them
   // is logged as a reply that does not fit the call's chunks.
   void RunReply(engine::Actions& actions);
-  // Consumes the endpoint's completions and connection events.
-  void Poll();
+  // Consumes the endpoint's completions and connection events, and carries
+  // out what follows. `readable`: the owner's loop saw event_fd() readable
+  // (fabric.h OnEventFdReadable); otherwise only what this side's own
+  // calls produced is consumed, without a system call. Owners call it after
+  // every operation on the connection (fabric.h: the owner drains).
+  void Poll(bool readable = false);
+  // The same for busy polling (fabric.h OnSpin).
+  void Spin();
+  // When set, Poll must run again by then (fabric.h poll_deadline).
+  std::optional<std::chrono::steady_clock::time_point> poll_deadline() const {
+    return endpoint_->poll_deadline();
+  }
   // Starts an orderly disconnect.
   void Disconnect();
+  // The engine's upcalls (DeliverCall, ReplySent, CompleteCall, FailCall)
+  // since the last call, in order: the owner runs them once it has released
+  // whatever lock guards this connection, so that a callback may call back
+  // into it.
+  void TakeUpcalls(std::vector<engine::Action>& out) {
+    out.swap(upcalls_);
+    upcalls_.clear();
+  }
+  bool has_upcalls() const { return !upcalls_.empty(); }
 
   // Names the connection in log records: `id` as LogRecord::connection,
   // `description` (peer or listener) in every line about it.
@@ -189,6 +204,7 @@ class Connection : public engine::MemoryExposer {
   void LogSetUp(const ConnectionInfo& info);
   bool running_ = false;
   std::deque<engine::Action> queue_;
+  std::vector<engine::Action> upcalls_;
 
   ConnectionInfo ComputeInfo() const;
 

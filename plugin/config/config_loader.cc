@@ -269,6 +269,16 @@ void ValidateTimeouts(const TransportConfig& c, Validator& v) {
           int64_t{1}, kMaxTimeoutMs);
 }
 
+void ValidateExecution(const TransportConfig& c, Validator& v) {
+  const Execution& e = c.execution();
+  v.Range(Get("execution.handler_threads", e.has_handler_threads(),
+              e.handler_threads(), 0u),
+          0u, kMaxHandlerThreads);
+  v.Range(
+      Get("execution.busy_poll_us", e.has_busy_poll_us(), e.busy_poll_us(), 0u),
+      0u, kMaxBusyPollUs);
+}
+
 // ---------------------------------------------------------------- parsing
 
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
@@ -390,6 +400,7 @@ absl::Status ValidateConfig(const TransportConfig& config,
   ValidateCredits(config, v);
   ValidateLimits(config, v);
   ValidateTimeouts(config, v);
+  ValidateExecution(config, v);
   ValidateCapturePath(config, v);
   return v.Result();
 }
@@ -450,6 +461,8 @@ TransportConfig DefaultConfig() {
   t->set_idle_ms(kDefaultIdleMs);
   t->set_handshake_ms(kDefaultHandshakeMs);
   t->set_abandoned_call_ms(kDefaultAbandonedCallMs);
+  c.mutable_execution()->set_handler_threads(0);
+  c.mutable_execution()->set_busy_poll_us(0);
   return c;
 }
 
@@ -530,6 +543,8 @@ ResolvedConfig Resolve(const TransportConfig& config) {
       ms(t.has_handshake_ms(), t.handshake_ms(), kDefaultHandshakeMs);
   r.abandoned_call_timeout = ms(t.has_abandoned_call_ms(),
                                 t.abandoned_call_ms(), kDefaultAbandonedCallMs);
+  r.handler_threads = config.execution().handler_threads();
+  r.busy_poll_us = config.execution().busy_poll_us();
   return r;
 }
 

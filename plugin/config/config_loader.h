@@ -31,7 +31,7 @@ inline constexpr uint32_t kDefaultMaxRequests = 128;     // kernel client
 inline constexpr uint32_t kDefaultCreditsGranted = 128;  // kernel server
 inline constexpr uint32_t kDefaultBackchannelCredits = 2;
 inline constexpr uint32_t kDefaultMaxHeaderSegments = 8;
-inline constexpr uint32_t kDefaultMaxCallSize = (1u << 20) + 4096;
+inline constexpr uint32_t kDefaultMaxCallSize = (16u << 20) + 4096;
 inline constexpr int64_t kDefaultConnectMs = 60000;
 inline constexpr int64_t kDefaultRequestDeadlineMs = 60000;
 inline constexpr int64_t kDefaultReconnectBackoffInitialMs = 5000;
@@ -52,6 +52,8 @@ inline constexpr uint32_t kMaxCallSize = 1u << 28;
 inline constexpr int64_t kMaxTimeoutMs = 86400000;  // one day
 inline constexpr uint64_t kMaxReassemblyBytes = uint64_t{1} << 40;
 inline constexpr uint32_t kMaxConnections = 1u << 20;
+inline constexpr uint32_t kMaxHandlerThreads = 1024;
+inline constexpr uint32_t kMaxBusyPollUs = 1000000;
 // Largest configuration file LoadConfigFile reads.
 inline constexpr size_t kMaxConfigFileSize = 1 << 20;
 
@@ -130,6 +132,10 @@ struct ResolvedConfig {
   std::chrono::milliseconds idle_timeout{kDefaultIdleMs};
   std::chrono::milliseconds handshake_timeout{kDefaultHandshakeMs};
   std::chrono::milliseconds abandoned_call_timeout{kDefaultAbandonedCallMs};
+  // Zero: handlers run on the loop thread.
+  uint32_t handler_threads = 0;
+  // Zero: no busy polling.
+  uint32_t busy_poll_us = 0;
 };
 ResolvedConfig Resolve(const TransportConfig& config);
 

@@ -23,6 +23,7 @@
 #ifndef RPCRDMA_PLUGIN_FABRIC_FABRIC_H_
 #define RPCRDMA_PLUGIN_FABRIC_FABRIC_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -119,7 +120,10 @@ struct Capabilities {
   uint32_t responder_resources = 0;
   uint32_t max_send_queue = 0;
   uint32_t max_recv_queue = 0;
-  uint32_t max_message_size = 0;
+  uint32_t max_message_size = 0;  // largest Send
+  // Largest RDMA Read or Write one work request moves (verbs: the port's
+  // max_msg_sz, which bounds every operation).
+  uint32_t max_rdma_size = 0;
   // Remotely invalidatable windows exist (memory windows type 2 on verbs).
   // When false, windows are still offered but a Send With Invalidate of
   // them fails, and the caller must not advertise remote invalidation.
@@ -127,6 +131,12 @@ struct Capabilities {
 };
 
 struct EndpointOptions {
+  // The owner drives the endpoint from an event loop that follows the
+  // owner-driven protocol of Endpoint (OnEventFdReadable, the owner polls
+  // after its own calls, event_fd_events) from the start. The soft fabric
+  // then makes event_fd() the socket itself: one descriptor per
+  // connection, which is what lets one process hold ten thousand.
+  bool owner_driven = false;
   uint32_t send_queue_depth = 128;
   uint32_t recv_queue_depth = 128;
   uint32_t max_send_sge = 4;
@@ -195,6 +205,34 @@ class Endpoint {
   virtual int event_fd() const = 0;
   virtual size_t PollCompletions(absl::Span<Completion> out) = 0;
   virtual std::optional<ConnectionEvent> PollConnectionEvent() = 0;
+
+  // Event-loop owners that want Poll* without system calls when nothing
+  // arrived (an owner that never calls OnEventFdReadable keeps the
+  // behaviour above):
+  // - OnEventFdReadable(): event_fd() was reported readable. From the first
+  //   call on, Poll* take in input from outside (the socket, the completion
+  //   channel, the CM) only after such a report, and event_fd() becomes
+  //   readable for such input only: completions that the owner's own calls
+  //   produced (a bind, a local invalidation, a flush after Disconnect) are
+  //   found by polling. So the owner polls until both Poll* return nothing
+  //   after every call into the endpoint, before it waits on event_fd().
+  // - poll_deadline(): when set, the owner polls again by then even if
+  //   event_fd() stays quiet: the endpoint holds delayed work (the soft
+  //   fabric's coalesced acknowledgements).
+  virtual void OnEventFdReadable() {}
+  // The readiness to wait for on event_fd() (epoll events): EPOLLIN, plus
+  // EPOLLOUT while an owner-driven soft endpoint has output the socket has
+  // not taken (or a connect in progress). The owner looks again after
+  // every call into the endpoint.
+  virtual uint32_t event_fd_events() const { return 0x001; /* EPOLLIN */ }
+  // Busy polling: the next Poll* look for completions as cheaply as the
+  // provider can, without waiting (verbs: the completion queue, read in
+  // user space, not its channel).
+  virtual void OnSpin() { OnEventFdReadable(); }
+  virtual std::optional<std::chrono::steady_clock::time_point> poll_deadline()
+      const {
+    return std::nullopt;
+  }
 
   // Starts an orderly disconnect; outstanding work flushes and a
   // kDisconnected event follows.

@@ -59,18 +59,21 @@ void ExpectKernelDefaults(const ResolvedConfig& r) {
   EXPECT_EQ(r.chunk_limits.max_write_chunks, 64u);
   EXPECT_EQ(r.chunk_limits.max_segments_per_chunk, 256u);
   EXPECT_EQ(r.max_header_segments, 8u);  // RPCRDMA_MAX_HDR_SEGS
-  EXPECT_EQ(r.max_call_size, 1052672u);  // NFSSVC_MAXBLKSIZE + a page
+  // 16 MiB and a page, sized as nfsd sizes NFSSVC_MAXBLKSIZE + a page.
+  EXPECT_EQ(r.max_call_size, 16781312u);
   EXPECT_EQ(r.connect_timeout, milliseconds(60000));
   EXPECT_EQ(r.request_deadline, milliseconds(60000));
   EXPECT_EQ(r.reconnect_backoff_initial, milliseconds(5000));
   EXPECT_EQ(r.reconnect_backoff_max, milliseconds(30000));
   EXPECT_EQ(r.idle_timeout, milliseconds(300000));
   // Two largest calls per connection, eight per Server (nfsd's 8 threads).
-  EXPECT_EQ(r.max_reassembly_bytes, 2u * 1052672u);
-  EXPECT_EQ(r.max_server_reassembly_bytes, 8u * 1052672u);
+  EXPECT_EQ(r.max_reassembly_bytes, 2u * 16781312u);
+  EXPECT_EQ(r.max_server_reassembly_bytes, 8u * 16781312u);
   EXPECT_EQ(r.max_connections, 220u);  // svc_check_conn_limits, 8 threads
   EXPECT_EQ(r.handshake_timeout, milliseconds(60000));
   EXPECT_EQ(r.abandoned_call_timeout, milliseconds(5000));
+  EXPECT_EQ(r.handler_threads, 0u);  // on the loop, as before a pool
+  EXPECT_EQ(r.busy_poll_us, 0u);     // the kernel never busy-polls
 }
 
 // ---------------------------------------------------------------- defaults
@@ -375,7 +378,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Reassembly budgets (RFC 5666 §11) and the connection limit.
         InvalidCase{"limits { max_reassembly_bytes: 1000 }",
                     "limits.max_reassembly_bytes",
-                    "1000 is below limits.max_call_size (1052672, the "
+                    "1000 is below limits.max_call_size (16781312, the "
                     "default)"},
         InvalidCase{"limits { max_call_size: 4096 max_reassembly_bytes: 4095 }",
                     "limits.max_reassembly_bytes",
@@ -388,7 +391,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "1099511627777 is out of range 1..1099511627776"},
         InvalidCase{"limits { max_server_reassembly_bytes: 2000000 }",
                     "limits.max_server_reassembly_bytes",
-                    "2000000 is below limits.max_reassembly_bytes (2105344, "
+                    "2000000 is below limits.max_reassembly_bytes (33562624, "
                     "the default)"},
         InvalidCase{"limits { max_reassembly_bytes: 8000000 "
                     "max_server_reassembly_bytes: 7999999 }",
@@ -403,7 +406,13 @@ INSTANTIATE_TEST_SUITE_P(
                     "0 is out of range 1..86400000"},
         InvalidCase{"timeouts { abandoned_call_ms: 86400001 }",
                     "timeouts.abandoned_call_ms",
-                    "86400001 is out of range 1..86400000"}));
+                    "86400001 is out of range 1..86400000"},
+        InvalidCase{"execution { handler_threads: 1025 }",
+                    "execution.handler_threads",
+                    "1025 is out of range 0..1024"},
+        InvalidCase{"execution { busy_poll_us: 1000001 }",
+                    "execution.busy_poll_us",
+                    "1000001 is out of range 0..1000000"}));
 
 class ConfigValid : public ::testing::TestWithParam<const char*> {};
 
@@ -450,7 +459,9 @@ INSTANTIATE_TEST_SUITE_P(
         "max_server_reassembly_bytes: 1099511627776 "
         "max_connections: 1048576 }",
         "timeouts { handshake_ms: 1 abandoned_call_ms: 1 }",
-        "timeouts { handshake_ms: 86400000 abandoned_call_ms: 86400000 }"));
+        "timeouts { handshake_ms: 86400000 abandoned_call_ms: 86400000 }",
+        "execution { handler_threads: 0 busy_poll_us: 0 }",
+        "execution { handler_threads: 1024 busy_poll_us: 1000000 }"));
 
 TEST(ConfigValidate, EveryOffendingFieldIsReported) {
   auto parsed = ParseConfigText(

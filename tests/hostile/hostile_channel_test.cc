@@ -17,6 +17,7 @@ namespace {
 class HostileResponder : public ::testing::Test {
  protected:
   void SetUp() override {
+    StartSharedRuntime();
     fds_before_ = OpenDescriptors();
     threads_before_ = Threads();
     fabric_ = fabric::MakeSoftFabric();

@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_fabric.h"
+#include "rpcrdma/runtime.h"
 
 namespace rpcrdma::hostile {
 
@@ -100,6 +101,12 @@ inline void Put64(std::vector<uint8_t>& out, uint64_t v) {
   Put32(out, static_cast<uint32_t>(v >> 32));
   Put32(out, static_cast<uint32_t>(v));
 }
+// The process-wide runtime (rpcrdma/runtime.h) keeps its loop threads and
+// their descriptors for the life of the process. Started before a test
+// takes its baseline, so that what is counted afterwards is what a Server
+// or Channel itself holds.
+inline void StartSharedRuntime() { (void)Runtime::Default(); }
+
 inline uint32_t Get32(absl::Span<const uint8_t> m, size_t at) {
   return uint32_t{m[at]} << 24 | uint32_t{m[at + 1]} << 16 |
          uint32_t{m[at + 2]} << 8 | m[at + 3];

@@ -25,6 +25,7 @@ constexpr uint64_t kRssTolerance = 24u << 20;
 class HostileServer : public ::testing::Test {
  protected:
   void SetUp() override {
+    StartSharedRuntime();
     fds_before_ = OpenDescriptors();
     threads_before_ = Threads();
   }
@@ -235,6 +236,8 @@ TEST_F(HostileServer, Rfc8166_3_3_1_CreditOverrunDisconnects) {
 // budget accounting).
 TEST_F(HostileServer, Rfc5666_11_NomsgFloodStaysWithinTheReassemblyBudget) {
   config::TransportConfig config;
+  // Calls of 1 MiB at most, so that the budgets below hold several.
+  config.mutable_limits()->set_max_call_size((1u << 20) + 4096);
   config.mutable_limits()->set_max_reassembly_bytes(4u << 20);
   config.mutable_limits()->set_max_server_reassembly_bytes(8u << 20);
   config.mutable_credits()->set_credits_granted(512);

@@ -56,6 +56,7 @@ bool CmaGate::OpenPeer(int pid, uint32_t fd, uint64_t cookie) {
       !Map(std::move(opened))) {
     return false;
   }
+  CloseFd();  // mapped: the descriptor is of no further use here
   return slots_[0].load() == cookie;
 }
 

@@ -41,6 +41,10 @@ class CmaGate {
   bool OpenPeer(int pid, uint32_t fd, uint64_t cookie);
   bool valid() const { return slots_ != nullptr; }
   int fd() const { return fd_.get(); }
+  // The mapping stays; the descriptor goes once no process needs to open
+  // the gate through it any more (a descriptor per connection counts when
+  // a process holds ten thousand).
+  void CloseFd() { fd_.reset(); }
   // The cookie's address in this process (what the peer probes).
   uint64_t cookie_address() const;
 

@@ -12,6 +12,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <utility>
 
@@ -73,6 +76,35 @@ int CrossMemoryCopy(int pid, absl::Span<uint8_t> local,
 
 }  // namespace
 
+std::shared_ptr<PeerProcess> PeerProcess::Of(int pid) {
+  // One pidfd per peer process, shared by every endpoint talking to it:
+  // ten thousand connections to one process hold one descriptor for it.
+  static std::mutex mu;
+  static std::map<int, std::weak_ptr<PeerProcess>> known;
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<PeerProcess>& slot = known[pid];
+  std::shared_ptr<PeerProcess> process = slot.lock();
+  // An entry of an exited process whose pid names another one now is not
+  // reused.
+  if (process == nullptr || process->Exited()) {
+    process = std::make_shared<PeerProcess>();
+    process->pid = pid;
+    // Kernels or sandboxes without pidfd_open(2) go without the pidfd.
+    process->pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+    slot = process;
+  }
+  for (auto it = known.begin(); it != known.end();) {
+    it = it->second.expired() ? known.erase(it) : std::next(it);
+  }
+  return process;
+}
+
+bool PeerProcess::Exited() const {
+  if (!pidfd.valid()) return kill(pid, 0) != 0 && errno == ESRCH;
+  pollfd p{pidfd.get(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
 void SoftEndpoint::OfferCrossMemory() {
   if (!fabric_.cross_memory_attach || !stream_.open() ||
       !IsUnixSocket(stream_.fd())) {
@@ -113,20 +145,14 @@ bool SoftEndpoint::ProbePeer(uint64_t address, uint64_t cookie,
     return false;
   }
   if (!peer_gate_.OpenPeer(cred.pid, gate_fd, cookie)) return false;
-  peer_pid_ = cred.pid;
-  // A pidfd tells, before each copy, whether the peer has exited (its pid
-  // could then name another process). Kernels or sandboxes without
-  // pidfd_open(2) go without that check.
-  peer_pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, cred.pid, 0)));
+  // Its pidfd tells, before each copy, whether the peer has exited (its
+  // pid could then name another process).
+  peer_process_ = PeerProcess::Of(cred.pid);
   return true;
 }
 
 bool SoftEndpoint::PeerExited() const {
-  if (!peer_pidfd_.valid()) {
-    return peer_pid_ > 0 && kill(peer_pid_, 0) != 0 && errno == ESRCH;
-  }
-  pollfd p{peer_pidfd_.get(), POLLIN, 0};
-  return poll(&p, 1, 0) > 0;
+  return peer_process_ != nullptr && peer_process_->Exited();
 }
 
 bool SoftEndpoint::ArmCrossMemory(uint64_t seq) {
@@ -159,15 +185,16 @@ void SoftEndpoint::HandleCmaAnswer(const Frame& f) {
   }
   cma_awaiting_answer_ = false;
   cma_out_ = f.status == 1;
-  if (cma_out_ && peer_pid_ == 0) {
+  // The peer has mapped our gate, or never will: its descriptor goes.
+  own_gate_.CloseFd();
+  if (cma_out_ && peer_process_ == nullptr) {
     // Withdrawing a slot waits out a copy in progress unless the peer has
-    // exited, which its pid tells.
+    // exited, which its pidfd tells.
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(stream_.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
         cred.pid > 0) {
-      peer_pid_ = cred.pid;
-      peer_pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, cred.pid, 0)));
+      peer_process_ = PeerProcess::Of(cred.pid);
     }
   }
 }
@@ -227,7 +254,7 @@ void SoftEndpoint::HandleCmaRequest(const Frame& f) {
           /*orderly=*/false);
     return;
   }
-  const int err = CrossMemoryCopy(peer_pid_, *bytes, f.segments, read);
+  const int err = CrossMemoryCopy(peer_process_->pid, *bytes, f.segments, read);
   peer_gate_.Leave(f.id);
   if (err != 0) {
     // EFAULT: the initiator named memory it does not have.

@@ -22,6 +22,15 @@ constexpr size_t kHighWater = 1024 * 1024;
 // Input read per Progress call, so one busy peer cannot hold the caller's
 // event loop.
 constexpr size_t kReadBudget = 4 * 1024 * 1024;
+// Read and handled at a time within that budget.
+constexpr size_t kReadSlice = 256 * 1024;
+// How long an owner-driven endpoint lets an ACK wait for output to travel
+// with, and how many it lets wait. A requester's next call or a
+// responder's reply normally comes much sooner; the bound keeps the peer's
+// send completions (and the memory and credits they release) prompt on an
+// idle connection, like TCP's delayed acknowledgement.
+constexpr auto kAckDelay = std::chrono::microseconds(500);
+constexpr size_t kMaxWaitingAcks = 16;
 
 bool StatusFromByte(uint8_t b, WorkStatus& status) {
   if (b > static_cast<uint8_t>(WorkStatus::kTransportError)) return false;
@@ -82,10 +91,16 @@ SoftEndpoint::SoftEndpoint(const SoftFabricOptions& fabric,
   caps_.max_send_queue = options.send_queue_depth;
   caps_.max_recv_queue = options.recv_queue_depth;
   caps_.max_message_size = fabric.max_message_size;
+  // RDMA transfers move in pieces (soft_wire.h); one work request may move
+  // up to 4 GiB - 1, of which a window (uint32 length) can name 2 GiB.
+  caps_.max_rdma_size = 1u << 31;
   caps_.remote_invalidation = true;
 }
 
 absl::Status SoftEndpoint::Init() {
+  owner_driven_ = options_.owner_driven;
+  single_fd_ = options_.owner_driven && fabric_.completion_delay_polls == 0;
+  if (single_fd_) return absl::OkStatus();
   epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_.valid()) {
     return absl::UnavailableError(
@@ -399,7 +414,22 @@ void SoftEndpoint::CloseSocket() {
     socket_in_epoll_ = false;
     epoll_mask_ = 0;
   }
+  if (single_fd_ && stream_.open()) {
+    shutdown(stream_.fd(), SHUT_RDWR);
+    held_fd_ = stream_.ReleaseFd();
+    return;
+  }
   stream_.Close();
+}
+
+uint32_t SoftEndpoint::event_fd_events() const {
+  uint32_t events = EPOLLIN;
+  if (single_fd_ && stream_.open() &&
+      (connect_in_progress_ || stream_.pending_output() > 0 ||
+       !outgoing_.empty())) {
+    events |= EPOLLOUT;
+  }
+  return events;
 }
 
 void SoftEndpoint::Close(ConnectionEventType event, std::string detail,
@@ -413,9 +443,13 @@ void SoftEndpoint::Close(ConnectionEventType event, std::string detail,
   reads_in_flight_ = 0;
   reads_answering_ = 0;
   if (orderly && stream_.open()) {
+    FlushAcks(/*force=*/true);
     std::vector<uint8_t>& out = stream_.output();
     out.insert(out.end(), final_frame.begin(), final_frame.end());
   } else {
+    waiting_acks_.clear();
+    waiting_ack_count_ = 0;
+    ack_due_.reset();
     stream_.DiscardOutput();
     if (stream_.open()) shutdown(stream_.fd(), SHUT_RDWR);
     CloseSocket();
@@ -681,7 +715,32 @@ void SoftEndpoint::HandleSend(const Frame& f) {
   }
   Complete(r.wr_id, WorkType::kReceive, WorkStatus::kSuccess,
            static_cast<uint32_t>(f.data.size()), f.invalidate);
-  AppendAck(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess));
+  Acknowledge(f.id);
+}
+
+void SoftEndpoint::Acknowledge(uint64_t id) {
+  if (!owner_driven_) {
+    AppendAck(FrameBuffer(), id, StatusByte(WorkStatus::kSuccess));
+    return;
+  }
+  AppendAck(waiting_acks_, id, StatusByte(WorkStatus::kSuccess));
+  ++waiting_ack_count_;
+  if (!ack_due_) ack_due_ = std::chrono::steady_clock::now() + kAckDelay;
+}
+
+void SoftEndpoint::FlushAcks(bool force) {
+  if (waiting_ack_count_ == 0) return;
+  const bool output = stream_.pending_output() > 0 || !outgoing_.empty();
+  if (!force && !output && waiting_ack_count_ < kMaxWaitingAcks &&
+      std::chrono::steady_clock::now() < *ack_due_) {
+    return;
+  }
+  // ACKs may go before queued frames: they order nothing.
+  std::vector<uint8_t>& out = stream_.output();
+  out.insert(out.end(), waiting_acks_.begin(), waiting_acks_.end());
+  waiting_acks_.clear();
+  waiting_ack_count_ = 0;
+  ack_due_.reset();
 }
 
 void SoftEndpoint::HandleAck(const Frame& f) {
@@ -784,7 +843,7 @@ void SoftEndpoint::HandleWrite(const Frame& f) {
     return;
   }
   if (!f.data.empty()) std::memcpy(bytes->data(), f.data.data(), f.data.size());
-  if (f.last) AppendAck(FrameBuffer(), f.id, StatusByte(WorkStatus::kSuccess));
+  if (f.last) Acknowledge(f.id);
 }
 
 template <typename T>
@@ -814,8 +873,18 @@ void SoftEndpoint::Progress() {
     }
     connect_in_progress_ = false;
   }
-  if (stream_.open()) {
-    const FrameStream::IoResult read = stream_.Read(kReadBudget);
+  // Input is read and handled a slice at a time, so the input buffer stays
+  // small; kReadBudget bounds one call.
+  size_t budget = kReadBudget;
+  while (stream_.open() && (!owner_driven_ || input_ready_) && budget > 0) {
+    const size_t held = stream_.input().size();
+    const FrameStream::IoResult read =
+        stream_.Read(std::min(budget, kReadSlice));
+    budget -= std::min(budget, stream_.input().size() - held);
+    // A read that did not fill its slice drained the socket; the owner's
+    // level-triggered wait reports anything that arrives later.
+    const bool drained = read != FrameStream::IoResult::kOk;
+    if (drained) input_ready_ = false;
     while (stream_.open() || !stream_.input().empty()) {
       if (state_ == State::kClosed) {
         stream_.Consume(stream_.input().size());
@@ -847,6 +916,10 @@ void SoftEndpoint::Progress() {
               /*orderly=*/false);
       }
     }
+    if (drained) break;
+  }
+  if (stream_.open() && !connect_in_progress_ && state_ != State::kClosed) {
+    FlushAcks(/*force=*/false);
   }
   while (stream_.open() && !connect_in_progress_) {
     const bool blocked = Produce();
@@ -878,7 +951,7 @@ void SoftEndpoint::Progress() {
 }
 
 void SoftEndpoint::UpdateSignals() {
-  if (!epoll_.valid()) return;
+  if (single_fd_ || !epoll_.valid()) return;
   if (stream_.open()) {
     uint32_t mask = EPOLLIN;
     if (connect_in_progress_ || stream_.pending_output() > 0 ||
@@ -895,7 +968,11 @@ void SoftEndpoint::UpdateSignals() {
       epoll_mask_ = mask;
     }
   }
-  const bool ready = !completions_.empty() || !events_.empty();
+  // An owner-driven endpoint's owner polls after its own calls (fabric.h):
+  // only completions held back by fault injection need the signal then.
+  const bool ready = owner_driven_ ? !completions_.empty() &&
+                                         fabric_.completion_delay_polls > 0
+                                   : !completions_.empty() || !events_.empty();
   if (ready && !signaled_) {
     const uint64_t one = 1;
     if (write(signal_.get(), &one, sizeof(one)) == sizeof(one)) {

@@ -8,6 +8,7 @@
 #ifndef RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_ENDPOINT_H_
 #define RPCRDMA_PLUGIN_FABRIC_SOFT_SOFT_ENDPOINT_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,17 @@ inline std::string Errno(int err) { return std::string(std::strerror(err)); }
 // Checks endpoint options against the fabric's limits.
 absl::Status ValidateEndpointOptions(const SoftFabricOptions& fabric,
                                      const EndpointOptions& options);
+
+// The process at the other end of a Unix-domain connection, for the
+// cross-memory path.
+struct PeerProcess {
+  int pid = 0;
+  UniqueFd pidfd;  // invalid where pidfd_open(2) is not allowed
+  // The shared one for `pid`.
+  static std::shared_ptr<PeerProcess> Of(int pid);
+  // True once it has exited (and its pid may name another process).
+  bool Exited() const;
+};
 
 class SoftEndpoint : public Endpoint {
  public:
@@ -80,10 +92,24 @@ class SoftEndpoint : public Endpoint {
   absl::Status PostRdmaWrite(uint64_t wr_id,
                              absl::Span<const LocalBuffer> gather,
                              const RemoteRegion& target) override;
-  int event_fd() const override { return epoll_.get(); }
+  // The socket itself for an owner-driven endpoint (EndpointOptions), an
+  // epoll set of the socket and a signal otherwise.
+  int event_fd() const override {
+    if (!single_fd_) return epoll_.get();
+    return stream_.open() ? stream_.fd() : held_fd_.get();
+  }
+  uint32_t event_fd_events() const override;
   size_t PollCompletions(absl::Span<Completion> out) override;
   std::optional<ConnectionEvent> PollConnectionEvent() override;
   void Disconnect() override;
+  void OnEventFdReadable() override {
+    owner_driven_ = true;
+    input_ready_ = true;
+  }
+  std::optional<std::chrono::steady_clock::time_point> poll_deadline()
+      const override {
+    return ack_due_;
+  }
 
   // True once the peer has accepted this side's offer of cross-memory
   // attach: this side's RDMA Reads and Writes then move by
@@ -203,6 +229,15 @@ class SoftEndpoint : public Endpoint {
   std::optional<uint64_t> StartWork(uint64_t wr_id, WorkType type);
   bool InjectBreak();
   void UpdateSignals();
+  // Acknowledges a SEND or the last piece of a WRITE of the peer's
+  // (soft_wire.h ACK). For an owner-driven endpoint (fabric.h) the ACK
+  // waits, to go out with the next output (the reply a responder sends
+  // next, the call a requester sends next): a round trip then costs one
+  // write per side instead of two.
+  void Acknowledge(uint64_t id);
+  // Moves the waiting ACKs to the output when something else goes out,
+  // when enough wait, or when the oldest has waited long enough.
+  void FlushAcks(bool force);
 
   SoftFabricOptions fabric_;
   EndpointOptions options_;
@@ -241,13 +276,26 @@ class SoftEndpoint : public Endpoint {
   bool cma_out_ = false;  // the peer accepted: this side's RDMA uses it
   bool cma_in_ = false;   // this side accepted the peer's offer
   bool peer_offer_seen_ = false;
-  int peer_pid_ = 0;
   uint64_t cma_operations_ = 0;
-  UniqueFd peer_pidfd_;
+  std::shared_ptr<PeerProcess> peer_process_;  // once the path is set up
 
   std::deque<Queued> completions_;
   std::deque<ConnectionEvent> events_;
   uint64_t polls_ = 0;
+
+  // Owner-driven (fabric.h OnEventFdReadable): the socket is read only
+  // after the owner saw it readable, until a read drains it.
+  bool owner_driven_ = false;
+  // event_fd() is the socket (EndpointOptions::owner_driven without
+  // completion-delay fault injection, which needs the signal). A closed
+  // socket is shut down but its descriptor kept until the endpoint goes,
+  // so that the owner's registration never names a reused number.
+  bool single_fd_ = false;
+  UniqueFd held_fd_;
+  bool input_ready_ = false;
+  std::vector<uint8_t> waiting_acks_;  // encoded ACK frames
+  size_t waiting_ack_count_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> ack_due_;
 };
 
 }  // namespace rpcrdma::fabric::soft

@@ -186,34 +186,56 @@ int SocketError(int fd) {
 
 FrameStream::IoResult FrameStream::Read(size_t limit) {
   if (!fd_.valid()) return IoResult::kError;
-  if (input_pos_ == input_.size()) {
-    input_.clear();
-    input_pos_ = 0;
-  } else if (input_pos_ > 0 && input_pos_ >= input_.size() / 2) {
-    input_.erase(input_.begin(),
-                 input_.begin() + static_cast<ptrdiff_t>(input_pos_));
-    input_pos_ = 0;
-  }
-  constexpr size_t kScratchSize = 256 * 1024;
-  if (receive_scratch_ == nullptr) {
-    receive_scratch_.reset(new uint8_t[kScratchSize]);
+  // Input lands directly in the stream's buffer, which is not zero-filled
+  // (growing a vector by the most a read may bring would zero-fill that
+  // much on every read, more than the I/O costs). It starts small and
+  // doubles while reads fill it; a large buffer is given back once it has
+  // been consumed, so idle connections hold little receive memory.
+  constexpr size_t kInitial = 16 * 1024;
+  constexpr size_t kLargest = 2 * 1024 * 1024;
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+  } else if (in_begin_ > 0 && in_begin_ >= in_capacity_ / 2) {
+    std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+    in_end_ -= in_begin_;
+    in_begin_ = 0;
   }
   size_t total = 0;
   while (total < limit) {
-    const size_t want = std::min<size_t>(limit - total, kScratchSize);
-    const ssize_t n = recv(fd_.get(), receive_scratch_.get(), want, 0);
+    if (in_capacity_ - in_end_ < std::min<size_t>(limit - total, kInitial)) {
+      const size_t capacity =
+          std::min(std::max(in_capacity_ * 2, kInitial),
+                   std::max(kLargest, in_end_ - in_begin_ + kInitial));
+      std::unique_ptr<uint8_t[]> grown(new uint8_t[capacity]);
+      if (in_end_ > in_begin_) {
+        std::memcpy(grown.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+      }
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+      in_ = std::move(grown);
+      in_capacity_ = capacity;
+    }
+    const size_t want = std::min(limit - total, in_capacity_ - in_end_);
+    const ssize_t n = recv(fd_.get(), in_.get() + in_end_, want, 0);
     if (n > 0) {
-      input_.insert(input_.end(), receive_scratch_.get(),
-                    receive_scratch_.get() + n);
+      in_end_ += static_cast<size_t>(n);
       total += static_cast<size_t>(n);
+      // A short read took everything the socket held: asking again would
+      // only return EAGAIN (one system call per wake-up saved).
+      if (static_cast<size_t>(n) < want) {
+        draining_ = false;
+        return IoResult::kWouldBlock;
+      }
       continue;
     }
+    draining_ = false;
     if (n == 0) return IoResult::kEnd;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::kWouldBlock;
     last_errno_ = errno;
     return IoResult::kError;
   }
+  draining_ = true;  // the budget ran out before the socket did
   return IoResult::kOk;
 }
 
@@ -244,12 +266,27 @@ FrameStream::IoResult FrameStream::Flush() {
 }
 
 void FrameStream::Consume(size_t n) {
-  input_pos_ += std::min(n, input_.size() - input_pos_);
+  in_begin_ += std::min(n, in_end_ - in_begin_);
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+    if (in_capacity_ > 64 * 1024 && !draining_) {
+      in_.reset();
+      in_capacity_ = 0;
+    }
+  }
 }
 
 void FrameStream::PrependInput(absl::Span<const uint8_t> data) {
-  input_.insert(input_.begin() + static_cast<ptrdiff_t>(input_pos_),
-                data.begin(), data.end());
+  const size_t held = in_end_ - in_begin_;
+  std::unique_ptr<uint8_t[]> joined(new uint8_t[data.size() + held + 1]);
+  if (!data.empty()) std::memcpy(joined.get(), data.data(), data.size());
+  if (held > 0) {
+    std::memcpy(joined.get() + data.size(), in_.get() + in_begin_, held);
+  }
+  in_ = std::move(joined);
+  in_capacity_ = data.size() + held + 1;
+  in_begin_ = 0;
+  in_end_ = data.size() + held;
 }
 
 }  // namespace rpcrdma::fabric::soft

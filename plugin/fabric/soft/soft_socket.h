@@ -89,6 +89,8 @@ class FrameStream {
   int fd() const { return fd_.get(); }
   bool open() const { return fd_.valid(); }
   void Close() { fd_.reset(); }
+  // Closed as a stream, with its descriptor handed to the caller.
+  UniqueFd ReleaseFd() { return UniqueFd(fd_.release()); }
   // Reads at most `limit` octets into the input buffer.
   IoResult Read(size_t limit);
   // Writes as much pending output as the socket takes.
@@ -96,7 +98,7 @@ class FrameStream {
 
   // Unconsumed input.
   absl::Span<const uint8_t> input() const {
-    return absl::MakeConstSpan(input_).subspan(input_pos_);
+    return {in_.get() + in_begin_, in_end_ - in_begin_};
   }
   void Consume(size_t n);
   // Input that arrived with this stream from elsewhere (a listener that
@@ -114,11 +116,11 @@ class FrameStream {
 
  private:
   UniqueFd fd_;
-  std::vector<uint8_t> input_;
-  size_t input_pos_ = 0;
-  // recv(2) lands here first: growing input_ by the most a call may bring
-  // would zero-fill that much on every call, which cost more than the I/O.
-  std::unique_ptr<uint8_t[]> receive_scratch_;
+  std::unique_ptr<uint8_t[]> in_;  // input, not zero-filled
+  size_t in_capacity_ = 0;
+  size_t in_begin_ = 0;    // first unconsumed octet
+  size_t in_end_ = 0;      // one past the last octet read
+  bool draining_ = false;  // the last Read stopped at its limit, not EAGAIN
   std::vector<uint8_t> output_;
   size_t output_pos_ = 0;
   int last_errno_ = 0;

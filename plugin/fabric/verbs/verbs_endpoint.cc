@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::Create(
   if (absl::Status s = SetNonBlocking(ep->channel_->fd); !s.ok()) return s;
   if (absl::Status s = ep->WatchFd(ep->channel_->fd); !s.ok()) return s;
   if (absl::Status s = ep->InitVerbs(options); !s.ok()) return s;
+  ep->owner_driven_ = options.owner_driven;
   return ep;
 }
 
@@ -186,6 +187,7 @@ absl::Status VerbsEndpoint::InitVerbs(const EndpointOptions& options) {
   caps_.max_send_queue = init.cap.max_send_wr;
   caps_.max_recv_queue = init.cap.max_recv_wr;
   caps_.max_message_size = port.max_msg_sz;
+  caps_.max_rdma_size = port.max_msg_sz;
   caps_.remote_invalidation = memory_windows;
   return absl::OkStatus();
 }
@@ -488,13 +490,20 @@ absl::Status VerbsEndpoint::PostRdma(uint64_t wr_id,
 
 void VerbsEndpoint::ReapCompletions() {
   if (cq_ == nullptr) return;
+  // An owner-driven endpoint looks only when its owner saw the channel
+  // readable, or spins: everything on the queue comes with a notification.
+  const bool read_channel = !owner_driven_ || cq_notified_;
+  if (owner_driven_ && !cq_notified_ && !spinning_) return;
+  cq_notified_ = false;
+  spinning_ = false;
   // Consume the channel's notifications, acknowledge them, and re-arm
   // before polling, so that a completion arriving after the last poll
   // raises a new notification.
   ibv_cq* cq = nullptr;
   void* context = nullptr;
   unsigned int notified = 0;
-  while (ibv_get_cq_event(comp_channel_.get(), &cq, &context) == 0) {
+  while (read_channel &&
+         ibv_get_cq_event(comp_channel_.get(), &cq, &context) == 0) {
     ++notified;
   }
   if (notified > 0) {
@@ -562,6 +571,8 @@ size_t VerbsEndpoint::PollCompletions(absl::Span<Completion> out) {
 
 void VerbsEndpoint::ReapCmEvents() {
   if (channel_ == nullptr) return;
+  if (owner_driven_ && !cm_notified_) return;
+  cm_notified_ = false;
   rdma_cm_event* raw = nullptr;
   while (rdma_get_cm_event(channel_.get(), &raw) == 0) {
     CmEvent event(raw);  // acknowledged when handled
@@ -696,7 +707,9 @@ void VerbsEndpoint::MoveQpToError() {
 }
 
 void VerbsEndpoint::UpdatePending() {
-  const bool want = !completions_.empty() || !events_.empty();
+  // An owner-driven endpoint's owner polls after its own calls (fabric.h).
+  const bool want =
+      !owner_driven_ && (!completions_.empty() || !events_.empty());
   if (want == pending_signalled_) return;
   if (want) {
     const uint64_t one = 1;

@@ -75,6 +75,11 @@ class VerbsEndpoint final : public Endpoint {
   int event_fd() const override { return epoll_.get(); }
   size_t PollCompletions(absl::Span<Completion> out) override;
   std::optional<ConnectionEvent> PollConnectionEvent() override;
+  void OnEventFdReadable() override {
+    cq_notified_ = true;
+    cm_notified_ = true;
+  }
+  void OnSpin() override { spinning_ = true; }
   void Disconnect() override;
 
  private:
@@ -126,6 +131,13 @@ class VerbsEndpoint final : public Endpoint {
   std::deque<Completion> completions_;
   std::deque<ConnectionEvent> events_;
   bool pending_signalled_ = false;
+  // Owner-driven (EndpointOptions, fabric.h): the completion and CM
+  // channels are read only after the owner saw event_fd() readable, the
+  // completion queue also when it spins; queued work needs no signal.
+  bool owner_driven_ = false;
+  bool cq_notified_ = false;
+  bool cm_notified_ = false;
+  bool spinning_ = false;
   std::string failure_;  // why this side started the disconnect
 
   // Destroyed in reverse order: the id (with its queue pair) before the

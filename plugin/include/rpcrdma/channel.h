@@ -1,13 +1,15 @@
 // rpcrdma::Channel: the client side of RPC-over-RDMA version one (RFC 8166)
 // on one connection. The Upper Layer Binding contract is in types.h.
 //
-// Threads: every Channel owns one event-loop thread that drives the
-// protocol engine and the fabric. Call(), Cancel() and counters() may be
-// used from any thread. Callbacks run on the loop thread (or, for a call
-// without retry_on_reconnect made while the connection is down, at once on
-// the calling thread): they
-// must not block for long and must not destroy the Channel; they may start
-// new calls.
+// Threads: a Channel is driven by one event loop of its Runtime
+// (rpcrdma/runtime.h; Runtime::Default() unless ChannelOptions names
+// another), shared with other Channels and Servers. Call(), Cancel() and
+// counters() may be used from any thread; Call() sends the call on the
+// calling thread, without waking the loop. Callbacks run on the loop's
+// thread (or, for a call refused at once, on the calling thread before
+// Call() returns): they must not block for long and must not destroy the
+// Channel; they may start new calls. The backward handler runs on the loop
+// thread too, or on a pool of TransportConfig.execution.handler_threads.
 //
 // Reconnect: when the connection is lost the loop thread fails every
 // pending call that does not allow a retry (CallRequest::retry_on_reconnect)
@@ -73,13 +75,29 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/responder.h"
+#include "rpcrdma/runtime.h"
 #include "rpcrdma/types.h"
 
 namespace rpcrdma {
 
 namespace api_internal {
-class ChannelLoop;
+class ChannelCore;
 }  // namespace api_internal
+
+struct ChannelOptions {
+  // The runtime whose loops drive the Channel; Runtime::Default() when
+  // null.
+  std::shared_ptr<Runtime> runtime;
+  // When set, serves backward-direction calls the Server makes on this
+  // connection (RFC 8167), like a Server's handler; the Responder may
+  // answer later from any thread. The Channel then posts
+  // backchannel.credits receives beyond its forward credits for them and
+  // grants that many in every backward reply (RFC 8167 §3). Needs
+  // backchannel.enabled (the default); without a handler, backward calls
+  // are dropped, as the Linux client drops them without a backchannel
+  // service.
+  CallHandler backward_handler;
+};
 
 class Channel {
  public:
@@ -108,29 +126,25 @@ class Channel {
   static absl::StatusOr<std::unique_ptr<Channel>> Create(
       absl::string_view uri, const config::TransportConfig& config);
 
-  // Serves backward-direction calls the Server makes on this connection
-  // (RFC 8167), on the loop thread, like a Server's handler; the Responder
-  // may answer later from any thread.
-  using BackwardHandler =
-      std::function<void(IncomingCall call, Responder responder)>;
-  // The same, also serving backward calls: the Channel posts
-  // backchannel.credits receives beyond its forward credits for them and
-  // grants that many in every backward reply (RFC 8167 §3). Needs
-  // backchannel.enabled (the default); without a handler, backward calls
-  // are dropped, as the Linux client drops them without a backchannel
-  // service.
+  using BackwardHandler = CallHandler;
+  // The same with a backward handler (see ChannelOptions).
   static absl::StatusOr<std::unique_ptr<Channel>> Create(
       absl::string_view uri, const config::TransportConfig& config,
       BackwardHandler backward_handler);
+  static absl::StatusOr<std::unique_ptr<Channel>> Create(
+      absl::string_view uri, const config::TransportConfig& config,
+      ChannelOptions options);
 
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
   // Stops reconnecting, fails every pending call (waiting for a reconnect
   // or not) with UNAVAILABLE (callbacks run before the destructor returns),
-  // disconnects and joins the loop thread.
+  // disconnects and waits until the connection has drained (every handle
+  // it exposed revoked), at most 10 seconds.
   ~Channel();
 
-  // Starts a call; `done` runs exactly once, on the loop thread.
+  // Starts a call; `done` runs exactly once, on the loop thread (see
+  // Threads above).
   CallId Call(CallRequest request, Callback done);
   // The same, completing a future instead.
   std::future<absl::StatusOr<Reply>> Call(CallRequest request);
@@ -148,8 +162,8 @@ class Channel {
   ConnectionInfo connection_info() const;
 
  private:
-  explicit Channel(std::unique_ptr<api_internal::ChannelLoop> loop);
-  std::unique_ptr<api_internal::ChannelLoop> loop_;
+  explicit Channel(std::shared_ptr<api_internal::ChannelCore> core);
+  std::shared_ptr<api_internal::ChannelCore> core_;
 };
 
 }  // namespace rpcrdma

@@ -5,6 +5,7 @@
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_RESPONDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,7 @@
 namespace rpcrdma {
 
 namespace api_internal {
+class ReplyTarget;
 class ResponderAccess;
 }  // namespace api_internal
 
@@ -31,6 +33,11 @@ struct IncomingCall {
   uint64_t reply_chunk_capacity = 0;
 };
 
+class Responder;
+
+// Serves calls: a Server's handler, and a Channel's backward handler.
+using CallHandler = std::function<void(IncomingCall call, Responder responder)>;
+
 // Answers one call, once, from any thread. Dropping it unanswered leaves
 // the requester waiting until its deadline.
 class Responder {
@@ -39,18 +46,22 @@ class Responder {
   Responder& operator=(Responder&&) noexcept;
   ~Responder();
 
-  // Queues the reply for the loop thread. FAILED_PRECONDITION when this
-  // responder already replied, or the Server (Channel) is gone. A reply for a
-  // connection that has been lost meanwhile is dropped. A reply the offered
-  // chunks cannot carry is answered with RDMA_ERROR ERR_CHUNK (RFC 8166
-  // §4.5.2).
+  // Sends the reply: on the calling thread, without handing it to another
+  // one (its transport header, any RDMA Writes into the call's write chunks
+  // and the Send). FAILED_PRECONDITION when this responder already replied,
+  // or the Server (Channel) is gone. A reply for a connection that has been
+  // lost meanwhile is dropped. A reply the offered chunks cannot carry is
+  // answered with RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2).
   absl::Status Send(ServerReply reply);
 
  private:
   friend class api_internal::ResponderAccess;
-  struct State;
-  explicit Responder(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
+  Responder(std::shared_ptr<api_internal::ReplyTarget> target,
+            uint64_t generation, uint64_t call, int64_t delivered_ns);
+  std::shared_ptr<api_internal::ReplyTarget> target_;
+  uint64_t generation_ = 0;  // of the connection the call came on
+  uint64_t call_ = 0;
+  int64_t delivered_ns_ = 0;  // steady clock, for the reply-time metric
 };
 
 }  // namespace rpcrdma

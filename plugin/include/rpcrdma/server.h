@@ -2,9 +2,16 @@
 // (RFC 8166). Listens on one URI (see channel.h for the schemes) and accepts
 // any number of connections. The Upper Layer Binding contract is in types.h.
 //
-// Threads: one event-loop thread per Server drives every connection. The
-// handler runs on that thread; it may answer at once or keep the Responder
-// and answer later from any thread.
+// Threads: the Server's listener and each connection it accepts are placed
+// on the event loops of its Runtime (rpcrdma/runtime.h;
+// Runtime::Default() unless ServerOptions names another), round robin, so
+// the connections of one Server are served by every loop at once. The
+// handler runs on the loop thread of its connection, or, with
+// TransportConfig.execution.handler_threads, on a pool of that many
+// threads owned by the Server, so that a handler that blocks never stalls
+// other connections. It may answer at once or keep the Responder and
+// answer later from any thread; Responder::Send sends on the calling
+// thread.
 //
 // Limits against a peer that would exhaust or wedge it (issue 9):
 // - Reassembly memory (RFC 5666 §11): a connection holds at most
@@ -44,12 +51,13 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/responder.h"
+#include "rpcrdma/runtime.h"
 #include "rpcrdma/types.h"
 
 namespace rpcrdma {
 
 namespace api_internal {
-class ServerLoop;
+class ServerCore;
 }  // namespace api_internal
 
 // A connection of a Server began or ended (ServerOptions::on_connection).
@@ -75,14 +83,16 @@ struct ServerConnectionEvent {
 };
 
 struct ServerOptions {
-  // When set, runs on the loop thread at each ServerConnectionEvent; it
-  // must not block, and may call Server::Call for the connection.
+  // The runtime whose loops drive the Server; Runtime::Default() when null.
+  std::shared_ptr<Runtime> runtime;
+  // When set, runs on a loop thread at each ServerConnectionEvent; it must
+  // not block, and may call Server::Call for the connection.
   std::function<void(const ServerConnectionEvent&)> on_connection;
 };
 
 class Server {
  public:
-  using Handler = std::function<void(IncomingCall call, Responder responder)>;
+  using Handler = CallHandler;
   using Callback = std::function<void(absl::StatusOr<Reply>)>;
 
   // Listens on `uri` (a port of 0 picks one; see address()).
@@ -95,7 +105,8 @@ class Server {
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
-  // Disconnects every connection and joins the loop thread.
+  // Stops listening, disconnects every connection and waits until each
+  // has drained (at most 10 seconds); replies sent later are refused.
   ~Server();
 
   // Backward-direction call (RFC 8167) to the client on `connection` (an
@@ -105,7 +116,7 @@ class Server {
   // backchannel.credits: RPC-over-RDMA version one has no transport-level
   // negotiation of it, the upper layer settles it). At most that many
   // backward calls are outstanding, one until the client's first backward
-  // reply; the rest wait. `done` runs exactly once, on the loop thread:
+  // reply; the rest wait. `done` runs exactly once, on a loop thread:
   // FAILED_PRECONDITION when this Server's backchannel is disabled,
   // NOT_FOUND for an unknown or lost connection, UNAVAILABLE when the
   // connection is lost before the reply. retry_on_reconnect is ignored: a
@@ -125,8 +136,8 @@ class Server {
   size_t connections() const;
 
  private:
-  explicit Server(std::unique_ptr<api_internal::ServerLoop> loop);
-  std::unique_ptr<api_internal::ServerLoop> loop_;
+  explicit Server(std::shared_ptr<api_internal::ServerCore> core);
+  std::shared_ptr<api_internal::ServerCore> core_;
 };
 
 }  // namespace rpcrdma

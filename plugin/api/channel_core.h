@@ -1,0 +1,201 @@
+// The state of one Channel (rpcrdma/channel.h): its connection, the calls
+// it has pending, reconnects and the limits of issue 9, driven by one event
+// loop of its Runtime and by the threads that call into it.
+//
+// Concurrency: one mutex guards everything. The loop thread takes it when
+// the connection's descriptor is readable or a deadline comes; a calling
+// thread takes it to start or cancel a call, and sends the call itself, so
+// a call costs no hand-over to the loop. Whatever a round of work produces
+// for the user (callbacks, backward calls, replies to release) is run after
+// the mutex is released.
+#ifndef RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
+#define RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "plugin/api/capture_tap.h"
+#include "plugin/api/connection.h"
+#include "plugin/api/limits.h"
+#include "plugin/api/reply_target.h"
+#include "plugin/runtime/event_loop.h"
+#include "plugin/runtime/fd_watch.h"
+#include "plugin/runtime/worker_pool.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/runtime.h"
+
+namespace rpcrdma::api_internal {
+
+// A call served by a handler: what a loop or a worker runs.
+struct HandlerJob {
+  const CallHandler* handler = nullptr;
+  IncomingCall call;
+  std::optional<Responder> responder;
+};
+
+class ChannelCore final : public runtime::Source,
+                          public ReplyTarget,
+                          public std::enable_shared_from_this<ChannelCore> {
+ public:
+  ChannelCore(std::shared_ptr<Runtime> runtime, CallHandler backward_handler);
+  ~ChannelCore() override;
+
+  // Connects (blocking, on the calling thread) and joins a loop.
+  absl::Status Start(absl::string_view uri,
+                     const config::TransportConfig& config);
+  Channel::CallId Submit(CallRequest request, Channel::Callback done);
+  void Cancel(Channel::CallId id);
+  // The Channel goes: see ~Channel in channel.h.
+  void Shutdown();
+
+  Counters counters() const;
+  Metrics metrics() const;
+  bool connected() const { return connected_.load(); }
+  ConnectionInfo connection_info() const;
+
+  // runtime::Source: the Channel's deadlines (its descriptors have watches
+  // of their own).
+  void OnReadable() override {}
+  void OnDeadline() override;
+  bool Spin() override;
+  uint32_t busy_poll_us() const override { return busy_poll_us_; }
+
+  // ReplyTarget: backward replies (RFC 8167).
+  absl::Status SendReply(uint64_t generation, engine::CallId call,
+                         ServerReply reply,
+                         Clock::time_point delivered_at) override;
+
+ private:
+  struct Pending {
+    // Unset while the call waits for a connection (held for a re-send).
+    std::optional<engine::CallId> engine_id;
+    Channel::Callback done;
+    std::optional<Clock::time_point> deadline;
+    // Kept for a re-send when the caller allows it; otherwise moved into
+    // the engine when the call is started.
+    CallRequest request;
+    // Set when a deadline or Cancel() ended the call while the engine still
+    // had it: the status it ends with, even if the connection goes first.
+    std::optional<absl::Status> ending;
+    Clock::time_point sent_at;  // handed to the current engine (call_rtt)
+  };
+  // What a round of work leaves to run once the mutex is released.
+  struct Outcomes {
+    absl::InlinedVector<std::pair<Channel::Callback, absl::StatusOr<Reply>>, 4>
+        completions;
+    absl::InlinedVector<HandlerJob, 2> calls;
+    absl::InlinedVector<ReleasingReply, 2> released;
+    std::vector<ReleasingReply> dropped;  // a lost connection's replies
+    bool empty() const {
+      return completions.empty() && calls.empty() && released.empty() &&
+             dropped.empty();
+    }
+  };
+
+  // Runs `outcomes` (callbacks, backward handler) outside the mutex.
+  void RunOutcomes(Outcomes& outcomes);
+  // What an operation on a caller's thread produced beyond its own
+  // refusal runs on the loop, after the current callback: never inside the
+  // caller's call, which may hold locks of its own (or be a handler).
+  void Defer(Outcomes outcomes);
+  void RunHandler(HandlerJob& job);
+
+  // The rest runs with mu_ held.
+  std::unique_ptr<Connection> MakeConnection(
+      std::unique_ptr<fabric::Endpoint> endpoint);
+  void Watch(std::unique_ptr<runtime::FdWatch>& watch,
+             fabric::Endpoint& endpoint);
+  void Unwatch(std::unique_ptr<runtime::FdWatch>& watch);
+  // The loop waits for what the endpoints now wait for (fabric.h
+  // event_fd_events: writability while output is held back).
+  void UpdateInterest();
+  // The connection's upcalls into `o`.
+  void CollectUpcalls(Outcomes& o);
+  void Complete(Channel::CallId id, absl::StatusOr<Reply> result, Outcomes& o);
+  void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
+              Outcomes& o);
+  bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
+  void Accept(Channel::CallId id, CallRequest request, Channel::Callback done,
+              Outcomes& o);
+  void Send(Channel::CallId id, Outcomes& o);
+  void CancelCall(Channel::CallId id, absl::Status status, Outcomes& o);
+  // One round of the loop's work: the connection, reconnects, limits and
+  // deadlines. Returns when to run again at the latest.
+  std::optional<Clock::time_point> Drive(Clock::time_point now, bool readable,
+                                         Outcomes& o);
+  std::optional<Clock::time_point> EnforceLimits(Clock::time_point now);
+  void Retire(Clock::time_point now, Outcomes& o);
+  void Backoff(Clock::time_point now, absl::string_view cause);
+  void Reconnect(Clock::time_point now, Outcomes& o);
+  absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until);
+  uint32_t DrawXid();
+  // Loop thread: a round of work and its outcomes, then the next deadline.
+  void Work(bool readable);
+  // Asks the loop to look again by `when` (any thread).
+  void WakeBy(Clock::time_point when);
+
+  const std::shared_ptr<Runtime> runtime_;
+  runtime::EventLoop* loop_ = nullptr;
+  const CallHandler backward_handler_;
+  std::unique_ptr<runtime::WorkerPool<HandlerJob>> handler_pool_;
+
+  // Fixed once Start() returns.
+  std::unique_ptr<fabric::Fabric> fabric_;
+  std::shared_ptr<CaptureTap> capture_;
+  std::string address_;
+  std::string uri_;
+  engine::Config ecfg_;
+  std::vector<uint8_t> private_data_;
+  std::chrono::milliseconds default_deadline_{0};
+  std::chrono::milliseconds connect_timeout_{0};
+  std::chrono::milliseconds backoff_initial_{0};
+  std::chrono::milliseconds backoff_max_{0};
+  std::chrono::milliseconds idle_timeout_{0};
+  uint32_t busy_poll_us_ = 0;
+  bool registered_ = false;  // with the loop
+
+  mutable std::mutex mu_;
+  std::mt19937 rng_{std::random_device{}()};
+  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<runtime::FdWatch> conn_watch_;
+  std::unique_ptr<fabric::Endpoint> connecting_;
+  std::unique_ptr<runtime::FdWatch> connecting_watch_;
+  uint64_t generation_ = 0;  // of the current connection
+  RepliesInFlight replies_;  // backward replies being sent
+  absl::flat_hash_map<Channel::CallId, Pending> pending_;
+  absl::flat_hash_map<engine::CallId, Channel::CallId> by_engine_;
+  Channel::CallId next_id_ = 1;
+  bool shutting_down_ = false;
+  // The connection was closed for idleness (timeouts.idle_ms): no
+  // reconnect until a call is made, and calls wait for it.
+  bool idle_closed_ = false;
+  std::optional<Clock::time_point> lost_since_;
+  Clock::time_point connect_until_;
+  Clock::time_point next_attempt_;
+  std::chrono::milliseconds backoff_{0};
+  AbandonedCallWatch abandoned_{std::chrono::milliseconds(0)};
+  std::optional<IdleWatch> idle_;  // of the current connection
+  std::string last_loss_;          // why the latest connection was lost
+  Counters past_;                  // connections lost
+  ConnectionInfo last_info_;
+  uint64_t reconnects_ = 0;
+  // When the loop will look again at the latest (WakeBy compares).
+  std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
+  std::atomic<bool> connected_{true};
+};
+
+}  // namespace rpcrdma::api_internal
+
+#endif  // RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_

@@ -1,0 +1,79 @@
+#include "plugin/api/reply_target.h"
+
+#include <utility>
+
+namespace rpcrdma {
+
+Responder::Responder(std::shared_ptr<api_internal::ReplyTarget> target,
+                     uint64_t generation, uint64_t call, int64_t delivered_ns)
+    : target_(std::move(target)),
+      generation_(generation),
+      call_(call),
+      delivered_ns_(delivered_ns) {}
+Responder::Responder(Responder&&) noexcept = default;
+Responder& Responder::operator=(Responder&&) noexcept = default;
+Responder::~Responder() = default;
+
+absl::Status Responder::Send(ServerReply reply) {
+  if (target_ == nullptr) {
+    // Released on the way out, as types.h promises for a refused reply.
+    api_internal::ReleasingReply refused(std::move(reply));
+    return absl::FailedPreconditionError("responder: already replied");
+  }
+  std::shared_ptr<api_internal::ReplyTarget> target = std::move(target_);
+  target_ = nullptr;
+  return target->SendReply(generation_, call_, std::move(reply),
+                           api_internal::Clock::time_point(
+                               api_internal::Clock::duration(delivered_ns_)));
+}
+
+namespace api_internal {
+
+absl::Status RepliesInFlight::Send(Connection& conn, engine::CallId call,
+                                   ServerReply reply,
+                                   Clock::time_point delivered_at,
+                                   std::optional<ReleasingReply>& refused) {
+  engine::OutgoingReply outgoing;
+  outgoing.xdr = std::move(reply.xdr);  // the items stay with the entry
+  outgoing.results.reserve(reply.results.size());
+  for (const ReplyItem& r : reply.results) {
+    outgoing.results.push_back(engine::DdpResult{
+        r.position,
+        r.view.empty() ? absl::Span<const uint8_t>(r.data) : r.view});
+  }
+  auto [it, inserted] = replies_.try_emplace(
+      call, Entry{ReleasingReply(std::move(reply)), delivered_at});
+  if (!inserted) {
+    return absl::InternalError("a second reply to one call");  // impossible
+  }
+  engine::Actions out;
+  absl::Status st = conn.engine().Reply(call, std::move(outgoing), out);
+  if (!st.ok()) {
+    refused = std::move(it->second.reply);
+    replies_.erase(it);
+  }
+  conn.RunReply(out);
+  if (st.code() == absl::StatusCode::kUnavailable) return absl::OkStatus();
+  return st;
+}
+
+std::optional<ReleasingReply> RepliesInFlight::Sent(Connection& conn,
+                                                    engine::CallId call) {
+  auto it = replies_.find(call);
+  if (it == replies_.end()) return std::nullopt;
+  conn.RecordReplyTime(Clock::now() - it->second.delivered_at);
+  ReleasingReply reply = std::move(it->second.reply);
+  replies_.erase(it);
+  return reply;
+}
+
+std::vector<ReleasingReply> RepliesInFlight::TakeAll() {
+  std::vector<ReleasingReply> all;
+  all.reserve(replies_.size());
+  for (auto& [call, entry] : replies_) all.push_back(std::move(entry.reply));
+  replies_.clear();
+  return all;
+}
+
+}  // namespace api_internal
+}  // namespace rpcrdma

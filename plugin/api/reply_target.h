@@ -1,0 +1,111 @@
+// Replies on their way from a Responder (any thread) to the connection the
+// call came on: shared by a Server's connections (forward calls) and a
+// Channel (backward calls, RFC 8167).
+#ifndef RPCRDMA_PLUGIN_API_REPLY_TARGET_H_
+#define RPCRDMA_PLUGIN_API_REPLY_TARGET_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "plugin/api/connection.h"
+#include "plugin/engine/engine.h"
+#include "rpcrdma/responder.h"
+#include "rpcrdma/types.h"
+
+namespace rpcrdma::api_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// What a Responder sends to.
+class ReplyTarget {
+ public:
+  virtual ~ReplyTarget() = default;
+  // Sends the reply to `call` of the connection `generation` (how the
+  // target tells its connections apart). FAILED_PRECONDITION once the
+  // target has shut down; OK (and the reply released) when that
+  // connection is gone.
+  virtual absl::Status SendReply(uint64_t generation, engine::CallId call,
+                                 ServerReply reply,
+                                 Clock::time_point delivered_at) = 0;
+};
+
+class ResponderAccess {
+ public:
+  static Responder Make(std::shared_ptr<ReplyTarget> target,
+                        uint64_t generation, engine::CallId call,
+                        Clock::time_point delivered_at) {
+    return Responder(std::move(target), generation, call,
+                     delivered_at.time_since_epoch().count());
+  }
+};
+
+// A reply the transport holds: its on_released (types.h) runs when it is
+// destroyed, whether it was sent or dropped.
+class ReleasingReply {
+ public:
+  ReleasingReply() = default;
+  explicit ReleasingReply(ServerReply reply) : reply_(std::move(reply)) {}
+  ReleasingReply(ReleasingReply&& other) noexcept
+      : reply_(std::move(other.reply_)) {
+    other.reply_.on_released = nullptr;
+  }
+  ReleasingReply& operator=(ReleasingReply&& other) noexcept {
+    if (this != &other) {
+      Release();
+      reply_ = std::move(other.reply_);
+      other.reply_.on_released = nullptr;
+    }
+    return *this;
+  }
+  ~ReleasingReply() { Release(); }
+
+  ServerReply& get() { return reply_; }
+
+ private:
+  void Release() {
+    if (reply_.on_released) {
+      std::function<void()> released = std::move(reply_.on_released);
+      reply_.on_released = nullptr;
+      released();
+    }
+  }
+  ServerReply reply_;
+};
+
+// The replies of one connection from their hand-over to the engine until
+// the engine reports them sent. Used under the owner's lock; what it
+// releases is returned, to be destroyed after the lock is let go.
+class RepliesInFlight {
+ public:
+  // Hands `reply` to the engine of `conn` and runs what follows. The reply
+  // stays here (its items are read by RDMA Writes) until Sent(). A reply
+  // the engine refuses goes to `refused`; the engine's status is returned
+  // (INVALID_ARGUMENT for misplaced results; a connection lost meanwhile is
+  // not an error of the caller's: OK).
+  absl::Status Send(Connection& conn, engine::CallId call, ServerReply reply,
+                    Clock::time_point delivered_at,
+                    std::optional<ReleasingReply>& refused);
+  // The engine sent the reply (ReplySent): it is returned for release, and
+  // the time since delivery recorded on `conn`.
+  std::optional<ReleasingReply> Sent(Connection& conn, engine::CallId call);
+  // The connection is gone: so are its replies, returned for release.
+  std::vector<ReleasingReply> TakeAll();
+
+ private:
+  struct Entry {
+    ReleasingReply reply;
+    Clock::time_point delivered_at;
+  };
+  absl::flat_hash_map<engine::CallId, Entry> replies_;
+};
+
+}  // namespace rpcrdma::api_internal
+
+#endif  // RPCRDMA_PLUGIN_API_REPLY_TARGET_H_

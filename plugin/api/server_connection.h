@@ -1,0 +1,146 @@
+// One connection a Server accepted: its protocol engine and endpoint, the
+// limits of issue 9 for it, its backward calls (RFC 8167) and the replies
+// on their way. It lives on one event loop of the Server's Runtime; the
+// handler's Responder may send from any thread, and so may Server::Call.
+//
+// Concurrency as in channel_core.h: one mutex, taken by the loop thread
+// for readiness and deadlines and by the threads that reply or call back;
+// what is meant for the user runs after it is released.
+#ifndef RPCRDMA_PLUGIN_API_SERVER_CONNECTION_H_
+#define RPCRDMA_PLUGIN_API_SERVER_CONNECTION_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "plugin/api/budget.h"
+#include "plugin/api/channel_core.h"
+#include "plugin/api/connection.h"
+#include "plugin/api/limits.h"
+#include "plugin/api/reply_target.h"
+#include "plugin/config/config_loader.h"
+#include "plugin/runtime/event_loop.h"
+#include "rpcrdma/server.h"
+
+namespace rpcrdma::api_internal {
+
+class ServerCore;
+
+// What the connections of one Server share, alive as long as any of them.
+struct ServerShared {
+  // The Server is gone: replies are refused (FAILED_PRECONDITION).
+  std::atomic<bool> stopped{false};
+  SharedReassemblyBudget budget;
+  explicit ServerShared(uint64_t budget_bytes) : budget(budget_bytes) {}
+};
+
+class ServerConnection final
+    : public runtime::Source,
+      public ReplyTarget,
+      public std::enable_shared_from_this<ServerConnection> {
+ public:
+  ServerConnection(ServerCore* server, std::shared_ptr<ServerShared> shared,
+                   uint64_t id, runtime::EventLoop* loop,
+                   const config::ResolvedConfig& resolved,
+                   std::unique_ptr<Connection> conn);
+  ~ServerConnection() override;
+
+  uint64_t id() const { return id_; }
+  // Posts its receives (the requester may send once it sees the connection
+  // established) and joins its loop.
+  absl::Status Start(absl::Span<const uint8_t> peer_private_data);
+  // A backward call (Server::Call); `done` runs once, on a loop thread.
+  void Call(CallRequest request, Server::Callback done);
+  // Calls waited for reassembly memory that another connection released.
+  void ResumeAwaitingMemory();
+  // The Server goes: disconnect (any thread); the loop retires it once
+  // drained. With `force`, retired now, drained or not (on its loop).
+  void BeginShutdown();
+  void ForceRetire();
+
+  Counters counters() const;
+  ConnectionMetrics metrics() const;
+
+  // runtime::Source
+  void OnReadable() override { Work(/*readable=*/true); }
+  void OnDeadline() override;
+  bool Spin() override;
+  uint32_t busy_poll_us() const override { return busy_poll_us_; }
+
+  // ReplyTarget
+  absl::Status SendReply(uint64_t generation, engine::CallId call,
+                         ServerReply reply,
+                         Clock::time_point delivered_at) override;
+
+ private:
+  struct Backward {
+    Server::Callback done;
+    std::optional<Clock::time_point> deadline;
+    bool ending = false;        // cancelled for its deadline
+    Clock::time_point started;  // call_rtt
+  };
+  struct Outcomes {
+    absl::InlinedVector<std::pair<Server::Callback, absl::StatusOr<Reply>>, 2>
+        completions;
+    absl::InlinedVector<HandlerJob, 4> calls;
+    absl::InlinedVector<ReleasingReply, 4> released;
+    std::vector<ReleasingReply> dropped;
+    std::optional<absl::Status> closed;  // ServerConnectionEvent::kClosed
+    bool retired = false;
+  };
+
+  void Work(bool readable);
+  // The loop waits for what the endpoint now waits for (mu_ held).
+  void UpdateInterest();
+  void RunOutcomes(Outcomes& o);
+  // Outcomes of work done on another thread run on this connection's loop
+  // (see ChannelCore::Defer).
+  void Defer(Outcomes o);
+  void WakeBy(Clock::time_point when);
+  // With mu_ held.
+  std::optional<Clock::time_point> Drive(Clock::time_point now, bool readable,
+                                         Outcomes& o);
+  void CollectUpcalls(Outcomes& o);
+  void EnforceLimits(Clock::time_point now);
+  void ExpireBackward(Clock::time_point now);
+  void Retire(Outcomes& o);
+  absl::Status ClosedStatus() const;
+
+  ServerCore* const server_;  // alive while this connection is registered
+  const std::shared_ptr<ServerShared> shared_;
+  const uint64_t id_;
+  runtime::EventLoop* const loop_;
+  const std::chrono::milliseconds idle_timeout_;
+  const std::chrono::milliseconds request_deadline_;
+  const bool backchannel_enabled_;
+  const uint32_t busy_poll_us_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<Connection> conn_;  // null once retired
+  Counters final_counters_;           // once retired
+  IdleWatch idle_;
+  AbandonedCallWatch abandoned_;
+  uint64_t calls_in_progress_ = 0;  // delivered, reply not yet sent
+  bool closed_reported_ = false;
+  std::string closed_why_;  // this side closed it for a limit
+  std::optional<Clock::time_point> lost_since_;
+  bool shutting_down_ = false;
+  bool registered_ = false;
+  bool awaiting_memory_ = false;  // reported to the Server
+  uint64_t budget_releases_seen_ = 0;
+  RepliesInFlight replies_;
+  absl::flat_hash_map<engine::CallId, Backward> backward_;
+  std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
+};
+
+}  // namespace rpcrdma::api_internal
+
+#endif  // RPCRDMA_PLUGIN_API_SERVER_CONNECTION_H_

@@ -1,0 +1,197 @@
+// Ten thousand connections (issue 10): a Server in one process, ten
+// thousand Channels on a two-loop runtime in another, each connection one
+// descriptor per side (the soft fabric's owner-driven endpoints), every
+// Channel making a call, and resident memory per idle connection reported
+// for both sides. Label `soft`.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/runtime.h"
+#include "rpcrdma/server.h"
+#include "tests/api/call_stream.h"
+
+namespace rpcrdma {
+namespace {
+
+constexpr size_t kConnections = 10000;
+// Beyond the connections: the test's own descriptors, the loops', gtest's.
+constexpr rlim_t kSlack = 256;
+
+size_t CountEntries(const char* dir) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir)) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+long ResidentKib() {
+  long kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, "VmRSS:", 6) == 0) {
+        kib = std::strtol(line + 6, nullptr, 10);
+      }
+    }
+    std::fclose(f);
+  }
+  return kib;
+}
+
+// Raises the soft descriptor limit as far as the hard one allows; false
+// when that is still too few for `needed`.
+bool RaiseDescriptorLimit(rlim_t needed) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_max >= needed;
+}
+
+std::vector<uint8_t> ReplyHeader(uint32_t xid) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      out.push_back(static_cast<uint8_t>(w >> shift));
+    }
+  }
+  return out;
+}
+
+// The Server's process: serves until its parent closes `control`, then
+// writes its connection count and resident memory growth to `report`.
+[[noreturn]] void ServeChild(const std::string& uri, int ready, int control,
+                             int report) {
+  config::TransportConfig config;
+  config.mutable_limits()->set_max_connections(kConnections + 16);
+  auto runtime = Runtime::Create({.loop_threads = 2});
+  if (!runtime.ok()) _exit(2);
+  ServerOptions options;
+  options.runtime = *runtime;
+  const long rss_before = ResidentKib();
+  auto server = Server::Create(
+      uri, config,
+      [](IncomingCall call, Responder responder) {
+        (void)responder.Send(ServerReply(ReplyHeader(call.xid)));
+      },
+      options);
+  if (!server.ok()) _exit(3);
+  char byte = 1;
+  if (write(ready, &byte, 1) != 1) _exit(4);
+  // A byte from the parent: every connection is there, report; the end of
+  // the pipe: the parent is done.
+  while (read(control, &byte, 1) == 1) {
+    const std::string line = absl::StrCat((*server)->connections(), " ",
+                                          ResidentKib() - rss_before, "\n");
+    if (write(report, line.data(), line.size()) < 0) _exit(5);
+  }
+  server->reset();
+  _exit(0);
+}
+
+TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
+  if (!RaiseDescriptorLimit(kConnections + kSlack)) {
+    GTEST_SKIP() << "the descriptor limit cannot be raised to "
+                 << kConnections + kSlack;
+  }
+  const std::string uri = absl::StrCat("soft+unix://@rpcrdma-scale-", getpid());
+  int ready[2], control[2], report[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(control), 0);
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    close(control[1]);
+    close(report[0]);
+    ServeChild(uri, ready[1], control[0], report[1]);
+  }
+  close(ready[1]);
+  close(control[0]);
+  close(report[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the server did not start";
+
+  auto runtime = Runtime::Create({.loop_threads = 2});
+  ASSERT_TRUE(runtime.ok());
+  ChannelOptions options;
+  options.runtime = *runtime;
+  const size_t threads_before = CountEntries("/proc/self/task");
+  const size_t fds_before = CountEntries("/proc/self/fd");
+  const long rss_before = ResidentKib();
+  std::vector<std::unique_ptr<Channel>> channels;
+  channels.reserve(kConnections);
+  for (size_t i = 0; i < kConnections; ++i) {
+    auto c = Channel::Create(uri, {}, options);
+    ASSERT_TRUE(c.ok()) << "channel " << i << ": " << c.status();
+    channels.push_back(*std::move(c));
+  }
+  const long rss_idle = ResidentKib();
+  // One descriptor per connection (and one for the server's process, the
+  // pidfd its connections' cross-memory path shares), no thread.
+  EXPECT_LE(CountEntries("/proc/self/fd"), fds_before + kConnections + 1);
+  EXPECT_EQ(CountEntries("/proc/self/task"), threads_before);
+  EXPECT_EQ((*runtime)->sources(), 2 * kConnections);
+
+  // A call on every connection, all in flight at once.
+  std::atomic<size_t> ok{0};
+  std::atomic<size_t> done{0};
+  std::promise<void> all;
+  for (size_t i = 0; i < kConnections; ++i) {
+    CallRequest req;
+    req.xdr = test_calls::MinimalCallStream(static_cast<uint32_t>(i + 1));
+    req.max_reply_size = 64;
+    channels[i]->Call(std::move(req), [&](absl::StatusOr<Reply> r) {
+      if (r.ok()) ++ok;
+      if (++done == kConnections) all.set_value();
+    });
+  }
+  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(60)),
+            std::future_status::ready)
+      << done.load() << " of " << kConnections << " calls completed";
+  EXPECT_EQ(ok.load(), kConnections);
+
+  byte = 1;
+  ASSERT_EQ(write(control[1], &byte, 1), 1);  // the child reports
+  char line[128] = {};
+  ASSERT_GT(read(report[0], line, sizeof line - 1), 0);
+  size_t server_connections = 0;
+  long server_rss_kib = 0;
+  ASSERT_EQ(std::sscanf(line, "%zu %ld", &server_connections, &server_rss_kib),
+            2);
+  EXPECT_EQ(server_connections, kConnections);
+  std::printf(
+      "10000 connections: resident memory per idle connection %.1f KiB "
+      "(Channel side) + %.1f KiB (Server side)\n",
+      static_cast<double>(rss_idle - rss_before) / kConnections,
+      static_cast<double>(server_rss_kib) / kConnections);
+  channels.clear();
+  close(control[1]);  // the child ends
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(ready[0]);
+  close(report[0]);
+}
+
+}  // namespace
+}  // namespace rpcrdma
