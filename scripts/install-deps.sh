@@ -9,7 +9,8 @@ packages=(
   clang clang-format libclang-rt-14-dev llvm
   dpkg-dev file  # make package: cpack's DEB generator and dpkg-shlibdeps
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-  libthrift-dev thrift-compiler
+  libthrift-dev thrift-compiler libboost-dev libevent-dev  # Thrift: its headers include Boost, TNonblockingServer libevent
+  libtirpc-dev  # ONC RPC (the adapter and the API benchmark's baseline)
   libabsl-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

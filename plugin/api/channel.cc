@@ -54,6 +54,10 @@ std::future<absl::StatusOr<Reply>> Channel::Call(CallRequest request) {
   return future;
 }
 
+absl::StatusOr<Reply> Channel::BlockingCall(CallRequest request) {
+  return core_->BlockingCall(std::move(request));
+}
+
 void Channel::Cancel(CallId call) { core_->Cancel(call); }
 
 Counters Channel::counters() const { return core_->counters(); }

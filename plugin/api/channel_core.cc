@@ -190,6 +190,7 @@ std::unique_ptr<Connection> ChannelCore::MakeConnection(
 
 void ChannelCore::Watch(std::unique_ptr<runtime::FdWatch>& watch,
                         fabric::Endpoint& endpoint) {
+  if (&watch == &conn_watch_) parked_for_blocking_calls_ = false;
   watch = std::make_unique<runtime::FdWatch>(
       [this] { Work(/*readable=*/true); }, [this] { return Spin(); },
       busy_poll_us_);
@@ -203,7 +204,10 @@ void ChannelCore::Watch(std::unique_ptr<runtime::FdWatch>& watch,
 }
 
 void ChannelCore::UpdateInterest() {
-  if (conn_ != nullptr && conn_watch_ != nullptr) {
+  // While a blocking call's thread reads, and between blocking calls, the
+  // loop does not watch.
+  if (conn_ != nullptr && conn_watch_ != nullptr &&
+      !reading_for_blocking_calls_ && !parked_for_blocking_calls_) {
     loop_->Modify(conn_watch_.get(), conn_->endpoint().event_fd_events());
   }
   if (connecting_ != nullptr && connecting_watch_ != nullptr) {
@@ -218,10 +222,7 @@ void ChannelCore::Unwatch(std::unique_ptr<runtime::FdWatch>& watch) {
   loop_->Post([w = watch.release()] { delete w; });
 }
 
-void ChannelCore::OnDeadline() {
-  scheduled_ns_.store(std::numeric_limits<int64_t>::max());
-  Work(/*readable=*/false);
-}
+void ChannelCore::OnDeadline() { Work(/*readable=*/false); }
 
 bool ChannelCore::Spin() {
   Outcomes o;
@@ -247,15 +248,15 @@ void ChannelCore::Work(bool readable) {
     if (!registered_) return;
     next = Drive(Clock::now(), readable, o);
     UpdateInterest();
+    // Published under the lock: a call made after this round is seen by
+    // WakeBy against it, or by the next round's Drive.
+    scheduled_ns_.store(next ? next->time_since_epoch().count()
+                             : std::numeric_limits<int64_t>::max());
   }
   RunOutcomes(o);
-  if (next) {
-    loop_->ScheduleAt(this, *next);
-    const int64_t ns = next->time_since_epoch().count();
-    int64_t seen = scheduled_ns_.load();
-    while (ns < seen && !scheduled_ns_.compare_exchange_weak(seen, ns)) {
-    }
-  }
+  // Exactly the next time this Channel needs the loop: a deadline left
+  // earlier would wake the loop for nothing.
+  loop_->SetDeadline(this, next);
 }
 
 void ChannelCore::WakeBy(Clock::time_point when) {
@@ -290,7 +291,7 @@ void ChannelCore::RunOutcomes(Outcomes& o) {
 
 void ChannelCore::CollectUpcalls(Outcomes& o) {
   if (conn_ == nullptr || !conn_->has_upcalls()) return;
-  std::vector<engine::Action> upcalls;
+  std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
     if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
@@ -353,7 +354,7 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
 }
 
 Channel::CallId ChannelCore::Submit(CallRequest request,
-                                    Channel::Callback done) {
+                                    Channel::Callback done, bool blocking) {
   Outcomes refused;  // this call's own, run here before Submit returns
   Outcomes deferred;
   Channel::CallId id;
@@ -369,6 +370,8 @@ Channel::CallId ChannelCore::Submit(CallRequest request,
                                                  : "channel: connection lost"));
       return id;
     }
+    // A call whose callback the loop delivers needs the loop watching.
+    if (!blocking) parked_for_blocking_calls_ = false;
     Accept(id, std::move(request), std::move(done), refused);
     if (auto p = pending_.find(id); p != pending_.end() && p->second.deadline) {
       wake = p->second.deadline;
@@ -392,6 +395,93 @@ Channel::CallId ChannelCore::Submit(CallRequest request,
   Defer(std::move(deferred));
   if (wake) WakeBy(*wake);
   return id;
+}
+
+void ChannelCore::BlockingCompletion::operator()(
+    absl::StatusOr<Reply> result) const {
+  {
+    std::lock_guard<std::mutex> lock(core->mu_);
+    slot->result = std::move(result);
+    slot->done = true;
+  }
+  core->blocking_cv_.notify_all();
+}
+
+absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
+  if (loop_->InLoopThread()) {
+    return absl::FailedPreconditionError(
+        "channel: BlockingCall from a callback of the Channel's own loop");
+  }
+  BlockingSlot slot;
+  Submit(std::move(request), BlockingCompletion{this, &slot},
+         /*blocking=*/true);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!RuntimeAccess::Loops(*runtime_).threads()) {
+    // A runtime its user drives: this thread drives it while it waits.
+    while (!slot.done) {
+      lock.unlock();
+      runtime_->RunReady(std::chrono::milliseconds(20));
+      lock.lock();
+    }
+  }
+  while (!slot.done) {
+    if (!reading_for_blocking_calls_ && conn_watch_ != nullptr &&
+        conn_ != nullptr && !conn_->disconnected() && !shutting_down_) {
+      ReadForBlockingCalls(lock, slot);
+      continue;
+    }
+    // Another blocking call reads (it wakes this one when its call is
+    // done, or hands the reading over), or the loop reconnects.
+    blocking_cv_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  return *std::move(slot.result);
+}
+
+void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
+                                       const BlockingSlot& slot) {
+  reading_for_blocking_calls_ = true;
+  Connection* const conn = conn_.get();
+  runtime::FdWatch* const watch = conn_watch_.get();
+  loop_->Modify(watch, 0);  // (if not parked) the loop stops watching
+  while (!slot.done && conn_.get() == conn && !conn->disconnected()) {
+    const int fd = conn->endpoint().event_fd();
+    const uint32_t events = conn->endpoint().event_fd_events();
+    lock.unlock();
+    // Bounded, so that a deadline the loop enforces, or a lost
+    // connection, is noticed here too.
+    pollfd p{fd,
+             static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
+                                ((events & EPOLLOUT) ? POLLOUT : 0)),
+             0};
+    const bool ready = poll(&p, 1, 20) > 0;
+    lock.lock();
+    if (conn_.get() != conn || !ready) continue;
+    Outcomes o;
+    conn->Poll(/*readable=*/true);
+    CollectUpcalls(o);
+    // Blocking calls' completions only fill their slots: run here; the
+    // rest (other callbacks, backward calls) belongs to the loop.
+    Outcomes mine;
+    for (auto it = o.completions.begin(); it != o.completions.end();) {
+      if (it->first.target<BlockingCompletion>() != nullptr) {
+        mine.completions.push_back(std::move(*it));
+        it = o.completions.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    RunOutcomes(mine);
+    Defer(std::move(o));
+    lock.lock();
+  }
+  reading_for_blocking_calls_ = false;
+  // Parked: the loop keeps not watching until a call that needs it. Not
+  // with a backward handler, whose calls may come at any time.
+  parked_for_blocking_calls_ = backward_handler_ == nullptr;
+  if (conn_.get() == conn && conn_watch_.get() == watch) UpdateInterest();
+  // Whoever waits takes the reading over.
+  blocking_cv_.notify_all();
 }
 
 void ChannelCore::Cancel(Channel::CallId id) {
@@ -459,18 +549,14 @@ void ChannelCore::Send(Channel::CallId id, Outcomes& o) {
   }
   call.results = p.request.results;
   call.max_reply_size = p.request.max_reply_size;
-  engine::Actions out;
   p.sent_at = Clock::now();
-  absl::StatusOr<engine::CallId> eid =
-      conn_->engine().StartCall(std::move(call), out);
+  absl::StatusOr<engine::CallId> eid = conn_->StartCall(std::move(call));
   if (!eid.ok()) {
-    conn_->Run(out);
     Complete(id, eid.status(), o);
     return;
   }
   p.engine_id = *eid;
   by_engine_[*eid] = id;
-  conn_->Run(out);
 }
 
 void ChannelCore::CancelCall(Channel::CallId id, absl::Status status,
@@ -483,9 +569,7 @@ void ChannelCore::CancelCall(Channel::CallId id, absl::Status status,
   }
   if (p->second.ending) return;
   p->second.ending = status;
-  engine::Actions out;
-  conn_->engine().Cancel(*p->second.engine_id, std::move(status), out);
-  conn_->Run(out);
+  conn_->Cancel(*p->second.engine_id, std::move(status));
 }
 
 // The rules of channel.h on abandoned calls and idleness, after a round of

@@ -12,6 +12,7 @@
 #define RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -55,7 +56,10 @@ class ChannelCore final : public runtime::Source,
   // Connects (blocking, on the calling thread) and joins a loop.
   absl::Status Start(absl::string_view uri,
                      const config::TransportConfig& config);
-  Channel::CallId Submit(CallRequest request, Channel::Callback done);
+  // `blocking`: made by BlockingCall, whose thread reads the reply.
+  Channel::CallId Submit(CallRequest request, Channel::Callback done,
+                         bool blocking = false);
+  absl::StatusOr<Reply> BlockingCall(CallRequest request);
   void Cancel(Channel::CallId id);
   // The Channel goes: see ~Channel in channel.h.
   void Shutdown();
@@ -91,6 +95,23 @@ class ChannelCore final : public runtime::Source,
     std::optional<absl::Status> ending;
     Clock::time_point sent_at;  // handed to the current engine (call_rtt)
   };
+  // What a BlockingCall waits for (guarded by mu_), and the callback that
+  // fills it: run on whichever thread completes the call, the one reading
+  // for blocking calls included (it only fills the slot).
+  struct BlockingSlot {
+    bool done = false;
+    std::optional<absl::StatusOr<Reply>> result;
+  };
+  struct BlockingCompletion {
+    ChannelCore* core;
+    BlockingSlot* slot;
+    void operator()(absl::StatusOr<Reply> result) const;
+  };
+  // A blocking call's thread reads the connection until its own call is
+  // done (channel.h BlockingCall); mu_ held on entry and exit.
+  void ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
+                            const BlockingSlot& slot);
+
   // What a round of work leaves to run once the mutex is released.
   struct Outcomes {
     absl::InlinedVector<std::pair<Channel::Callback, absl::StatusOr<Reply>>, 4>
@@ -167,6 +188,8 @@ class ChannelCore final : public runtime::Source,
   bool registered_ = false;  // with the loop
 
   mutable std::mutex mu_;
+  // The connection's upcalls, taken each round into the same vector.
+  std::vector<engine::Action> upcall_scratch_;
   std::mt19937 rng_{std::random_device{}()};
   std::unique_ptr<Connection> conn_;
   std::unique_ptr<runtime::FdWatch> conn_watch_;
@@ -194,6 +217,15 @@ class ChannelCore final : public runtime::Source,
   // When the loop will look again at the latest (WakeBy compares).
   std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
   std::atomic<bool> connected_{true};
+  // Blocking calls: whether one of their threads reads the connection, and
+  // where they wait for their completion or for the reading to be free.
+  bool reading_for_blocking_calls_ = false;
+  std::condition_variable blocking_cv_;
+  // Between blocking calls the loop keeps not watching the connection
+  // (each call would otherwise cost two epoll_ctl): until a call that is
+  // not blocking, or a reconnect, needs it to. Deadlines still run, and a
+  // lost connection (EPOLLHUP) is reported to the loop regardless.
+  bool parked_for_blocking_calls_ = false;
 };
 
 }  // namespace rpcrdma::api_internal

@@ -190,11 +190,10 @@ void Connection::Run(engine::Actions& actions) {
   if (running_) return;
   running_ = true;
   while (!queue_.empty()) {
-    engine::Action a = std::move(queue_.front());
-    queue_.pop_front();
-    engine::Actions out;
-    Execute(a, out);
-    for (engine::Action& b : out) queue_.push_back(std::move(b));
+    engine::Action a = queue_.pop_front();
+    Execute(a, scratch_);
+    for (engine::Action& b : scratch_) queue_.push_back(std::move(b));
+    scratch_.clear();
   }
   running_ = false;
   // Published under the lock only when they change: the peak rarely, the
@@ -214,6 +213,32 @@ void Connection::Run(engine::Actions& actions) {
     if (info) info_ = *info;
   }
   if (info && info_settled_) LogSetUp(*info);
+}
+
+absl::StatusOr<engine::CallId> Connection::StartCall(
+    engine::OutgoingCall call) {
+  absl::StatusOr<engine::CallId> id =
+      engine_.StartCall(std::move(call), operation_actions_);
+  Run(operation_actions_);
+  return id;
+}
+
+void Connection::Cancel(engine::CallId call, absl::Status status) {
+  engine_.Cancel(call, std::move(status), operation_actions_);
+  Run(operation_actions_);
+}
+
+absl::Status Connection::Reply(engine::CallId call,
+                               engine::OutgoingReply reply) {
+  absl::Status st =
+      engine_.Reply(call, std::move(reply), operation_actions_);
+  RunReply(operation_actions_);
+  return st;
+}
+
+void Connection::OnBudgetReleased() {
+  engine_.OnBudgetReleased(operation_actions_);
+  Run(operation_actions_);
 }
 
 void Connection::Fatal(absl::string_view what) {
@@ -363,8 +388,7 @@ void Connection::TrySends(engine::Actions& out) {
     if (!pool.ok()) {
       Fatal(pool.status().message());
       while (!pending_sends_.empty()) {
-        engine_.OnSendComplete(pending_sends_.front().op, false, out);
-        pending_sends_.pop_front();
+        engine_.OnSendComplete(pending_sends_.pop_front().op, false, out);
       }
       return;
     }
@@ -395,8 +419,9 @@ void Connection::TrySends(engine::Actions& out) {
         send_pool_->Release(*slot);
       }
     }
-    engine::OpId op = s.op;
-    pending_sends_.pop_front();
+    engine::Send sent = pending_sends_.pop_front();
+    const engine::OpId op = sent.op;
+    engine_.RecycleSendBuffer(std::move(sent.bytes));
     if (!st.ok()) {
       Fatal(st.message());
       engine_.OnSendComplete(op, false, out);
@@ -445,9 +470,8 @@ void Connection::Poll(bool readable) {
     size_t n = endpoint_->PollCompletions(absl::MakeSpan(completions));
     for (size_t i = 0; i < n; ++i) {
       ++activity_;
-      engine::Actions out;
-      OnCompletion(completions[i], out);
-      Run(out);
+      OnCompletion(completions[i], completion_actions_);
+      Run(completion_actions_);
     }
     if (n > 0) more = true;
     while (std::optional<fabric::ConnectionEvent> ev =

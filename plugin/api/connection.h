@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "plugin/api/latency_recorder.h"
 #include "plugin/config/config_loader.h"
@@ -26,6 +27,7 @@
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/registration_cache.h"
 #include "plugin/fabric/soft/soft_fabric.h"
+#include "plugin/memory/ring_queue.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/types.h"
 
@@ -81,6 +83,12 @@ class Connection : public engine::MemoryExposer {
                  uint32_t version_probe_xid = 0);
   // Carries out `actions` (and everything they lead to).
   void Run(engine::Actions& actions);
+  // The engine's operations, carried out at once (engine.h).
+  absl::StatusOr<engine::CallId> StartCall(engine::OutgoingCall call);
+  void Cancel(engine::CallId call, absl::Status status);
+  // A reply's RDMA_ERROR answer is logged as not fitting the call's chunks.
+  absl::Status Reply(engine::CallId call, engine::OutgoingReply reply);
+  void OnBudgetReleased();
   // The same for the actions of engine::Reply: an RDMA_ERROR among them
   // is logged as a reply that does not fit the call's chunks.
   void RunReply(engine::Actions& actions);
@@ -102,9 +110,11 @@ class Connection : public engine::MemoryExposer {
   // since the last call, in order: the owner runs them once it has released
   // whatever lock guards this connection, so that a callback may call back
   // into it.
+  // `out` should be empty; its capacity is kept for the next upcalls, so
+  // an owner that passes the same vector each time allocates nothing.
   void TakeUpcalls(std::vector<engine::Action>& out) {
+    out.clear();
     out.swap(upcalls_);
-    upcalls_.clear();
   }
   bool has_upcalls() const { return !upcalls_.empty(); }
 
@@ -177,16 +187,19 @@ class Connection : public engine::MemoryExposer {
   std::unique_ptr<fabric::BufferPool> recv_pool_;
   std::unique_ptr<fabric::BufferPool> send_pool_;
   uint32_t receive_deficit_ = 0;
-  std::deque<engine::Send> pending_sends_;
+  // Hash tables and ring queues, so that a connection in steady use
+  // allocates nothing per message (issue 10).
+  memory::RingQueue<engine::Send> pending_sends_;
   struct SendInFlight {
     uint32_t slot = 0;
     engine::OpId op = 0;
   };
-  std::map<uint64_t, SendInFlight> sends_;
+  absl::flat_hash_map<uint64_t, SendInFlight> sends_;
   uint64_t next_send_ = 1;
-  std::map<uint64_t, fabric::RegistrationCache::Lease> read_leases_;
-  std::map<uint64_t, fabric::RegistrationCache::Lease> write_leases_;
-  std::map<uint32_t, fabric::RegistrationCache::Lease> windows_;
+  absl::flat_hash_map<uint64_t, fabric::RegistrationCache::Lease> read_leases_;
+  absl::flat_hash_map<uint64_t, fabric::RegistrationCache::Lease>
+      write_leases_;
+  absl::flat_hash_map<uint32_t, fabric::RegistrationCache::Lease> windows_;
   uint64_t outstanding_ = 0;
   uint64_t activity_ = 0;
   bool disconnected_ = false;
@@ -203,8 +216,12 @@ class Connection : public engine::MemoryExposer {
   void LogRdmaError(bool sent, uint32_t xid, absl::string_view what);
   void LogSetUp(const ConnectionInfo& info);
   bool running_ = false;
-  std::deque<engine::Action> queue_;
+  memory::RingQueue<engine::Action> queue_;
   std::vector<engine::Action> upcalls_;
+  // Reused for what one action, or one completion, leads to.
+  engine::Actions scratch_;
+  engine::Actions completion_actions_;
+  engine::Actions operation_actions_;  // of StartCall, Cancel, Reply...
 
   ConnectionInfo ComputeInfo() const;
 

@@ -46,13 +46,11 @@ absl::Status RepliesInFlight::Send(Connection& conn, engine::CallId call,
   if (!inserted) {
     return absl::InternalError("a second reply to one call");  // impossible
   }
-  engine::Actions out;
-  absl::Status st = conn.engine().Reply(call, std::move(outgoing), out);
+  absl::Status st = conn.Reply(call, std::move(outgoing));
   if (!st.ok()) {
     refused = std::move(it->second.reply);
     replies_.erase(it);
   }
-  conn.RunReply(out);
   if (st.code() == absl::StatusCode::kUnavailable) return absl::OkStatus();
   return st;
 }

@@ -57,10 +57,7 @@ absl::Status ServerConnection::Start(
   return absl::OkStatus();
 }
 
-void ServerConnection::OnDeadline() {
-  scheduled_ns_.store(std::numeric_limits<int64_t>::max());
-  Work(/*readable=*/false);
-}
+void ServerConnection::OnDeadline() { Work(/*readable=*/false); }
 
 bool ServerConnection::Spin() {
   Outcomes o;
@@ -100,6 +97,9 @@ void ServerConnection::Work(bool readable) {
     if (!registered_) return;
     next = Drive(Clock::now(), readable, o);
     UpdateInterest();
+    // Published under the lock (see ChannelCore::Work).
+    scheduled_ns_.store(next ? next->time_since_epoch().count()
+                             : std::numeric_limits<int64_t>::max());
     if (conn_ != nullptr) {
       awaiting = conn_->engine().calls_awaiting_memory() > 0;
       awaiting_changed = awaiting != awaiting_memory_;
@@ -120,13 +120,9 @@ void ServerConnection::Work(bool readable) {
     server_->Retired(id_);
     return;
   }
-  if (next) {
-    loop_->ScheduleAt(this, *next);
-    const int64_t ns = next->time_since_epoch().count();
-    int64_t seen = scheduled_ns_.load();
-    while (ns < seen && !scheduled_ns_.compare_exchange_weak(seen, ns)) {
-    }
-  }
+  // Exactly the next time this connection needs the loop: a deadline left
+  // earlier would wake the loop for nothing.
+  loop_->SetDeadline(this, next);
 }
 
 void ServerConnection::Defer(Outcomes o) {
@@ -203,7 +199,7 @@ absl::Status ServerConnection::ClosedStatus() const {
 
 void ServerConnection::CollectUpcalls(Outcomes& o) {
   if (conn_ == nullptr || !conn_->has_upcalls()) return;
-  std::vector<engine::Action> upcalls;
+  std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
     if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
@@ -271,10 +267,7 @@ void ServerConnection::ExpireBackward(Clock::time_point now) {
     }
   }
   for (engine::CallId call : expired) {
-    engine::Actions out;
-    conn_->engine().Cancel(
-        call, absl::DeadlineExceededError("server: deadline exceeded"), out);
-    conn_->Run(out);
+    conn_->Cancel(call, absl::DeadlineExceededError("server: deadline exceeded"));
   }
 }
 
@@ -316,12 +309,9 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
       }
       call.results = request.results;
       call.max_reply_size = request.max_reply_size;
-      engine::Actions out;
       const Clock::time_point started = Clock::now();
-      absl::StatusOr<engine::CallId> eid =
-          conn_->engine().StartCall(std::move(call), out);
+      absl::StatusOr<engine::CallId> eid = conn_->StartCall(std::move(call));
       if (!eid.ok()) {
-        conn_->Run(out);
         refused = eid.status();
       } else {
         std::optional<Clock::time_point> deadline = request.deadline;
@@ -329,7 +319,6 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
           deadline = started + request_deadline_;
         }
         backward_[*eid] = Backward{std::move(done), deadline, false, started};
-        conn_->Run(out);
         wake = deadline;
       }
       conn_->Poll();
@@ -353,9 +342,7 @@ void ServerConnection::ResumeAwaitingMemory() {
         conn_->engine().calls_awaiting_memory() == 0) {
       return;
     }
-    engine::Actions out;
-    conn_->engine().OnBudgetReleased(out);
-    conn_->Run(out);
+    conn_->OnBudgetReleased();
     conn_->Poll();
     CollectUpcalls(o);
     UpdateInterest();

@@ -124,6 +124,8 @@ class ServerConnection final
   const uint32_t busy_poll_us_;
 
   mutable std::mutex mu_;
+  // The connection's upcalls, taken each round into the same vector.
+  std::vector<engine::Action> upcall_scratch_;
   std::unique_ptr<Connection> conn_;  // null once retired
   Counters final_counters_;           // once retired
   IdleWatch idle_;

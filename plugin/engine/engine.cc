@@ -55,6 +55,33 @@ std::array<uint8_t, wire::kPrivateDataSize> Engine::LocalPrivateData() const {
   return *wire::EncodePrivateData(wire::PrivateData{});
 }
 
+std::vector<uint8_t> Engine::TakeSendBuffer() {
+  if (spare_send_buffers_.empty()) return {};
+  std::vector<uint8_t> bytes = std::move(spare_send_buffers_.back());
+  spare_send_buffers_.pop_back();
+  bytes.clear();
+  return bytes;
+}
+
+void Engine::RecycleSendBuffer(std::vector<uint8_t> bytes) {
+  // As many as Sends can be in flight at once is enough to never allocate;
+  // beyond that they go.
+  if (spare_send_buffers_.size() < receives_ + 8) {
+    spare_send_buffers_.push_back(std::move(bytes));
+  }
+}
+
+Send Engine::MakeSend(OpId op, const wire::V1Header& header,
+                      absl::Span<const uint8_t> payload,
+                      std::optional<uint32_t> invalidate) {
+  std::vector<uint8_t> bytes = TakeSendBuffer();
+  const size_t header_size = wire::V1EncodedSize(header);
+  bytes.resize(header_size + payload.size());
+  (void)wire::EncodeV1(header, absl::MakeSpan(bytes).first(header_size));
+  CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
+  return Send{op, std::move(bytes), invalidate};
+}
+
 void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   connected_ = true;
   closing_ = false;
@@ -154,12 +181,14 @@ void Engine::OnDisconnected(Actions& out) {
   outstanding_ = 0;
   by_xid_.clear();
   cancelled_xids_.clear();
-  // Requester: every call not already finishing fails, after invalidation.
+  // Requester: every call not already finishing fails, after invalidation,
+  // in the order the calls were made.
   queue_.clear();
   std::vector<CallId> ids;
   for (auto& [id, c] : requests_) {
     if (c.state != ReqState::kFinishing) ids.push_back(id);
   }
+  std::sort(ids.begin(), ids.end());
   for (CallId id : ids) {
     RequesterCall& c = requests_.at(id);
     c.holds_credit = false;
@@ -182,6 +211,7 @@ void Engine::OnDisconnected(Actions& out) {
     for (const auto& [op, call] : reads_in_flight_) busy |= call == id;
     if (!busy && c.state != RespState::kSending) ended.push_back(id);
   }
+  std::sort(ended.begin(), ended.end());
   for (CallId id : ended) EndIncoming(id, out);
 }
 
@@ -259,7 +289,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
     // RFC 8166 §4.5.1 / §4.5.2.
     wire::V1Header reply =
         wire::V1ErrorReplyFor(bytes, decoded.error(), responder_grant_);
-    out.push_back(Send{NextOp(), wire::EncodeV1(reply), std::nullopt});
+    out.push_back(MakeSend(NextOp(), reply, {}));
     return;
   }
   HandleCall(*decoded, bytes, out);

@@ -162,9 +162,12 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
 #include "plugin/wire/v1.h"
@@ -429,6 +432,10 @@ class Engine {
   void OnReadComplete(OpId op, bool success, Actions& out);
   void OnInvalidated(uint32_t handle, Actions& out);
 
+  // The driver is done with a Send's bytes (copied them into its send
+  // buffer): the engine reuses the vector for a later message.
+  void RecycleSendBuffer(std::vector<uint8_t> bytes);
+
   // Introspection for the api layer and tests.
   const wire::InlineThresholds& thresholds() const { return thresholds_; }
   uint32_t credit_grant() const { return grant_; }
@@ -550,6 +557,13 @@ class Engine {
   std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
 
   OpId NextOp() { return next_op_++; }
+  // An empty vector for a Send's bytes, with the capacity of a recycled
+  // one when there is one.
+  std::vector<uint8_t> TakeSendBuffer();
+  // A Send of `header` followed by `payload`, in a recycled buffer.
+  Send MakeSend(OpId op, const wire::V1Header& header,
+                absl::Span<const uint8_t> payload,
+                std::optional<uint32_t> invalidate = std::nullopt);
 
   Config config_;
   MemoryExposer* exposer_;
@@ -560,7 +574,7 @@ class Engine {
   uint64_t calls_discarded_ = 0;
   // CloseConnection was emitted: receives are ignored until reconnected.
   bool closing_ = false;
-  std::deque<CallId> awaiting_memory_;  // in arrival order
+  std::deque<CallId> awaiting_memory_;  // in arrival order (rare path)
   bool connected_ = false;
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;
@@ -584,17 +598,25 @@ class Engine {
   CallId next_call_ = 1;
   OpId next_op_ = 1;
 
-  std::map<CallId, RequesterCall> requests_;
-  std::set<uint32_t> live_xids_;  // of requests_ not yet finishing
-  std::deque<CallId> queue_;
-  std::map<uint32_t, CallId> by_xid_;     // sent calls awaiting a reply
-  std::set<uint32_t> cancelled_xids_;     // sent, cancelled, still hold credit
-  std::map<uint32_t, CallId> by_handle_;  // handles awaiting invalidation
+  // Hash tables and ring queues: once grown to its working size, an
+  // engine in steady use allocates nothing per call (issue 10). Where the
+  // order of a walk matters (a disconnect fails calls in the order they
+  // were made), the ids are sorted first.
+  absl::flat_hash_map<CallId, RequesterCall> requests_;
+  absl::flat_hash_set<uint32_t> live_xids_;  // of requests_ not finishing
+  memory::RingQueue<CallId> queue_;
+  absl::flat_hash_map<uint32_t, CallId> by_xid_;  // sent, awaiting a reply
+  // Sent, cancelled, still holding their credit.
+  absl::flat_hash_set<uint32_t> cancelled_xids_;
+  absl::flat_hash_map<uint32_t, CallId> by_handle_;  // awaiting invalidation
 
-  std::map<CallId, ResponderCall> incoming_;
-  std::map<OpId, CallId> reads_in_flight_;
-  std::deque<PendingRead> read_queue_;
-  std::map<OpId, CallId> reply_sends_;
+  absl::flat_hash_map<CallId, ResponderCall> incoming_;
+  absl::flat_hash_map<OpId, CallId> reads_in_flight_;
+  memory::RingQueue<PendingRead> read_queue_;
+  absl::flat_hash_map<OpId, CallId> reply_sends_;
+  // Send buffers handed back by the driver (RecycleSendBuffer), reused for
+  // the next messages.
+  std::vector<std::vector<uint8_t>> spare_send_buffers_;
 };
 
 }  // namespace rpcrdma::engine

@@ -69,8 +69,8 @@ void Engine::Dispatch(Actions& out) {
   // and nothing at all after it failed.
   if (negotiating_) return;
   if (!negotiation_.ok()) {
-    std::vector<CallId> ids(queue_.begin(), queue_.end());
-    queue_.clear();
+    std::vector<CallId> ids;
+    while (!queue_.empty()) ids.push_back(queue_.pop_front());
     for (CallId id : ids) {
       Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
     }
@@ -78,9 +78,7 @@ void Engine::Dispatch(Actions& out) {
   }
   // RFC 8166 §3.3.1: never more calls outstanding than the grant.
   while (connected_ && outstanding_ < grant_ && !queue_.empty()) {
-    CallId id = queue_.front();
-    queue_.pop_front();
-    SendCall(requests_.at(id), out);
+    SendCall(requests_.at(queue_.pop_front()), out);
   }
 }
 
@@ -162,9 +160,15 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
                      config_.max_header_segments, " are allowed")));
   }
 
-  // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit.
+  // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit. Without
+  // items the reduced stream is the call, sent as it is.
+  bool send_xdr = false;
   if (wire::V1EncodedSize(header) + full_size <= send_limit) {
-    payload = full_call();
+    if (c.call.arguments.empty()) {
+      send_xdr = true;
+    } else {
+      payload = full_call();
+    }
   } else {
     // 2. DDP-eligible arguments as read chunks at their positions (RFC 8166
     //    §3.4.5, no roundup in the chunk, §3.4.6). Size the header first so
@@ -188,7 +192,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
           chunks.reads.push_back({a.position, s});
         }
       }
-      payload = c.call.xdr;
+      send_xdr = true;
     } else {
       // 3. Long call (RFC 8166 §3.5.3): RDMA_NOMSG with the whole call in a
       //    position-zero read chunk.
@@ -215,9 +219,9 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
       header.body = wire::V1NoMsg{std::move(lists)};
     }
   }
-  std::vector<uint8_t> bytes = wire::EncodeV1(header);
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
-  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+  out.push_back(MakeSend(
+      NextOp(), header,
+      send_xdr ? absl::Span<const uint8_t>(c.call.xdr) : payload));
 }
 
 void Engine::ReleaseCredit(RequesterCall& c) {
@@ -270,7 +274,7 @@ void Engine::Cancel(CallId id, absl::Status status, Actions& out) {
   RequesterCall& c = it->second;
   switch (c.state) {
     case ReqState::kQueued:
-      queue_.erase(std::find(queue_.begin(), queue_.end(), id));
+      queue_.EraseIf([id](CallId queued) { return queued == id; });
       break;
     case ReqState::kSent:
       // The responder may still answer and consume a receive; the credit

@@ -20,7 +20,7 @@ void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out) {
   err.code = code;
   if (code == wire::V1ErrorCode::kVers) err.vers_low = err.vers_high = 1;
   wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
-  out.push_back(Send{NextOp(), wire::EncodeV1(h), std::nullopt});
+  out.push_back(MakeSend(NextOp(), h, {}));
 }
 
 void Engine::HandleCall(const wire::V1Decoded& decoded,
@@ -296,8 +296,7 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
 void Engine::IssueReads(Actions& out) {
   // At most max_reads_ RDMA Reads outstanding (the negotiated ORD).
   while (reads_in_flight_.size() < max_reads_ && !read_queue_.empty()) {
-    PendingRead r = read_queue_.front();
-    read_queue_.pop_front();
+    PendingRead r = read_queue_.pop_front();
     if (incoming_.count(r.call) == 0) continue;
     OpId op = NextOp();
     reads_in_flight_[op] = r.call;
@@ -318,8 +317,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
       // The connection is failing; the call is never delivered and is
       // dropped once no read of it is still in flight.
       c.failed = true;
-      std::erase_if(read_queue_,
-                    [id](const PendingRead& r) { return r.call == id; });
+      read_queue_.EraseIf([id](const PendingRead& r) { return r.call == id; });
       bool busy = false;
       for (const auto& [o, cid] : reads_in_flight_) busy |= cid == id;
       if (!busy) EndIncoming(id, out);
@@ -451,7 +449,9 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
     size_t n = i < reply.results.size() ? reply.results[i].data.size() : 0;
     returned.push_back(FillChunk(writes[i], n));
   }
-  c.reply_stream = InsertItems(reply.xdr, inline_items);
+  // Without inline items the reply stream is the caller's, as it is.
+  c.reply_stream = inline_items.empty() ? std::move(reply.xdr)
+                                        : InsertItems(reply.xdr, inline_items);
 
   wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
                    wire::V1Msg{{{}, returned, std::nullopt}}};
@@ -485,12 +485,7 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   for (size_t i = 0; i < writes.size() && i < reply.results.size(); ++i) {
     write_out(reply.results[i].data, writes[i]);
   }
-  std::vector<uint8_t> bytes = wire::EncodeV1(h);
-  if (use_reply_chunk) {
-    write_out(c.reply_stream, *c.chunks.reply);
-  } else {
-    bytes.insert(bytes.end(), c.reply_stream.begin(), c.reply_stream.end());
-  }
+  if (use_reply_chunk) write_out(c.reply_stream, *c.chunks.reply);
   c.send_op = NextOp();
   c.state = RespState::kSending;
   // The credit is free once the reply is on its way: the requester may
@@ -498,7 +493,11 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   // completion. The call's memory is released when the Send completes.
   ReleaseResponderCredit(c);
   reply_sends_[c.send_op] = c.id;
-  out.push_back(Send{c.send_op, std::move(bytes), InvalidateHandleFor(c)});
+  out.push_back(MakeSend(
+      c.send_op, h,
+      use_reply_chunk ? absl::Span<const uint8_t>()
+                      : absl::Span<const uint8_t>(c.reply_stream),
+      InvalidateHandleFor(c)));
   return absl::OkStatus();
 }
 

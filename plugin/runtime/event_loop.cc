@@ -210,15 +210,26 @@ void EventLoop::HeapErase(size_t i) {
   HeapUp(last->heap_index);
 }
 
-void EventLoop::ScheduleAt(Source* source, Clock::time_point when) {
+void EventLoop::SetDeadline(Source* source,
+                            std::optional<Clock::time_point> when) {
   Registration* r = source->registration_;
-  if (r == nullptr || when >= r->due) return;
-  r->due = when;
+  if (r == nullptr) return;
+  if (!when) {
+    if (r->heap_index != Registration::kNotInHeap) HeapErase(r->heap_index);
+    return;
+  }
   if (r->heap_index == Registration::kNotInHeap) {
+    r->due = *when;
     timers_.push_back(r);
     HeapUp(timers_.size() - 1);
-  } else {
+    return;
+  }
+  const bool earlier = *when < r->due;
+  r->due = *when;
+  if (earlier) {
     HeapUp(r->heap_index);
+  } else {
+    HeapDown(r->heap_index);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,10 +80,9 @@ class EventLoop {
   // the source runs any more, and none is running (unless Remove was
   // called from that callback, which is allowed).
   void Remove(Source* source);
-  // Loop thread only: `source`'s OnDeadline runs at `when` at the latest.
-  // An earlier deadline already set is kept (the source then reschedules
-  // when it runs early).
-  void ScheduleAt(Source* source, Clock::time_point when);
+  // Loop thread only: `source`'s OnDeadline runs at `when` (none when
+  // nullopt), replacing its previous deadline, earlier or later.
+  void SetDeadline(Source* source, std::optional<Clock::time_point> when);
 
   // Runs `task` on the loop thread, soon (any thread; from the loop thread
   // itself it runs after the current callback, in this iteration).

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "plugin/runtime/ring_queue.h"
+#include "plugin/memory/ring_queue.h"
 
 namespace rpcrdma::runtime {
 
@@ -78,7 +78,7 @@ class WorkerPool {
   Run run_;
   std::mutex mu_;
   std::condition_variable cv_;
-  RingQueue<Job> jobs_;
+  memory::RingQueue<Job> jobs_;
   size_t idle_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;

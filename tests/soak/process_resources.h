@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "plugin/memory/buffer_pool.h"
+
 namespace rpcrdma::soak {
 
 struct ProcessResources {
@@ -42,6 +44,8 @@ inline int CountEntries(const char* dir) {
 // arena), so what remains resident is what is still allocated plus
 // fragmentation.
 inline ProcessResources SampleProcessResources() {
+  // Allocator caches are not leaks: rpcrdma's buffer pool and malloc's.
+  memory_internal::ReleaseRetainedBuffers();
   malloc_trim(0);
   ProcessResources r;
   if (FILE* f = std::fopen("/proc/self/status", "r")) {

@@ -1,5 +1,6 @@
 #include "tools/perf_program/perf_program.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -204,10 +205,14 @@ void ServeCall(IncomingCall call, Responder responder) {
       reply.xdr = ReplyHeader(call.xid, AcceptStat::kSuccess);
       PutUint32(reply.xdr, *length);
       // DDP-eligible: the length word stays in the stream and the octets
-      // go at the position after it, into the call's write chunk.
+      // go at the position after it, into the call's write chunk, straight
+      // from the call's own buffer, which the reply keeps until the
+      // transport is done with it (no copy in the RPC layer).
       const absl::Span<const uint8_t> data = args.Rest().first(*length);
-      reply.results.push_back({static_cast<uint32_t>(reply.xdr.size()),
-                               std::vector<uint8_t>(data.begin(), data.end())});
+      reply.results.push_back(ReplyItem::View(
+          static_cast<uint32_t>(reply.xdr.size()), data));
+      reply.on_released = [kept = std::make_shared<Buffer>(
+                               std::move(call.message))] {};
       break;
     }
     default:

@@ -39,7 +39,7 @@ bool StatusFromByte(uint8_t b, WorkStatus& status) {
 }
 
 // Copies `data` into the scatter list starting `offset` octets into it.
-void Scatter(const std::vector<absl::Span<uint8_t>>& list, uint64_t offset,
+void Scatter(absl::Span<const absl::Span<uint8_t>> list, uint64_t offset,
              absl::Span<const uint8_t> data) {
   for (absl::Span<uint8_t> sge : list) {
     if (data.empty()) return;
@@ -233,10 +233,9 @@ absl::Status SoftEndpoint::CheckSendQueue(size_t sge_count,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<absl::Span<uint8_t>>> SoftEndpoint::ResolveAll(
+absl::StatusOr<SoftEndpoint::Resolved> SoftEndpoint::ResolveAll(
     absl::Span<const LocalBuffer> list, uint64_t& total) const {
-  std::vector<absl::Span<uint8_t>> out;
-  out.reserve(list.size());
+  Resolved out;
   total = 0;
   for (const LocalBuffer& b : list) {
     absl::StatusOr<absl::Span<uint8_t>> bytes = pd_->Resolve(b);
@@ -278,8 +277,7 @@ absl::Status SoftEndpoint::PostSend(uint64_t wr_id,
     return s;
   }
   uint64_t total = 0;
-  absl::StatusOr<std::vector<absl::Span<uint8_t>>> pieces =
-      ResolveAll(gather, total);
+  absl::StatusOr<Resolved> pieces = ResolveAll(gather, total);
   if (!pieces.ok()) return pieces.status();
   if (total > caps_.max_message_size) {
     return absl::InvalidArgumentError(absl::StrCat("soft fabric: Send of ",
@@ -290,7 +288,8 @@ absl::Status SoftEndpoint::PostSend(uint64_t wr_id,
       invalidate.has_value() ? WorkType::kSendWithInvalidate : WorkType::kSend;
   const std::optional<uint64_t> seq = StartWork(wr_id, type);
   if (!seq) return absl::OkStatus();
-  std::vector<absl::Span<const uint8_t>> spans(pieces->begin(), pieces->end());
+  absl::InlinedVector<absl::Span<const uint8_t>, 4> spans(pieces->begin(),
+                                                          pieces->end());
   AppendSend(FrameBuffer(), *seq, invalidate, spans);
   Progress();
   return absl::OkStatus();
@@ -304,8 +303,7 @@ absl::Status SoftEndpoint::PostRdmaRead(uint64_t wr_id,
     return s;
   }
   uint64_t total = 0;
-  absl::StatusOr<std::vector<absl::Span<uint8_t>>> pieces =
-      ResolveAll(scatter, total);
+  absl::StatusOr<Resolved> pieces = ResolveAll(scatter, total);
   if (!pieces.ok()) return pieces.status();
   if (state_ == State::kEstablished && caps_.initiator_depth == 0) {
     return absl::FailedPreconditionError(
@@ -319,7 +317,7 @@ absl::Status SoftEndpoint::PostRdmaRead(uint64_t wr_id,
   const std::optional<uint64_t> seq = StartWork(wr_id, WorkType::kRdmaRead);
   if (!seq) return absl::OkStatus();
   Pending& p = pending_[*seq];
-  p.scatter = *std::move(pieces);
+  p.scatter.assign(pieces->begin(), pieces->end());
   p.expected = total;
   Outgoing out;
   out.kind = Outgoing::Kind::kReadRequest;
@@ -340,8 +338,7 @@ absl::Status SoftEndpoint::PostRdmaWrite(uint64_t wr_id,
     return s;
   }
   uint64_t total = 0;
-  absl::StatusOr<std::vector<absl::Span<uint8_t>>> pieces =
-      ResolveAll(gather, total);
+  absl::StatusOr<Resolved> pieces = ResolveAll(gather, total);
   if (!pieces.ok()) return pieces.status();
   if (total != target.length) {
     return absl::InvalidArgumentError(
@@ -368,8 +365,7 @@ size_t SoftEndpoint::PollCompletions(absl::Span<Completion> out) {
   size_t n = 0;
   while (n < out.size() && !completions_.empty() &&
          completions_.front().ready_at_poll <= polls_) {
-    out[n++] = std::move(completions_.front().completion);
-    completions_.pop_front();
+    out[n++] = completions_.pop_front().completion;
   }
   UpdateSignals();
   return n;
@@ -462,15 +458,21 @@ void SoftEndpoint::Close(ConnectionEventType event, std::string detail,
       pending_.erase(it);
     }
   }
-  for (const auto& [seq, p] : pending_) {
+  // Flushed in the order they were posted, as a queue pair flushes.
+  std::vector<uint64_t> seqs;
+  seqs.reserve(pending_.size());
+  for (const auto& [seq, p] : pending_) seqs.push_back(seq);
+  std::sort(seqs.begin(), seqs.end());
+  for (uint64_t seq : seqs) {
+    const Pending& p = pending_.at(seq);
     WithdrawCrossMemory(seq, p);
     Complete(p.wr_id, p.type, WorkStatus::kFlushed);
   }
   pending_.clear();
-  for (const Receive& r : receives_) {
-    Complete(r.wr_id, WorkType::kReceive, WorkStatus::kFlushed);
+  while (!receives_.empty()) {
+    Complete(receives_.pop_front().wr_id, WorkType::kReceive,
+             WorkStatus::kFlushed);
   }
-  receives_.clear();
   ConnectionEvent ev;
   ev.type = event;
   ev.private_data = std::move(private_data);
@@ -519,7 +521,7 @@ SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
       std::optional<std::vector<CmaSegment>> segments;
       if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
           it != pending_.end()) {
-        segments = SegmentsOf(it->second.scatter);
+        segments = SegmentsOf<uint8_t>(it->second.scatter);
       }
       if (segments.has_value() && ArmCrossMemory(item.id)) {
         it->second.cross_memory = true;
@@ -540,7 +542,7 @@ SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
         std::optional<std::vector<CmaSegment>> segments;
         if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
             it != pending_.end()) {
-          segments = SegmentsOf(item.gather);
+          segments = SegmentsOf<const uint8_t>(item.gather);
         }
         if (segments.has_value() && ArmCrossMemory(item.id)) {
           it->second.cross_memory = true;
@@ -693,8 +695,7 @@ void SoftEndpoint::HandleSend(const Frame& f) {
          "receiver not ready: a Send arrived with no receive posted");
     return;
   }
-  const Receive r = receives_.front();
-  receives_.pop_front();
+  const Receive r = receives_.pop_front();
   if (f.data.size() > r.buffer.size()) {
     Complete(r.wr_id, WorkType::kReceive, WorkStatus::kLocalLengthError,
              static_cast<uint32_t>(f.data.size()));
@@ -848,7 +849,7 @@ void SoftEndpoint::HandleWrite(const Frame& f) {
 
 template <typename T>
 std::optional<std::vector<CmaSegment>> SoftEndpoint::SegmentsOf(
-    const std::vector<absl::Span<T>>& list) {
+    absl::Span<const absl::Span<T>> list) {
   std::vector<CmaSegment> segments;
   for (absl::Span<T> sge : list) {
     if (sge.empty()) continue;

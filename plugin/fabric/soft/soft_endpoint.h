@@ -19,11 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_cma_gate.h"
+#include "plugin/memory/ring_queue.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/fabric/soft/soft_memory.h"
 #include "plugin/fabric/soft/soft_socket.h"
@@ -125,7 +128,7 @@ class SoftEndpoint : public Endpoint {
   struct Pending {
     uint64_t wr_id = 0;
     WorkType type = WorkType::kSend;
-    std::vector<absl::Span<uint8_t>> scatter;  // RDMA Read destination
+    absl::InlinedVector<absl::Span<uint8_t>, 2> scatter;  // RDMA Read target
     uint64_t expected = 0;                     // RDMA Read length
     uint64_t received = 0;
     bool cross_memory = false;  // sent as READ_REQ_CMA or WRITE_CMA
@@ -190,7 +193,7 @@ class SoftEndpoint : public Endpoint {
   // more than a cross-memory request carries.
   template <typename T>
   static std::optional<std::vector<CmaSegment>> SegmentsOf(
-      const std::vector<absl::Span<T>>& list);
+      absl::Span<const absl::Span<T>> list);
   // Appends as much output as the high-water mark allows; true when the
   // rest waits for the peer (a read beyond the initiator depth).
   bool Produce();
@@ -218,8 +221,9 @@ class SoftEndpoint : public Endpoint {
                 uint32_t byte_length = 0,
                 std::optional<uint32_t> invalidated = {});
   absl::Status CheckSendQueue(size_t sge_count, size_t max_sge) const;
-  absl::StatusOr<std::vector<absl::Span<uint8_t>>> ResolveAll(
-      absl::Span<const LocalBuffer> list, uint64_t& total) const;
+  using Resolved = absl::InlinedVector<absl::Span<uint8_t>, 4>;
+  absl::StatusOr<Resolved> ResolveAll(absl::Span<const LocalBuffer> list,
+                                      uint64_t& total) const;
   // Counts a send-queue post for fault injection; true when it is the one
   // that breaks the connection.
   // Starts a posted operation: on a closed endpoint it completes as
@@ -255,8 +259,10 @@ class SoftEndpoint : public Endpoint {
   bool connect_in_progress_ = false;
   bool write_shut_ = false;
 
-  std::deque<Receive> receives_;
-  std::map<uint64_t, Pending> pending_;  // by sequence number
+  // Ring queues and a hash table: an endpoint in steady use allocates
+  // nothing per operation (issue 10).
+  memory::RingQueue<Receive> receives_;
+  absl::flat_hash_map<uint64_t, Pending> pending_;  // by sequence number
   uint64_t next_seq_ = 1;
   uint64_t posted_ops_ = 0;
   // RDMA Reads issued and not yet answered (bounded by the initiator
@@ -279,7 +285,7 @@ class SoftEndpoint : public Endpoint {
   uint64_t cma_operations_ = 0;
   std::shared_ptr<PeerProcess> peer_process_;  // once the path is set up
 
-  std::deque<Queued> completions_;
+  memory::RingQueue<Queued> completions_;
   std::deque<ConnectionEvent> events_;
   uint64_t polls_ = 0;
 

@@ -21,12 +21,24 @@
 
 namespace rpcrdma {
 
+namespace memory_internal {
+// The process-wide pool behind Buffer (plugin/memory/buffer_pool.cc): at
+// least `size` octets, and how many were given; and their return.
+uint8_t* AllocateBuffer(size_t size, size_t& capacity);
+void ReleaseBuffer(uint8_t* data, size_t capacity);
+}  // namespace memory_internal
+
 class Buffer {
  public:
   Buffer() = default;
-  // `size` octets, contents unspecified until written.
+  // `size` octets, contents unspecified until written. The memory comes
+  // from a pool that keeps recently released buffers (up to a bound), so
+  // a process that handles calls of similar sizes reuses memory whose
+  // pages are already in place instead of faulting in fresh ones.
   explicit Buffer(size_t size)
-      : data_(size == 0 ? nullptr : new uint8_t[size]), size_(size) {}
+      : data_(size == 0 ? nullptr
+                        : memory_internal::AllocateBuffer(size, capacity_)),
+        size_(size) {}
   static Buffer CopyOf(absl::Span<const uint8_t> bytes);
 
   Buffer(const Buffer& other) : Buffer(CopyOf(other.span())) {}
@@ -35,18 +47,25 @@ class Buffer {
     return *this;
   }
   Buffer(Buffer&& other) noexcept
-      : data_(std::move(other.data_)), size_(other.size_) {
-    other.size_ = 0;
+      : capacity_(other.capacity_), data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
   }
   Buffer& operator=(Buffer&& other) noexcept {
-    data_ = std::move(other.data_);
-    size_ = other.size_;
-    other.size_ = 0;
+    if (this != &other) {
+      Release();
+      data_ = other.data_;
+      size_ = other.size_;
+      capacity_ = other.capacity_;
+      other.data_ = nullptr;
+      other.size_ = other.capacity_ = 0;
+    }
     return *this;
   }
+  ~Buffer() { Release(); }
 
-  uint8_t* data() { return data_.get(); }
-  const uint8_t* data() const { return data_.get(); }
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   uint8_t* begin() { return data(); }
@@ -72,7 +91,14 @@ class Buffer {
   }
 
  private:
-  std::unique_ptr<uint8_t[]> data_;
+  void Release() {
+    if (data_ != nullptr) memory_internal::ReleaseBuffer(data_, capacity_);
+    data_ = nullptr;
+  }
+  // Declared first: the constructor's AllocateBuffer sets it while data_
+  // is initialised.
+  size_t capacity_ = 0;
+  uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
 

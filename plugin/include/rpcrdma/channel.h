@@ -148,6 +148,16 @@ class Channel {
   CallId Call(CallRequest request, Callback done);
   // The same, completing a future instead.
   std::future<absl::StatusOr<Reply>> Call(CallRequest request);
+  // The same, blocking the calling thread until the call completes; the
+  // cheapest way to make a synchronous call. While it waits, the calling
+  // thread reads the connection itself (the loop stops watching it
+  // meanwhile), so the reply wakes this thread directly instead of a loop
+  // thread that would then wake it, the way a synchronous Thrift or
+  // libtirpc client reads its own socket. Other calls' callbacks and
+  // backward calls it comes across still run on the loop; when several
+  // threads wait at once, one reads and the others wait for it. Must not
+  // be called from a callback of this Channel.
+  absl::StatusOr<Reply> BlockingCall(CallRequest request);
   // Ends the call with CANCELLED if it has not completed yet.
   void Cancel(CallId call);
 

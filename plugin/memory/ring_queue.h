@@ -1,14 +1,14 @@
 // A FIFO queue in one growable ring buffer. Unlike std::deque, a queue in
 // steady use (as many pushes as pops) allocates nothing once it has grown
 // to its working size: the runtime's per-call paths stay allocation-free.
-#ifndef RPCRDMA_PLUGIN_RUNTIME_RING_QUEUE_H_
-#define RPCRDMA_PLUGIN_RUNTIME_RING_QUEUE_H_
+#ifndef RPCRDMA_PLUGIN_MEMORY_RING_QUEUE_H_
+#define RPCRDMA_PLUGIN_MEMORY_RING_QUEUE_H_
 
 #include <cstddef>
 #include <utility>
 #include <vector>
 
-namespace rpcrdma::runtime {
+namespace rpcrdma::memory {
 
 template <typename T>
 class RingQueue {
@@ -33,6 +33,20 @@ class RingQueue {
   void clear() {
     while (!empty()) pop_front();
   }
+  // Calls `f` on every element, front to back.
+  template <typename F>
+  void ForEach(F f) {
+    for (size_t i = 0; i < size_; ++i) f(slots_[(head_ + i) % slots_.size()]);
+  }
+  // Removes the elements `pred` accepts, keeping the others' order.
+  template <typename Pred>
+  void EraseIf(Pred pred) {
+    const size_t n = size_;
+    for (size_t i = 0; i < n; ++i) {
+      T value = pop_front();
+      if (!pred(value)) push_back(std::move(value));
+    }
+  }
 
  private:
   void Grow() {
@@ -49,6 +63,6 @@ class RingQueue {
   size_t size_ = 0;
 };
 
-}  // namespace rpcrdma::runtime
+}  // namespace rpcrdma::memory
 
-#endif  // RPCRDMA_PLUGIN_RUNTIME_RING_QUEUE_H_
+#endif  // RPCRDMA_PLUGIN_MEMORY_RING_QUEUE_H_
