@@ -135,13 +135,19 @@ void RunNullCalls(benchmark::State& state, Call call) {
 struct RpcrdmaPair {
   // A Server on its own runtime and a Channel on `runtime` (the default
   // one when null).
-  explicit RpcrdmaPair(std::shared_ptr<Runtime> channel_runtime = nullptr) {
-    auto s = Server::Create(FreshUri(), {}, perf::ServeCall);
+  // both sides with execution.busy_poll_us = `busy_poll_us`.
+  explicit RpcrdmaPair(std::shared_ptr<Runtime> channel_runtime = nullptr,
+                       uint32_t busy_poll_us = 0) {
+    config::TransportConfig config;
+    if (busy_poll_us > 0) {
+      config.mutable_execution()->set_busy_poll_us(busy_poll_us);
+    }
+    auto s = Server::Create(FreshUri(), config, perf::ServeCall);
     if (!s.ok()) std::abort();
     server = *std::move(s);
     ChannelOptions options;
     options.runtime = std::move(channel_runtime);
-    auto c = Channel::Create(server->uri(), {}, options);
+    auto c = Channel::Create(server->uri(), config, options);
     if (!c.ok()) std::abort();
     channel = *std::move(c);
   }
@@ -164,8 +170,8 @@ void NullCallRpcrdma(benchmark::State& state) {
 
 // Channel::BlockingCall: the calling thread reads its own reply, as a
 // synchronous Thrift or libtirpc client reads its own socket.
-void NullCallRpcrdmaBlocking(benchmark::State& state) {
-  RpcrdmaPair pair;
+void NullCallRpcrdmaBlocking(benchmark::State& state, uint32_t busy_poll_us) {
+  RpcrdmaPair pair(nullptr, busy_poll_us);
   uint32_t xid = 1;
   RunNullCalls(state, [&](AllocationWindows& allocations) {
     CallRequest request = perf::NullCall(xid++);
@@ -241,7 +247,8 @@ void CallsPerSecondRpcrdma(benchmark::State& state) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));
     running.store(false);
-    while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (in_flight.load() > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const double seconds =
         std::chrono::duration<double>(Clock::now() - t0).count();
     state.counters["calls_per_second"] =
@@ -405,7 +412,8 @@ pid_t ForkServer(const std::string& uri, int* control, int* report) {
 long AskServerRss(int control, int report) {
   char byte = 1;
   char line[64] = {};
-  if (write(control, &byte, 1) != 1 || read(report, line, sizeof line - 1) <= 0) {
+  if (write(control, &byte, 1) != 1 ||
+      read(report, line, sizeof line - 1) <= 0) {
     return -1;
   }
   return std::atol(line);
@@ -480,7 +488,12 @@ void Register() {
   RegisterBenchmark("NullCall/rpcrdma_soft_unix", NullCallRpcrdma)
       ->UseRealTime();
   RegisterBenchmark("NullCall/rpcrdma_soft_unix_blocking",
-                    NullCallRpcrdmaBlocking)
+                    NullCallRpcrdmaBlocking, 0)
+      ->UseRealTime();
+  // Both sides poll instead of sleeping (execution.busy_poll_us): two
+  // spinning threads, one per core of a two-core machine.
+  RegisterBenchmark("NullCall/rpcrdma_soft_unix_blocking_busy_poll",
+                    NullCallRpcrdmaBlocking, 200)
       ->UseRealTime();
   RegisterBenchmark("NullCall/rpcrdma_soft_unix_user_driven",
                     NullCallRpcrdmaCallerDriven)

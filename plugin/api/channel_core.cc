@@ -228,7 +228,11 @@ bool ChannelCore::Spin() {
   Outcomes o;
   bool found = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    // A thread sending a call or a reply holds the lock for a moment: the
+    // spin tries again rather than sleep on the lock (which would cost the
+    // very wake-up the spin is there to save).
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
     if (conn_ == nullptr || conn_->disconnected()) return false;
     const uint64_t before = conn_->activity();
     conn_->Spin();
@@ -298,7 +302,8 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
       Finish(c->call, Reply{std::move(c->reply), std::move(c->result_lengths)},
              o);
     } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
-      Finish(f->call, std::move(f->status), o);
+      if (f->never_sent) Unsent(f->call, std::move(f->unsent_xdr));
+      Finish(f->call, std::move(f->status), o, f->never_sent);
     } else if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
       // Backward calls (RFC 8167); none are served once the Channel goes.
       if (shutting_down_ || backward_handler_ == nullptr) continue;
@@ -327,7 +332,7 @@ void ChannelCore::Complete(Channel::CallId id, absl::StatusOr<Reply> result,
 }
 
 void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
-                         Outcomes& o) {
+                         Outcomes& o, bool never_sent) {
   auto it = by_engine_.find(engine_id);
   if (it == by_engine_.end()) return;
   const Channel::CallId id = it->second;
@@ -336,10 +341,12 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
   if (p == pending_.end()) return;
   // The engine reports a lost connection as UNAVAILABLE once every handle
   // of the call is invalidated; a call that allows it waits for the
-  // reconnect instead.
+  // reconnect instead, and so does one that never left (it was waiting for
+  // a credit), which the server cannot have run: the kernel client keeps
+  // such RPCs on its backlog across a reconnect (xprt->backlog).
   if (!result.ok() &&
       result.status().code() == absl::StatusCode::kUnavailable &&
-      p->second.request.retry_on_reconnect && !shutting_down_ &&
+      (p->second.request.retry_on_reconnect || never_sent) && !shutting_down_ &&
       conn_->lost()) {
     if (p->second.ending) {
       absl::Status ending = *p->second.ending;
@@ -353,8 +360,8 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
   Complete(id, std::move(result), o);
 }
 
-Channel::CallId ChannelCore::Submit(CallRequest request,
-                                    Channel::Callback done, bool blocking) {
+Channel::CallId ChannelCore::Submit(CallRequest request, Channel::Callback done,
+                                    bool blocking) {
   Outcomes refused;  // this call's own, run here before Submit returns
   Outcomes deferred;
   Channel::CallId id;
@@ -444,6 +451,13 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
   runtime::FdWatch* const watch = conn_watch_.get();
   loop_->Modify(watch, 0);  // (if not parked) the loop stops watching
   while (!slot.done && conn_.get() == conn && !conn->disconnected()) {
+    // With busy polling configured the waiting thread polls the connection
+    // itself first, the way perftest waits for its completion.
+    if (busy_poll_us_ > 0 && SpinForBlockingCall(lock, conn)) {
+      RunBlockingOutcomes(lock);
+      continue;
+    }
+    if (conn_.get() != conn || slot.done) continue;
     const int fd = conn->endpoint().event_fd();
     const uint32_t events = conn->endpoint().event_fd_events();
     lock.unlock();
@@ -456,24 +470,8 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
     const bool ready = poll(&p, 1, 20) > 0;
     lock.lock();
     if (conn_.get() != conn || !ready) continue;
-    Outcomes o;
     conn->Poll(/*readable=*/true);
-    CollectUpcalls(o);
-    // Blocking calls' completions only fill their slots: run here; the
-    // rest (other callbacks, backward calls) belongs to the loop.
-    Outcomes mine;
-    for (auto it = o.completions.begin(); it != o.completions.end();) {
-      if (it->first.target<BlockingCompletion>() != nullptr) {
-        mine.completions.push_back(std::move(*it));
-        it = o.completions.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lock.unlock();
-    RunOutcomes(mine);
-    Defer(std::move(o));
-    lock.lock();
+    RunBlockingOutcomes(lock);
   }
   reading_for_blocking_calls_ = false;
   // Parked: the loop keeps not watching until a call that needs it. Not
@@ -482,6 +480,45 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
   if (conn_.get() == conn && conn_watch_.get() == watch) UpdateInterest();
   // Whoever waits takes the reading over.
   blocking_cv_.notify_all();
+}
+
+// Polls `conn` without sleeping for up to busy_poll_us; true when that
+// found work (left for RunBlockingOutcomes).
+bool ChannelCore::SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
+                                      Connection* conn) {
+  const Clock::time_point until =
+      Clock::now() + std::chrono::microseconds(busy_poll_us_);
+  do {
+    const uint64_t before = conn->activity();
+    conn->Spin();
+    if (conn->activity() != before) return true;
+    // Other threads may be waiting for the lock to send their calls.
+    lock.unlock();
+    lock.lock();
+    if (conn_.get() != conn || conn->disconnected()) return false;
+  } while (Clock::now() < until);
+  return false;
+}
+
+// After the waiting thread polled `conn`: blocking calls' completions only
+// fill their slots and run here; the rest (other callbacks, backward calls)
+// belongs to the loop.
+void ChannelCore::RunBlockingOutcomes(std::unique_lock<std::mutex>& lock) {
+  Outcomes o;
+  CollectUpcalls(o);
+  Outcomes mine;
+  for (auto it = o.completions.begin(); it != o.completions.end();) {
+    if (it->first.target<BlockingCompletion>() != nullptr) {
+      mine.completions.push_back(std::move(*it));
+      it = o.completions.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  lock.unlock();
+  RunOutcomes(mine);
+  Defer(std::move(o));
+  lock.lock();
 }
 
 void ChannelCore::Cancel(Channel::CallId id) {
@@ -519,6 +556,17 @@ void ChannelCore::Accept(Channel::CallId id, CallRequest request,
   p.deadline = deadline;
   p.request = std::move(request);
   if (Up()) Send(id, o);
+}
+
+// A call the lost connection never sent gets its stream back, to be sent
+// on the next one.
+void ChannelCore::Unsent(engine::CallId engine_id, std::vector<uint8_t> xdr) {
+  auto it = by_engine_.find(engine_id);
+  if (it == by_engine_.end()) return;
+  auto p = pending_.find(it->second);
+  if (p != pending_.end() && !p->second.request.retry_on_reconnect) {
+    p->second.request.xdr = std::move(xdr);
+  }
 }
 
 // Hands a call that is not in an engine to the current connection.

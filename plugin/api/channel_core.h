@@ -12,8 +12,8 @@
 #define RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -109,6 +109,9 @@ class ChannelCore final : public runtime::Source,
   };
   // A blocking call's thread reads the connection until its own call is
   // done (channel.h BlockingCall); mu_ held on entry and exit.
+  bool SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
+                           Connection* conn);
+  void RunBlockingOutcomes(std::unique_lock<std::mutex>& lock);
   void ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
                             const BlockingSlot& slot);
 
@@ -145,8 +148,9 @@ class ChannelCore final : public runtime::Source,
   // The connection's upcalls into `o`.
   void CollectUpcalls(Outcomes& o);
   void Complete(Channel::CallId id, absl::StatusOr<Reply> result, Outcomes& o);
+  void Unsent(engine::CallId engine_id, std::vector<uint8_t> xdr);
   void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
-              Outcomes& o);
+              Outcomes& o, bool never_sent = false);
   bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
   void Accept(Channel::CallId id, CallRequest request, Channel::Callback done,
               Outcomes& o);

@@ -63,7 +63,11 @@ bool ServerConnection::Spin() {
   Outcomes o;
   bool found = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    // A thread sending a call or a reply holds the lock for a moment: the
+    // spin tries again rather than sleep on the lock (which would cost the
+    // very wake-up the spin is there to save).
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
     if (conn_ == nullptr || conn_->disconnected()) return false;
     const uint64_t before = conn_->activity();
     conn_->Spin();
@@ -267,7 +271,8 @@ void ServerConnection::ExpireBackward(Clock::time_point now) {
     }
   }
   for (engine::CallId call : expired) {
-    conn_->Cancel(call, absl::DeadlineExceededError("server: deadline exceeded"));
+    conn_->Cancel(call,
+                  absl::DeadlineExceededError("server: deadline exceeded"));
   }
 }
 

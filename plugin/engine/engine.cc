@@ -192,10 +192,18 @@ void Engine::OnDisconnected(Actions& out) {
   for (CallId id : ids) {
     RequesterCall& c = requests_.at(id);
     c.holds_credit = false;
-    Finish(c,
-           FailCall{id, absl::UnavailableError(
-                            "RPC-over-RDMA connection lost before the reply")},
-           std::nullopt, out);
+    const bool never_sent = c.state == ReqState::kQueued;
+    Finish(
+        c,
+        FailCall{
+            id,
+            absl::UnavailableError(
+                never_sent ? "RPC-over-RDMA connection lost before the call "
+                             "was sent"
+                           : "RPC-over-RDMA connection lost before the reply"),
+            never_sent,
+            never_sent ? std::move(c.call.xdr) : std::vector<uint8_t>{}},
+        std::nullopt, out);
   }
   // Responder: calls not waiting for a read or send completion are dropped
   // (releasing their memory); memory the fabric may still touch stays

@@ -282,6 +282,13 @@ struct CompleteCall {
 struct FailCall {
   CallId call = 0;
   absl::Status status;
+  // The call never left: it was still waiting for a credit when the
+  // connection was lost, so the peer cannot have run it and the owner may
+  // send it again on the next connection whatever its retry policy.
+  bool never_sent = false;
+  // For a call that never left, its stream, handed back (the owner gave
+  // it to the engine without keeping a copy).
+  std::vector<uint8_t> unsent_xdr = {};
 };
 
 // The peer broke a rule that leaves no way to go on with this connection

@@ -27,6 +27,7 @@ struct Registration {
   int fd = -1;
   uint32_t events = EPOLLIN;
   bool removed = false;
+  bool hot = false;  // in hot_
   Clock::time_point due = Clock::time_point::max();
   size_t heap_index = kNotInHeap;
   static constexpr size_t kNotInHeap = static_cast<size_t>(-1);
@@ -351,22 +352,23 @@ void EventLoop::ArmTimerFd(Clock::time_point now) {
 // Adaptive busy polling: after a round with work, a loop whose sources ask
 // for it keeps polling them (without system calls on verbs: the completion
 // queue is read in user space) for up to their busy_poll_us before it
-// sleeps, the way perftest waits. The spin is given up early when it keeps
-// finding nothing: after four empty spins in a row the loop sleeps at once
-// until work again arrives within the budget of its going to sleep.
-void EventLoop::SpinBeforeSleep() {
+// sleeps, the way perftest waits; while the spins keep finding work the
+// loop does not sleep at all. A spin that finds nothing halves the next
+// one, so a connection gone quiet soon costs no CPU, and the first spin
+// that finds work restores the whole budget.
+bool EventLoop::SpinBeforeSleep() {
   uint32_t budget_us = 0;
   for (Registration* r : hot_) {
     if (!r->removed) budget_us = std::max(budget_us, r->source->busy_poll_us());
   }
-  if (budget_us == 0) return;
+  if (budget_us == 0) return false;
   if (spin_limit_us_ == 0) spin_limit_us_ = budget_us;
   const Clock::time_point until =
       Clock::now() + std::chrono::microseconds(spin_limit_us_);
   while (Clock::now() < until) {
     {
       std::lock_guard<std::mutex> lock(tasks_mu_);
-      if (!tasks_.empty()) return;
+      if (!tasks_.empty()) return true;
     }
     bool found = false;
     for (size_t i = 0; i < hot_.size(); ++i) {
@@ -375,19 +377,26 @@ void EventLoop::SpinBeforeSleep() {
     }
     if (found) {
       spin_limit_us_ = budget_us;
-      return;
+      return true;
     }
   }
   spin_limit_us_ = std::max<uint32_t>(spin_limit_us_ / 2, 1);
+  return false;
 }
 
 void EventLoop::Iterate(std::chrono::nanoseconds timeout) {
   RunTasks();
   RunDeadlines(Clock::now());
-  SpinBeforeSleep();
-  hot_.clear();
+  // Work found by spinning: the hot sources stay hot and the loop only
+  // looks at its other descriptors (no sleep) before spinning again.
+  const bool spun_into_work = SpinBeforeSleep();
+  if (!spun_into_work) {
+    for (Registration* r : hot_) r->hot = false;
+    hot_.clear();
+  }
   Clock::time_point now = Clock::now();
   timeout = std::min(timeout, TimeToNextDeadline(now));
+  if (spun_into_work) timeout = std::chrono::nanoseconds(0);
   {
     std::lock_guard<std::mutex> lock(tasks_mu_);
     if (!tasks_.empty()) {
@@ -423,7 +432,9 @@ void EventLoop::Iterate(std::chrono::nanoseconds timeout) {
     auto* r = static_cast<Registration*>(tag);
     if (r->removed) continue;  // removed earlier in this batch
     r->source->OnReadable();
-    if (!r->removed && r->source != nullptr && r->source->busy_poll_us() > 0) {
+    if (!r->removed && r->source != nullptr && !r->hot &&
+        r->source->busy_poll_us() > 0) {
+      r->hot = true;
       hot_.push_back(r);
     }
   }

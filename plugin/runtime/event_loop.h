@@ -122,7 +122,7 @@ class EventLoop {
   void HeapDown(size_t i);
   void HeapErase(size_t i);
   void ArmTimerFd(Clock::time_point now);
-  void SpinBeforeSleep();
+  bool SpinBeforeSleep();  // true when it found work
 
   int epoll_ = -1;
   int wake_fd_ = -1;   // eventfd: a task was posted to a sleeping loop

@@ -4,6 +4,7 @@
 // Channel making a call, and resident memory per idle connection reported
 // for both sides. Label `soft`.
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,18 @@ long ResidentKib() {
     std::fclose(f);
   }
   return kib;
+}
+
+// Why the server's process is no longer running, or "" while it is.
+std::string ChildEnd(pid_t child) {
+  int status = 0;
+  if (waitpid(child, &status, WNOHANG) != child) return "";
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("the server's process was killed by signal ",
+                        WTERMSIG(status));
+  }
+  return absl::StrCat("the server's process exited with status ",
+                      WEXITSTATUS(status));
 }
 
 // Raises the soft descriptor limit as far as the hard one allows; false
@@ -98,7 +112,10 @@ std::vector<uint8_t> ReplyHeader(uint32_t xid) {
   if (write(ready, &byte, 1) != 1) _exit(4);
   // A byte from the parent: every connection is there, report; the end of
   // the pipe: the parent is done.
-  while (read(control, &byte, 1) == 1) {
+  while (true) {
+    const ssize_t got = read(control, &byte, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != 1) break;
     const std::string line = absl::StrCat((*server)->connections(), " ",
                                           ResidentKib() - rss_before, "\n");
     if (write(report, line.data(), line.size()) < 0) _exit(5);
@@ -112,6 +129,9 @@ TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
     GTEST_SKIP() << "the descriptor limit cannot be raised to "
                  << kConnections + kSlack;
   }
+  // A server that dies must fail the test with a reason, not kill it with
+  // SIGPIPE when the report is asked for.
+  signal(SIGPIPE, SIG_IGN);
   const std::string uri = absl::StrCat("soft+unix://@rpcrdma-scale-", getpid());
   int ready[2], control[2], report[2];
   ASSERT_EQ(pipe(ready), 0);
@@ -156,24 +176,35 @@ TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
   std::atomic<size_t> ok{0};
   std::atomic<size_t> done{0};
   std::promise<void> all;
+  std::mutex failure_mu;
+  std::string first_failure;
   for (size_t i = 0; i < kConnections; ++i) {
     CallRequest req;
     req.xdr = test_calls::MinimalCallStream(static_cast<uint32_t>(i + 1));
     req.max_reply_size = 64;
     channels[i]->Call(std::move(req), [&](absl::StatusOr<Reply> r) {
-      if (r.ok()) ++ok;
+      if (r.ok()) {
+        ++ok;
+      } else {
+        std::lock_guard<std::mutex> lock(failure_mu);
+        if (first_failure.empty()) first_failure = r.status().ToString();
+      }
       if (++done == kConnections) all.set_value();
     });
   }
   ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(60)),
             std::future_status::ready)
       << done.load() << " of " << kConnections << " calls completed";
-  EXPECT_EQ(ok.load(), kConnections);
+  {
+    std::lock_guard<std::mutex> lock(failure_mu);
+    ASSERT_EQ(ok.load(), kConnections)
+        << "first failure: " << first_failure << "; " << ChildEnd(child);
+  }
 
   byte = 1;
   ASSERT_EQ(write(control[1], &byte, 1), 1);  // the child reports
   char line[128] = {};
-  ASSERT_GT(read(report[0], line, sizeof line - 1), 0);
+  ASSERT_GT(read(report[0], line, sizeof line - 1), 0) << ChildEnd(child);
   size_t server_connections = 0;
   long server_rss_kib = 0;
   ASSERT_EQ(std::sscanf(line, "%zu %ld", &server_connections, &server_rss_kib),

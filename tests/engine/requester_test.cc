@@ -509,6 +509,9 @@ TEST_F(RequesterTest, CancelSentCallInvalidatesFirstAndKeepsCredit) {
   EXPECT_EQ(Count<CompleteCall>(out), 0u);
 }
 
+// A call still waiting for its credit (RFC 8166 §3.3.1) never reached the
+// peer: its failure says so and hands its stream back, so the owner can
+// send it on the next connection.
 TEST_F(RequesterTest, DisconnectFailsAllCallsUnavailableAfterInvalidation) {
   Connect();
   Take();
@@ -523,6 +526,8 @@ TEST_F(RequesterTest, DisconnectFailsAllCallsUnavailableAfterInvalidation) {
   EXPECT_EQ(Only<FailCall>(out)[0].call, queued);
   EXPECT_EQ(Only<FailCall>(out)[0].status.code(),
             absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(Only<FailCall>(out)[0].never_sent);
+  EXPECT_EQ(Only<FailCall>(out)[0].unsent_xdr, CallStream(2, {100003, 3, 0}));
   ASSERT_EQ(Count<Invalidate>(out), 1u);
   engine_->OnInvalidated(0x100, out_);
   out = Take();
@@ -530,6 +535,8 @@ TEST_F(RequesterTest, DisconnectFailsAllCallsUnavailableAfterInvalidation) {
   EXPECT_EQ(Only<FailCall>(out)[0].call, sent);
   EXPECT_EQ(Only<FailCall>(out)[0].status.code(),
             absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(Only<FailCall>(out)[0].never_sent);
+  EXPECT_TRUE(Only<FailCall>(out)[0].unsent_xdr.empty());
   // Receives after the disconnect are ignored; a reconnect starts over with
   // one credit.
   Receive(InlineReply(1, 4));

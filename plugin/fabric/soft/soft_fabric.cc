@@ -13,10 +13,10 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "plugin/fabric/soft/soft_endpoint.h"
 #include "plugin/fabric/soft/soft_socket.h"
@@ -161,12 +161,29 @@ class SoftListener : public Listener {
   absl::StatusOr<std::unique_ptr<ConnectRequest>> PollConnectRequest()
       override {
     const Clock::time_point now = Clock::now();
-    DrainTimer();
-    if (paused_until_ && now >= *paused_until_) Resume();
-    if (!paused_until_) AcceptAll(now);
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      it = ReadConnect(it, now);
+    // Only the sockets epoll reports are read, so a wake-up costs what is
+    // ready, not what is pending: ten thousand clients connecting at once
+    // would otherwise make every accept read every half-open socket.
+    epoll_event events[64];
+    int n;
+    do {
+      n = epoll_wait(epoll_.get(), events, 64, 0);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == timer_.get()) {
+          DrainTimer();
+        } else if (fd == listen_.get()) {
+          if (!paused_until_) AcceptAll(now);
+        } else if (fd != signal_.get()) {
+          ReadConnect(fd);
+        }
+      }
+    } while (n == 64);
+    if (paused_until_ && now >= *paused_until_) {
+      Resume();
+      AcceptAll(now);
     }
+    CloseOverdue(now);
     ArmTimer(now);
     std::unique_ptr<ConnectRequest> request;
     if (!ready_.empty()) {
@@ -212,6 +229,35 @@ class SoftListener : public Listener {
       ev.data.fd = fd;
       epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
       pending_.emplace(fd, Pending{FrameStream(UniqueFd(fd)), now});
+      arrivals_.push_back({now, fd});
+      ReadConnect(fd);  // the CONNECT usually came with the connect
+    }
+  }
+
+  // Pending sockets are accepted in time order, so the handshake deadlines
+  // fall due from the front of arrivals_; an entry whose socket was since
+  // answered (or whose number was reused by a later socket) is skipped.
+  void CloseOverdue(Clock::time_point now) {
+    if (options_.handshake_timeout_ms <= 0) {
+      arrivals_.clear();
+      return;
+    }
+    const auto timeout =
+        std::chrono::milliseconds(options_.handshake_timeout_ms);
+    while (!arrivals_.empty()) {
+      const auto [accepted, fd] = arrivals_.front();
+      auto it = pending_.find(fd);
+      if (it == pending_.end() || it->second.accepted != accepted) {
+        arrivals_.pop_front();
+        continue;
+      }
+      if (now - accepted < timeout) break;
+      arrivals_.pop_front();
+      errors_.push_back(absl::DeadlineExceededError(
+          absl::StrCat("soft fabric: no connect request within ",
+                       options_.handshake_timeout_ms, " ms of the accept")));
+      epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+      pending_.erase(it);  // closes the socket
     }
   }
 
@@ -240,12 +286,11 @@ class SoftListener : public Listener {
   // handshake deadline.
   void ArmTimer(Clock::time_point now) {
     std::optional<Clock::time_point> next = paused_until_;
-    if (options_.handshake_timeout_ms > 0) {
-      for (const auto& [fd, p] : pending_) {
-        Clock::time_point due = p.accepted + std::chrono::milliseconds(
-                                                 options_.handshake_timeout_ms);
-        if (!next || due < *next) next = due;
-      }
+    if (options_.handshake_timeout_ms > 0 && !arrivals_.empty()) {
+      const Clock::time_point due =
+          arrivals_.front().first +
+          std::chrono::milliseconds(options_.handshake_timeout_ms);
+      if (!next || due < *next) next = due;
     }
     itimerspec spec{};
     if (next) {
@@ -266,28 +311,22 @@ class SoftListener : public Listener {
   }
 
   // Reads from a socket that has not yet delivered its CONNECT frame.
-  std::map<int, Pending>::iterator ReadConnect(
-      std::map<int, Pending>::iterator it, Clock::time_point now) {
+  void ReadConnect(int fd) {
+    auto it = pending_.find(fd);
+    if (it == pending_.end()) return;
     FrameStream& stream = it->second.stream;
     const FrameStream::IoResult read = stream.Read(4096);
     absl::StatusOr<soft::DecodeResult> decoded = DecodeFrame(stream.input());
     const bool complete = decoded.ok() && decoded->consumed > 0;
-    const bool overdue =
-        options_.handshake_timeout_ms > 0 &&
-        now - it->second.accepted >=
-            std::chrono::milliseconds(options_.handshake_timeout_ms);
     if (!complete && decoded.ok() && read != FrameStream::IoResult::kEnd &&
         read != FrameStream::IoResult::kError) {
-      if (!overdue) return std::next(it);  // more to come
-      errors_.push_back(absl::DeadlineExceededError(
-          absl::StrCat("soft fabric: no connect request within ",
-                       options_.handshake_timeout_ms, " ms of the accept")));
+      return;  // more to come, or the handshake deadline
     }
-    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->first, nullptr);
+    epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     FrameStream owned = std::move(stream);
-    it = pending_.erase(it);
+    pending_.erase(it);
     if (!complete || decoded->frame.type != FrameType::kConnect) {
-      return it;  // closed: garbage or end of stream before CONNECT
+      return;  // closed: garbage or end of stream before CONNECT
     }
     const soft::Frame& f = decoded->frame;
     std::vector<uint8_t> private_data(f.data.begin(), f.data.end());
@@ -296,12 +335,11 @@ class SoftListener : public Listener {
     owned.Consume(decoded->consumed);
     if (options_.reject_all.has_value()) {
       SendReject(owned, *options_.reject_all);
-      return it;
+      return;
     }
     ready_.push_back(std::make_unique<SoftConnectRequest>(
         options_, std::move(owned), std::move(private_data), initiator_depth,
         responder_resources));
-    return it;
   }
 
   void UpdateSignal() {
@@ -323,7 +361,8 @@ class SoftListener : public Listener {
   UniqueFd signal_;
   UniqueFd timer_;
   bool signaled_ = false;
-  std::map<int, Pending> pending_;   // by socket
+  absl::flat_hash_map<int, Pending> pending_;  // by socket
+  std::deque<std::pair<Clock::time_point, int>> arrivals_;
   std::deque<absl::Status> errors_;  // for PollConnectRequest to report
   std::optional<Clock::time_point> paused_until_;
   uint32_t backoff_ms_ = 0;

@@ -149,7 +149,10 @@ absl::StatusOr<UniqueFd> ListenOn(const SocketAddress& address) {
            address.length) != 0) {
     return ErrnoStatus("bind", errno);
   }
-  if (listen(fd.get(), 128) != 0) return ErrnoStatus("listen", errno);
+  // As deep a queue as the system allows: a Unix-domain client finding it
+  // full is refused at once (EAGAIN) instead of retried as TCP retries a
+  // SYN, and a Server is meant to take thousands of clients at once.
+  if (listen(fd.get(), SOMAXCONN) != 0) return ErrnoStatus("listen", errno);
   return fd;
 }
 
