@@ -99,6 +99,7 @@ bench: build
 	$(BUILD_DIR)/bench/wire_bench
 	$(BUILD_DIR)/bench/engine_bench
 	$(BUILD_DIR)/bench/fabric_bench
+	$(BUILD_DIR)/bench/api/api_bench
 
 # The same inside the Soft-RoCE VM, with the verbs fabric and perftest on
 # the same rxe device.
@@ -107,7 +108,8 @@ bench-vm: build
 	  --share $(CURDIR)/$(BUILD_DIR)/bench-vm --ro $(CURDIR) \
 	  --ro $(CURDIR)/$(BUILD_DIR) --timeout 1200 -- \
 	  bash $(CURDIR)/interop/vm/bench-guest.sh \
-	  $(CURDIR)/$(BUILD_DIR)/bench/fabric_bench
+	  $(CURDIR)/$(BUILD_DIR)/bench/fabric_bench \
+	  $(CURDIR)/$(BUILD_DIR)/tools/perf/rpcrdma-perf
 
 # The Bazel build beside CMake (Debian's bazel-bootstrap, fully offline).
 test-bazel:

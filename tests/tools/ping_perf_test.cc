@@ -263,6 +263,28 @@ TEST(PingPerfTest, PingAndPerfAgainstAServerProcess) {
   EXPECT_EQ(null_calls["connection"].value("version", 0), 1);
   EXPECT_TRUE(perf.err.empty()) << "--json implies no progress lines";
 
+  // The synchronous path: a thread per connection in BlockingCall, here
+  // polling instead of sleeping (execution.busy_poll_us).
+  const std::string spin_config = ::testing::TempDir() + "/busy_poll.textproto";
+  {
+    std::ofstream out(spin_config);
+    out << "execution { busy_poll_us: 100 }\n";
+  }
+  Result blocking =
+      RunTool({RPCRDMA_PERF, "client", server.uri(), "--duration", "500ms",
+               "--blocking", "--config", spin_config, "--json"});
+  Log("rpcrdma-perf client --blocking", blocking);
+  EXPECT_EQ(blocking.exit_status, 0) << blocking.err;
+  nlohmann::json blocking_calls = LastJsonLine(blocking.out);
+  EXPECT_GT(blocking_calls.value("calls", 0), 0);
+  EXPECT_EQ(blocking_calls.value("errors", -1), 0);
+  EXPECT_TRUE(blocking_calls.value("blocking", false));
+  Result refused = RunTool(
+      {RPCRDMA_PERF, "client", server.uri(), "--blocking", "--inflight", "2"});
+  EXPECT_EQ(refused.exit_status, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--inflight must be 1"), std::string::npos)
+      << refused.err;
+
   Result bulk = RunTool({RPCRDMA_PERF, "client", server.uri(), "--duration",
                          "1s", "--connections", "2", "--inflight", "2",
                          "--size", "65536", "--json"});

@@ -40,6 +40,8 @@ ABSL_FLAG(std::optional<absl::Duration>, duration, std::nullopt,
           "(default: until SIGINT or SIGTERM)");
 ABSL_FLAG(uint32_t, connections, 1, "client: connections (Channels)");
 ABSL_FLAG(uint32_t, inflight, 1, "client: calls in flight per connection");
+ABSL_FLAG(bool, blocking, false,
+          "client: a thread per connection making Channel::BlockingCall");
 ABSL_FLAG(uint32_t, size, 0, "client: ECHO argument and result octets");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call");
 ABSL_FLAG(std::string, config, "", "transport configuration (text format)");
@@ -56,8 +58,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr absl::string_view kUsage = R"(Usage:
   rpcrdma-perf server URI [--duration D] [--config FILE] [--json] [--quiet]
-  rpcrdma-perf client URI [--connections N] [--inflight N] [--size N]
-                          [--duration D] [--config FILE] [--json] [--quiet]
+  rpcrdma-perf client URI [--connections N] [--inflight N | --blocking]
+                          [--size N] [--duration D] [--config FILE] [--json]
+                          [--quiet]
 
 RPC-over-RDMA performance between two processes (or hosts), like
 ib_send_lat / ib_write_bw but for RPCs of the rpcrdma-perf program
@@ -85,9 +88,14 @@ Options:
                    server: serve time (default: until SIGINT or SIGTERM)
   --connections N  client: connections (default 1)
   --inflight N     client: calls in flight per connection (default 1)
+  --blocking       client: each connection's calls made one after another
+                   by a thread of its own with Channel::BlockingCall, the
+                   synchronous path (the lowest latency); with
+                   execution { busy_poll_us: N } in --config that thread
+                   polls instead of sleeping, as ib_send_lat does
   --size N         client: ECHO N octets each way (default 0: NULL calls).
                    The server accepts calls up to limits.max_call_size
-                   (1 MiB by default); larger needs --config on both sides
+                   (16 MiB by default); larger needs --config on both sides
   --timeout D      client: deadline of each call (default 5s)
   --config FILE    transport configuration in text format (rpcrdma/config.h)
   --json           the result as one JSON object on stdout
@@ -206,8 +214,30 @@ class Connection {
     channel_ = std::move(channel);
   }
 
-  void Start() {
-    for (Slot& slot : slots_) Issue(slot);
+  // Joined before the Channel goes.
+  ~Connection() {
+    if (caller_.joinable()) caller_.join();
+  }
+
+  // `blocking`: one thread of its own makes one Channel::BlockingCall after
+  // another (the synchronous client's path); otherwise every slot's call is
+  // made again from the completion of the last.
+  void Start(bool blocking) {
+    if (!blocking) {
+      for (Slot& slot : slots_) Issue(slot);
+      return;
+    }
+    caller_ = std::thread([this] {
+      Slot& slot = slots_.front();
+      while (!stop_.load()) {
+        rpcrdma::CallRequest request = Prepare(slot);
+        outstanding_.fetch_add(1);
+        const bool ok =
+            Record(slot, channel_->BlockingCall(std::move(request)));
+        outstanding_.fetch_sub(1);
+        if (!ok) break;
+      }
+    });
   }
 
   rpcrdma::Channel& channel() { return *channel_; }
@@ -238,7 +268,7 @@ class Connection {
     Clock::time_point start;
   };
 
-  void Issue(Slot& slot) {
+  rpcrdma::CallRequest Prepare(Slot& slot) {
     slot.xid = next_xid_.fetch_add(1);
     rpcrdma::CallRequest request =
         slot.argument.empty()
@@ -247,6 +277,11 @@ class Connection {
                                       absl::MakeSpan(slot.result));
     slot.start = Clock::now();
     request.deadline = slot.start + absl::ToChronoNanoseconds(timeout_);
+    return request;
+  }
+
+  void Issue(Slot& slot) {
+    rpcrdma::CallRequest request = Prepare(slot);
     outstanding_.fetch_add(1);
     channel_->Call(std::move(request),
                    [this, &slot](absl::StatusOr<rpcrdma::Reply> reply) {
@@ -255,6 +290,15 @@ class Connection {
   }
 
   void Done(Slot& slot, absl::StatusOr<rpcrdma::Reply> reply) {
+    const bool ok = Record(slot, std::move(reply));
+    // A failed slot is not reused: with the connection down every new call
+    // would fail at once, on this thread, without end.
+    if (ok && !stop_.load()) Issue(slot);
+    outstanding_.fetch_sub(1);
+  }
+
+  // Records the call's latency or its error; true when it succeeded.
+  bool Record(Slot& slot, absl::StatusOr<rpcrdma::Reply> reply) {
     const int64_t latency_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
                                                              slot.start)
@@ -272,10 +316,7 @@ class Connection {
       latency_sum_ns_.fetch_add(static_cast<uint64_t>(latency_ns));
       completed_.fetch_add(1);
     }
-    // A failed slot is not reused: with the connection down every new call
-    // would fail at once, on this thread, without end.
-    if (status.ok() && !stop_.load()) Issue(slot);
-    outstanding_.fetch_sub(1);
+    return status.ok();
   }
 
   // The reply, and for each slot's first ECHO every octet of it (once per
@@ -310,6 +351,7 @@ class Connection {
   std::vector<int64_t> samples_;
   uint64_t errors_ = 0;
   absl::Status first_error_;
+  std::thread caller_;  // with Start(blocking)
   // Last, so that it is destroyed first: its destructor completes any call
   // still pending, whose callback uses the members above.
   std::unique_ptr<rpcrdma::Channel> channel_;
@@ -337,12 +379,16 @@ int RunClient(const std::string& uri,
   const bool quiet = json || absl::GetFlag(FLAGS_quiet);
   const uint32_t connection_count = absl::GetFlag(FLAGS_connections);
   const uint32_t inflight = absl::GetFlag(FLAGS_inflight);
+  const bool blocking = absl::GetFlag(FLAGS_blocking);
   const uint32_t size = absl::GetFlag(FLAGS_size);
   const absl::Duration duration =
       absl::GetFlag(FLAGS_duration).value_or(absl::Seconds(5));
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
   if (connection_count == 0 || inflight == 0) {
     return Usage("--connections and --inflight must be at least 1");
+  }
+  if (blocking && inflight != 1) {
+    return Usage("--blocking makes one call at a time: --inflight must be 1");
   }
   if (duration <= absl::ZeroDuration() || timeout <= absl::ZeroDuration()) {
     return Usage("--duration and --timeout must be positive");
@@ -377,7 +423,7 @@ int RunClient(const std::string& uri,
 
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + absl::ToChronoNanoseconds(duration);
-  for (auto& connection : connections) connection->Start();
+  for (auto& connection : connections) connection->Start(blocking);
   uint64_t last_calls = 0;
   uint64_t last_latency_ns = 0;
   Clock::time_point next_report = start + std::chrono::seconds(1);
@@ -443,6 +489,7 @@ int RunClient(const std::string& uri,
         {"uri", uri},
         {"connections", connection_count},
         {"inflight", inflight},
+        {"blocking", blocking},
         {"size", size},
         {"procedure", size == 0 ? "NULL" : "ECHO"},
         {"duration_s", elapsed_s},
