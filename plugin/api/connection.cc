@@ -162,7 +162,11 @@ Connection::Connection(std::unique_ptr<fabric::Endpoint> endpoint,
       // memory a caller frees is never left registered (see
       // registration_cache.h on Forget()).
       cache_(*endpoint_, 0),
-      engine_(config_, this, shared_budget) {}
+      engine_(config_, this, shared_budget) {
+  // Counters come from the engine's own classification of each message.
+  engine_.set_message_observer(
+      [this](const engine::MessageSeen& seen) { CountMessage(seen); });
+}
 
 Connection::~Connection() {
   // Leases end before the cache and the endpoint go.
@@ -230,9 +234,12 @@ void Connection::Cancel(engine::CallId call, absl::Status status) {
 
 absl::Status Connection::Reply(engine::CallId call,
                                engine::OutgoingReply reply) {
-  absl::Status st =
-      engine_.Reply(call, std::move(reply), operation_actions_);
-  RunReply(operation_actions_);
+  // An RDMA_ERROR the engine makes while replying is logged as the reply's
+  // (connection_log.cc).
+  replying_ = true;
+  absl::Status st = engine_.Reply(call, std::move(reply), operation_actions_);
+  replying_ = false;
+  Run(operation_actions_);
   return st;
 }
 
@@ -408,7 +415,7 @@ void Connection::TrySends(engine::Actions& out) {
       fabric::LocalBuffer buffer = send_pool_->Buffer(*slot, s.bytes.size());
       // Counted before the post: the peer may act on the message (and a
       // reader look at both sides' counters) before PostSend returns.
-      CountMessage(s.bytes, s.invalidate.has_value(), /*sent=*/true);
+      if (s.invalidate) Count(&Counters::remote_invalidations);
       if (hooks_.capture) hooks_.capture(true, s.bytes, s.invalidate);
       st = endpoint_->PostSend(WrId(kSendKind, id),
                                absl::MakeConstSpan(&buffer, 1), s.invalidate);
@@ -524,8 +531,7 @@ void Connection::OnCompletion(const fabric::Completion& c,
       if (ok && !disconnected_) {
         absl::Span<const uint8_t> bytes =
             recv_pool_->Memory(slot).subspan(0, c.byte_length);
-        CountMessage(bytes, c.invalidated_handle.has_value(),
-                     /*sent=*/false);
+        if (c.invalidated_handle) Count(&Counters::remote_invalidations);
         if (hooks_.capture) hooks_.capture(false, bytes, c.invalidated_handle);
         engine_.OnReceive(bytes, c.invalidated_handle, out);
         if (c.invalidated_handle) windows_.erase(*c.invalidated_handle);
@@ -570,10 +576,14 @@ void Connection::OnCompletion(const fabric::Completion& c,
 
 namespace {
 
+// Read chunks are runs of segments with the same position (RFC 8166
+// §3.4.5 lists a chunk's segments together).
 uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
-  std::set<uint32_t> positions;
-  for (const wire::ReadSegment& r : chunks.reads) positions.insert(r.position);
-  return positions.size();
+  uint64_t n = 0;
+  for (size_t i = 0; i < chunks.reads.size(); ++i) {
+    n += i == 0 || chunks.reads[i].position != chunks.reads[i - 1].position;
+  }
+  return n;
 }
 
 }  // namespace
@@ -583,30 +593,28 @@ void Connection::Count(uint64_t Counters::*field) {
   ++(counters_.*field);
 }
 
-void Connection::CountMessage(absl::Span<const uint8_t> bytes,
-                              bool remote_invalidation, bool sent) {
-  auto decoded = wire::DecodeV1(bytes);
-  if (!decoded.ok()) {
+void Connection::CountMessage(const engine::MessageSeen& seen) {
+  const bool sent = seen.sent;
+  if (seen.v2_error) {
     // The answer to a version-two probe (draft-04 §7.2) may come as a
     // version-two RDMA2_ERROR, as Linux sends it.
-    auto v2 = wire::DecodeV2(bytes);
-    if (v2.ok() && v2->header.proc() == wire::V2Proc::kError) {
-      {
-        std::lock_guard<std::mutex> lock(counters_mu_);
-        ++(sent ? counters_.errors_sent : counters_.errors_received);
-      }
-      LogRdmaError(sent, v2->header.xid, "RDMA2_ERROR");
-    } else if (!sent && bytes.size() >= 4) {
-      undecodable_.emplace(wire::LoadBigEndian32(bytes.data()),
-                           decoded.error().message);
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++(sent ? counters_.errors_sent : counters_.errors_received);
+    }
+    LogRdmaError(sent, seen.xid, "RDMA2_ERROR");
+    return;
+  }
+  if (seen.header == nullptr) {
+    if (!sent && seen.error != nullptr) {
+      undecodable_.emplace(seen.xid, seen.error->message);
     }
     return;
   }
-  const wire::V1Header& h = decoded->header;
+  const wire::V1Header& h = *seen.header;
   if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
     {
       std::lock_guard<std::mutex> lock(counters_mu_);
-      if (remote_invalidation) ++counters_.remote_invalidations;
       ++(sent ? counters_.errors_sent : counters_.errors_received);
     }
     LogRdmaError(sent, h.xid,
@@ -617,17 +625,9 @@ void Connection::CountMessage(absl::Span<const uint8_t> bytes,
     return;
   }
   std::lock_guard<std::mutex> lock(counters_mu_);
-  if (remote_invalidation) ++counters_.remote_invalidations;
   const wire::ChunkLists* chunks = h.chunks();
   if (chunks == nullptr) return;
-  // Direction as the engine tells it (RFC 8167 §4): an RDMA_MSG carrying
-  // an RPC CALL, or an RDMA_NOMSG with a read list, is a call.
-  bool is_call = !chunks->reads.empty();
-  if (h.proc() == wire::V1Proc::kMsg &&
-      bytes.size() >= decoded->header_length + 8) {
-    is_call = wire::LoadBigEndian32(bytes.data() + decoded->header_length +
-                                    4) == 0;  // msg_type CALL
-  }
+  const bool is_call = seen.is_call;
   // Forward calls go from the requester to the responder; a call the
   // other way is a backward call (RFC 8167).
   const bool forward = is_call == (sent == (role_ == Role::kRequester));

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "plugin/api/latency_recorder.h"
 #include "plugin/config/config_loader.h"
@@ -89,9 +89,6 @@ class Connection : public engine::MemoryExposer {
   // A reply's RDMA_ERROR answer is logged as not fitting the call's chunks.
   absl::Status Reply(engine::CallId call, engine::OutgoingReply reply);
   void OnBudgetReleased();
-  // The same for the actions of engine::Reply: an RDMA_ERROR among them
-  // is logged as a reply that does not fit the call's chunks.
-  void RunReply(engine::Actions& actions);
   // Consumes the endpoint's completions and connection events, and carries
   // out what follows. `readable`: the owner's loop saw event_fd() readable
   // (fabric.h OnEventFdReadable); otherwise only what this side's own
@@ -175,8 +172,7 @@ class Connection : public engine::MemoryExposer {
   void NoteLoss(absl::string_view what);
   // Counts one transport message this side sent or received;
   // `remote_invalidation`: it was (or came as) a Send With Invalidate.
-  void CountMessage(absl::Span<const uint8_t> bytes, bool remote_invalidation,
-                    bool sent);
+  void CountMessage(const engine::MessageSeen& seen);
 
   std::unique_ptr<fabric::Endpoint> endpoint_;
   engine::Config config_;
@@ -197,8 +193,7 @@ class Connection : public engine::MemoryExposer {
   absl::flat_hash_map<uint64_t, SendInFlight> sends_;
   uint64_t next_send_ = 1;
   absl::flat_hash_map<uint64_t, fabric::RegistrationCache::Lease> read_leases_;
-  absl::flat_hash_map<uint64_t, fabric::RegistrationCache::Lease>
-      write_leases_;
+  absl::flat_hash_map<uint64_t, fabric::RegistrationCache::Lease> write_leases_;
   absl::flat_hash_map<uint32_t, fabric::RegistrationCache::Lease> windows_;
   uint64_t outstanding_ = 0;
   uint64_t activity_ = 0;
@@ -207,7 +202,7 @@ class Connection : public engine::MemoryExposer {
   std::string lost_reason_;        // the first known cause of the loss
   bool local_disconnect_ = false;  // Disconnect() was asked for
   bool orderly_end_ = false;       // see orderly_end()
-  bool replying_ = false;          // inside RunReply
+  bool replying_ = false;          // inside Reply
   uint64_t log_id_ = 0;
   std::string log_description_;
   // The latest received message that did not decode, which the engine

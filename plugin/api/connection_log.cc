@@ -9,12 +9,6 @@
 
 namespace rpcrdma::api_internal {
 
-void Connection::RunReply(engine::Actions& actions) {
-  replying_ = true;
-  Run(actions);
-  replying_ = false;
-}
-
 void Connection::SetLogContext(uint64_t id, std::string description) {
   log_id_ = id;
   log_description_ = std::move(description);

@@ -79,6 +79,19 @@ Send Engine::MakeSend(OpId op, const wire::V1Header& header,
   bytes.resize(header_size + payload.size());
   (void)wire::EncodeV1(header, absl::MakeSpan(bytes).first(header_size));
   CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
+  if (observer_) {
+    bool is_call = false;
+    if (header.proc() == wire::V1Proc::kMsg) {
+      is_call = payload.size() >= 8 &&
+                wire::LoadBigEndian32(payload.data() + 4) == kRpcCall;
+    } else if (header.proc() == wire::V1Proc::kNoMsg) {
+      is_call = !header.chunks()->reads.empty();
+    }
+    Observe({.sent = true,
+             .xid = header.xid,
+             .header = &header,
+             .is_call = is_call});
+  }
   return Send{op, std::move(bytes), invalidate};
 }
 
@@ -135,6 +148,9 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
     wire::DecodeResult<wire::V2Decoded> d = wire::DecodeV2(bytes);
     const wire::V2Error* err =
         d.ok() ? std::get_if<wire::V2Error>(&d->header.body) : nullptr;
+    Observe({.xid = xid,
+             .v2_error = err != nullptr,
+             .error = d.ok() ? nullptr : &d.error()});
     if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&
         xid == probe_xid_) {
       range = {err->vers_low, err->vers_high};
@@ -149,6 +165,9 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
     wire::DecodeResult<wire::V1Decoded> d = wire::DecodeV1(bytes);
     const wire::V1Error* err =
         d.ok() ? std::get_if<wire::V1Error>(&d->header.body) : nullptr;
+    Observe({.xid = xid,
+             .header = d.ok() ? &d->header : nullptr,
+             .error = d.ok() ? nullptr : &d.error()});
     if (err == nullptr || err->code != wire::V1ErrorCode::kVers) {
       negotiation_ = absl::DataLossError(
           "the peer answered the version-two probe with neither a "
@@ -254,6 +273,10 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
       !decoded->header.chunks()->reads.empty()) {
     is_call = true;
   }
+  Observe({.xid = xid,
+           .header = decoded.ok() ? &decoded->header : nullptr,
+           .is_call = is_call,
+           .error = decoded.ok() ? nullptr : &decoded.error()});
   if (requester_on_ && !is_call) {
     auto it = by_xid_.find(xid);
     if (it != by_xid_.end()) {

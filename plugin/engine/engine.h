@@ -155,6 +155,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -393,6 +394,23 @@ struct ConnectionParams {
 
 // ---- The engine ------------------------------------------------------------
 
+// What the engine made of a message it sent or received, for its owner's
+// counters and logs: the owner need not decode the message a second time.
+struct MessageSeen {
+  bool sent = false;
+  uint32_t xid = 0;
+  // The version-one header; null when the message was not one the engine
+  // could decode (then `error` says why, for a received one) or was a
+  // version-two RDMA2_ERROR (`v2_error`, draft-04 §7.2).
+  const wire::V1Header* header = nullptr;
+  // An RPC call (RFC 8167 §4: an RDMA_MSG whose msg_type is CALL, or an
+  // RDMA_NOMSG with a read list), forward or backward.
+  bool is_call = false;
+  bool v2_error = false;
+  const wire::DecodeError* error = nullptr;
+};
+using MessageObserver = std::function<void(const MessageSeen&)>;
+
 class Engine {
  public:
   // `shared_budget` (optional, not owned): the reassembly memory shared
@@ -400,6 +418,12 @@ class Engine {
   // Config::max_reassembly_bytes.
   Engine(Config config, MemoryExposer* exposer,
          ReassemblyBudget* shared_budget = nullptr);
+
+  // Called for every version-one message sent and every message received
+  // while connected, before the engine acts on it.
+  void set_message_observer(MessageObserver observer) {
+    observer_ = std::move(observer);
+  }
 
   // The eight octets of RFC 8797 private data to send on connect/accept.
   std::array<uint8_t, wire::kPrivateDataSize> LocalPrivateData() const;
@@ -572,7 +596,12 @@ class Engine {
                 absl::Span<const uint8_t> payload,
                 std::optional<uint32_t> invalidate = std::nullopt);
 
+  void Observe(const MessageSeen& seen) {
+    if (observer_) observer_(seen);
+  }
+
   Config config_;
+  MessageObserver observer_;
   MemoryExposer* exposer_;
   ReassemblyBudget* shared_budget_;
   size_t calls_awaiting_memory_ = 0;

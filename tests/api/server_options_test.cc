@@ -138,8 +138,10 @@ TEST(ServerConnectionEvents, IdleCloseNamesTheTimeout) {
   ASSERT_TRUE(server.ok()) << server.status();
   auto channel = Channel::Create((*server)->uri(), {});
   ASSERT_TRUE(channel.ok()) << channel.status();
+  // (The Channel connects again at once, channel.h, so a third event, its
+  // next accept, may follow.)
   std::vector<ServerConnectionEvent> events = log.WaitFor(2);
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[1].type, ServerConnectionEvent::Type::kClosed);
   EXPECT_EQ(events[1].status.code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(absl::StrContains(events[1].status.message(), "idle for 100 ms"))
