@@ -87,8 +87,13 @@ absl::Status EventLoop::Init(bool own_thread, std::string name) {
 
 EventLoop::~EventLoop() {
   if (thread_.joinable()) {
+    // The wake-up is written whether or not the loop sleeps now: it may be
+    // about to, past its last look at stopping_ (Iterate checks again
+    // under tasks_mu_ too).
     stopping_.store(true);
-    Post([] {});
+    const uint64_t one = 1;
+    ssize_t n = write(wake_fd_, &one, sizeof one);
+    (void)n;
     thread_.join();
   }
   FreeRemoved();
@@ -399,7 +404,7 @@ void EventLoop::Iterate(std::chrono::nanoseconds timeout) {
   if (spun_into_work) timeout = std::chrono::nanoseconds(0);
   {
     std::lock_guard<std::mutex> lock(tasks_mu_);
-    if (!tasks_.empty()) {
+    if (!tasks_.empty() || stopping_.load()) {
       timeout = std::chrono::nanoseconds(0);
     } else if (timeout.count() > 0) {
       sleeping_ = true;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <string>
@@ -149,6 +150,19 @@ TEST(WorkerPool, SlowHandlerDoesNotStallOtherConnections) {
       },
       server_options);
   ASSERT_TRUE(server.ok()) << server.status();
+  // On every way out of the test, a failed assertion included, the slow
+  // handler is let go: the Server's pool joins its workers when it goes.
+  auto let_go = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+  };
+  struct OnExit {
+    std::function<void()> run;
+    ~OnExit() { run(); }
+  } release_on_exit{let_go};
   ChannelOptions options;
   options.runtime = *runtime;
   auto slow = Channel::Create((*server)->uri(), {}, options);
@@ -162,11 +176,7 @@ TEST(WorkerPool, SlowHandlerDoesNotStallOtherConnections) {
     ASSERT_TRUE(r.ok()) << r.status();
   }
   EXPECT_EQ(stuck.wait_for(milliseconds(0)), std::future_status::timeout);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  let_go();
   EXPECT_TRUE(Wait(stuck).ok());
 }
 
