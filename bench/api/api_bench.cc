@@ -43,10 +43,14 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
+#include "tests/api/process_stats.h"
 #include "tools/perf_program/perf_program.h"
 
 namespace rpcrdma::bench {
 namespace {
+
+using process_stats::ResidentKib;
+using process_stats::Threads;
 
 using Clock = std::chrono::steady_clock;
 
@@ -347,29 +351,6 @@ void EchoMemcpy(benchmark::State& state) {
 }
 
 // ---- scale ------------------------------------------------------------------
-
-long ResidentKib() {
-  long kib = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-      if (std::strncmp(line, "VmRSS:", 6) == 0) {
-        kib = std::strtol(line + 6, nullptr, 10);
-      }
-    }
-    std::fclose(f);
-  }
-  return kib;
-}
-
-size_t Threads() {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
 
 // A server in a child process (its own descriptor table), serving until
 // the parent closes `control`; on each byte it reports its resident

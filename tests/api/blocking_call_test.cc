@@ -26,9 +26,14 @@
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/api/process_stats.h"
 
 namespace rpcrdma {
 namespace {
+
+using process_stats::VoluntarySwitches;
+
+using test_calls::ReplyHeader;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -38,16 +43,6 @@ std::string UnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-blocking-", what, "-", getpid(),
                       "-", counter++);
-}
-
-std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.push_back(static_cast<uint8_t>(w >> shift));
-    }
-  }
-  return out;
 }
 
 uint32_t XidOf(const Reply& reply) {
@@ -77,21 +72,6 @@ std::set<std::string> TaskIds() {
     closedir(d);
   }
   return ids;
-}
-
-long VoluntarySwitches(const std::string& tid) {
-  long n = -1;
-  const std::string path = absl::StrCat("/proc/self/task/", tid, "/status");
-  if (FILE* f = std::fopen(path.c_str(), "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-      if (std::strncmp(line, "voluntary_ctxt_switches:", 24) == 0) {
-        n = std::strtol(line + 24, nullptr, 10);
-      }
-    }
-    std::fclose(f);
-  }
-  return n;
 }
 
 TEST(BlockingCall, ReturnsEachReplyOnTheCallingThread) {

@@ -27,9 +27,16 @@
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/api/process_stats.h"
 
 namespace rpcrdma {
 namespace {
+
+using process_stats::CountEntries;
+using process_stats::Maps;
+using process_stats::ResidentKib;
+
+using test_calls::ReplyHeader;
 
 // Memory maps per connection and process: its buffers, and on a
 // Unix-domain socket the two pages of the cross-memory gates (its own and
@@ -55,39 +62,6 @@ constexpr size_t kConnections = 10000;
 // Beyond the connections: the test's own descriptors, the loops', gtest's.
 constexpr rlim_t kSlack = 256;
 
-size_t CountEntries(const char* dir) {
-  size_t n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-size_t Maps() {
-  size_t n = 0;
-  if (FILE* f = std::fopen("/proc/self/maps", "r")) {
-    int c;
-    while ((c = std::fgetc(f)) != EOF) n += c == '\n';
-    std::fclose(f);
-  }
-  return n;
-}
-
-long ResidentKib() {
-  long kib = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-      if (std::strncmp(line, "VmRSS:", 6) == 0) {
-        kib = std::strtol(line + 6, nullptr, 10);
-      }
-    }
-    std::fclose(f);
-  }
-  return kib;
-}
-
 // Why the server's process is no longer running, or "" while it is.
 std::string ChildEnd(pid_t child) {
   int status = 0;
@@ -108,16 +82,6 @@ bool RaiseDescriptorLimit(rlim_t needed) {
   limit.rlim_cur = limit.rlim_max;
   setrlimit(RLIMIT_NOFILE, &limit);
   return limit.rlim_max >= needed;
-}
-
-std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.push_back(static_cast<uint8_t>(w >> shift));
-    }
-  }
-  return out;
 }
 
 // The Server's process: serves until its parent closes `control`, then

@@ -25,9 +25,14 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/api/process_stats.h"
 
 namespace rpcrdma {
 namespace {
+
+using process_stats::Threads;
+
+using test_calls::ReplyHeader;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -37,25 +42,6 @@ std::string UnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-runtime-", what, "-", getpid(), "-",
                       counter++);
-}
-
-size_t Threads() {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.push_back(static_cast<uint8_t>(w >> shift));
-    }
-  }
-  return out;
 }
 
 CallRequest NullCall(uint32_t xid) {

@@ -22,6 +22,8 @@
 namespace rpcrdma {
 namespace {
 
+using test_calls::ReplyHeader;
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -56,17 +58,6 @@ CallRequest NullCall(uint32_t xid) {
   req.xdr = test_calls::MinimalCallStream(xid);
   req.max_reply_size = 64;
   return req;
-}
-
-// RFC 5531 accepted, successful reply header.
-std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.push_back(static_cast<uint8_t>(w >> shift));
-    }
-  }
-  return out;
 }
 
 void EchoNull(IncomingCall call, Responder responder) {
