@@ -13,6 +13,13 @@
 namespace rpcrdma::bench {
 namespace {
 
+// libtirpc's xdrproc_t is variadic and xdr_void takes no arguments: the
+// cast goes through void (*)(), the one GCC accepts between function types.
+template <typename Function>
+xdrproc_t AsXdrProc(Function* function) {
+  return reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(function));
+}
+
 // The program rpcrdma-perf speaks (tools/perf_program), here over TCP.
 constexpr rpcprog_t kProgram = 0x20008166;
 constexpr rpcvers_t kVersion = 1;
@@ -31,19 +38,17 @@ bool_t XdrOpaque(XDR* xdrs, Opaque* o) {
 void Dispatch(svc_req* request, SVCXPRT* xprt) {
   switch (request->rq_proc) {
     case NULLPROC:
-      svc_sendreply(xprt, reinterpret_cast<xdrproc_t>(xdr_void), nullptr);
+      svc_sendreply(xprt, AsXdrProc(xdr_void), nullptr);
       return;
     case kEcho: {
       Opaque o;
-      if (!svc_getargs(xprt, reinterpret_cast<xdrproc_t>(XdrOpaque),
+      if (!svc_getargs(xprt, AsXdrProc(XdrOpaque),
                        reinterpret_cast<caddr_t>(&o))) {
         svcerr_decode(xprt);
         return;
       }
-      svc_sendreply(xprt, reinterpret_cast<xdrproc_t>(XdrOpaque),
-                    reinterpret_cast<caddr_t>(&o));
-      svc_freeargs(xprt, reinterpret_cast<xdrproc_t>(XdrOpaque),
-                   reinterpret_cast<caddr_t>(&o));
+      svc_sendreply(xprt, AsXdrProc(XdrOpaque), reinterpret_cast<caddr_t>(&o));
+      svc_freeargs(xprt, AsXdrProc(XdrOpaque), reinterpret_cast<caddr_t>(&o));
       return;
     }
     default:
@@ -68,8 +73,7 @@ std::unique_ptr<TirpcServer> TirpcServer::Start() {
   s->port_ = ntohs(addr.sin_port);
   SVCXPRT* xprt = svc_vc_create(fd, 0, 0);
   // Protocol 0: registered with the dispatcher only, not with rpcbind.
-  if (xprt == nullptr ||
-      !svc_register(xprt, kProgram, kVersion, Dispatch, 0)) {
+  if (xprt == nullptr || !svc_register(xprt, kProgram, kVersion, Dispatch, 0)) {
     return nullptr;
   }
   s->thread_ = std::thread([server = s.get()] {
@@ -112,9 +116,8 @@ TirpcClient::~TirpcClient() {
 bool TirpcClient::Null() {
   if (client_ == nullptr) return false;
   timeval timeout{5, 0};
-  return clnt_call(static_cast<CLIENT*>(client_), NULLPROC,
-                   reinterpret_cast<xdrproc_t>(xdr_void), nullptr,
-                   reinterpret_cast<xdrproc_t>(xdr_void), nullptr,
+  return clnt_call(static_cast<CLIENT*>(client_), NULLPROC, AsXdrProc(xdr_void),
+                   nullptr, AsXdrProc(xdr_void), nullptr,
                    timeout) == RPC_SUCCESS;
 }
 
@@ -128,10 +131,8 @@ bool TirpcClient::Echo(const std::vector<uint8_t>& data,
   result.resize(data.size());
   Opaque out{reinterpret_cast<char*>(result.data()),
              static_cast<u_int>(result.size())};
-  return clnt_call(static_cast<CLIENT*>(client_), kEcho,
-                   reinterpret_cast<xdrproc_t>(XdrOpaque),
-                   reinterpret_cast<caddr_t>(&in),
-                   reinterpret_cast<xdrproc_t>(XdrOpaque),
+  return clnt_call(static_cast<CLIENT*>(client_), kEcho, AsXdrProc(XdrOpaque),
+                   reinterpret_cast<caddr_t>(&in), AsXdrProc(XdrOpaque),
                    reinterpret_cast<caddr_t>(&out), timeout) == RPC_SUCCESS;
 }
 

@@ -91,8 +91,8 @@ struct Reply {
 // copy, read by the transport until ServerReply::on_released runs).
 struct ReplyItem {
   ReplyItem() = default;
-  ReplyItem(uint32_t position, std::vector<uint8_t> data)
-      : position(position), data(std::move(data)) {}
+  ReplyItem(uint32_t item_position, std::vector<uint8_t> owned)
+      : position(item_position), data(std::move(owned)) {}
   // An item lending the handler's memory (see `view`).
   static ReplyItem View(uint32_t position, absl::Span<const uint8_t> view) {
     ReplyItem item;
@@ -108,11 +108,12 @@ struct ReplyItem {
 
 struct ServerReply {
   ServerReply() = default;
-  ServerReply(std::vector<uint8_t> xdr, std::vector<ReplyItem> results = {},
-              std::function<void()> on_released = nullptr)
-      : xdr(std::move(xdr)),
-        results(std::move(results)),
-        on_released(std::move(on_released)) {}
+  ServerReply(std::vector<uint8_t> reply_xdr,
+              std::vector<ReplyItem> reply_results = {},
+              std::function<void()> released = nullptr)
+      : xdr(std::move(reply_xdr)),
+        results(std::move(reply_results)),
+        on_released(std::move(released)) {}
 
   std::vector<uint8_t> xdr;  // the reduced RPC reply stream
   std::vector<ReplyItem> results;
