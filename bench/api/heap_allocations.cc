@@ -1,9 +1,9 @@
 // Counts the process's heap allocations by standing in for glibc's malloc
 // family (operator new calls malloc). Linked into the benchmark only where
 // no sanitizer replaces the allocator (bench/api/CMakeLists.txt).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 
 #include "bench/api/process_counters.h"
 

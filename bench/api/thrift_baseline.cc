@@ -99,8 +99,8 @@ std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
   auto protocol = std::make_shared<TBinaryProtocolFactory>();
   auto ready = std::make_shared<Ready>();
   if (kind == Kind::kSimple) {
-    auto socket =
-        std::make_shared<apache::thrift::transport::TServerSocket>("127.0.0.1", 0);
+    auto socket = std::make_shared<apache::thrift::transport::TServerSocket>(
+        "127.0.0.1", 0);
     std::shared_ptr<apache::thrift::transport::TTransportFactory> transports;
     if (framing == ThriftFraming::kFramed) {
       transports = std::make_shared<LargeFramedTransportFactory>();
@@ -114,8 +114,9 @@ std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
     ready->Wait();
     s->port_ = socket->getPort();
   } else {
-    auto socket = std::make_shared<
-        apache::thrift::transport::TNonblockingServerSocket>("127.0.0.1", 0);
+    auto socket =
+        std::make_shared<apache::thrift::transport::TNonblockingServerSocket>(
+            "127.0.0.1", 0);
     auto threads =
         apache::thrift::concurrency::ThreadManager::newSimpleThreadManager(
             static_cast<size_t>(workers));
@@ -182,7 +183,8 @@ ThriftConcurrentClient::ThriftConcurrentClient(int port)
   auto socket = std::make_shared<TSocket>("127.0.0.1", port);
   socket->setNoDelay(true);
   state_->transport = std::make_shared<TFramedTransport>(socket);
-  auto sync = std::make_shared<apache::thrift::async::TConcurrentClientSyncInfo>();
+  auto sync =
+      std::make_shared<apache::thrift::async::TConcurrentClientSyncInfo>();
   state_->client = std::make_unique<thrift::BenchConcurrentClient>(
       std::make_shared<TBinaryProtocol>(state_->transport), sync);
   state_->transport->open();

@@ -219,9 +219,9 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
       header.body = wire::V1NoMsg{std::move(lists)};
     }
   }
-  out.push_back(MakeSend(
-      NextOp(), header,
-      send_xdr ? absl::Span<const uint8_t>(c.call.xdr) : payload));
+  out.push_back(
+      MakeSend(NextOp(), header,
+               send_xdr ? absl::Span<const uint8_t>(c.call.xdr) : payload));
 }
 
 void Engine::ReleaseCredit(RequesterCall& c) {

@@ -493,11 +493,11 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   // completion. The call's memory is released when the Send completes.
   ReleaseResponderCredit(c);
   reply_sends_[c.send_op] = c.id;
-  out.push_back(MakeSend(
-      c.send_op, h,
-      use_reply_chunk ? absl::Span<const uint8_t>()
-                      : absl::Span<const uint8_t>(c.reply_stream),
-      InvalidateHandleFor(c)));
+  out.push_back(MakeSend(c.send_op, h,
+                         use_reply_chunk
+                             ? absl::Span<const uint8_t>()
+                             : absl::Span<const uint8_t>(c.reply_stream),
+                         InvalidateHandleFor(c)));
   return absl::OkStatus();
 }
 

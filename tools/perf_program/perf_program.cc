@@ -209,10 +209,10 @@ void ServeCall(IncomingCall call, Responder responder) {
       // from the call's own buffer, which the reply keeps until the
       // transport is done with it (no copy in the RPC layer).
       const absl::Span<const uint8_t> data = args.Rest().first(*length);
-      reply.results.push_back(ReplyItem::View(
-          static_cast<uint32_t>(reply.xdr.size()), data));
-      reply.on_released = [kept = std::make_shared<Buffer>(
-                               std::move(call.message))] {};
+      reply.results.push_back(
+          ReplyItem::View(static_cast<uint32_t>(reply.xdr.size()), data));
+      reply.on_released =
+          [kept = std::make_shared<Buffer>(std::move(call.message))] {};
       break;
     }
     default:

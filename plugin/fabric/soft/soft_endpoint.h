@@ -26,11 +26,11 @@
 #include "absl/types/span.h"
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_cma_gate.h"
-#include "plugin/memory/ring_queue.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/fabric/soft/soft_memory.h"
 #include "plugin/fabric/soft/soft_socket.h"
 #include "plugin/fabric/soft/soft_wire.h"
+#include "plugin/memory/ring_queue.h"
 
 namespace rpcrdma::fabric::soft {
 
@@ -129,7 +129,7 @@ class SoftEndpoint : public Endpoint {
     uint64_t wr_id = 0;
     WorkType type = WorkType::kSend;
     absl::InlinedVector<absl::Span<uint8_t>, 2> scatter;  // RDMA Read target
-    uint64_t expected = 0;                     // RDMA Read length
+    uint64_t expected = 0;                                // RDMA Read length
     uint64_t received = 0;
     bool cross_memory = false;  // sent as READ_REQ_CMA or WRITE_CMA
   };
