@@ -449,8 +449,10 @@ void IdleConnections(benchmark::State& state) {
 }
 
 void LoopThreads(benchmark::State& state) {
+  config::TransportConfig config;
+  config.mutable_limits()->set_max_connections(1024);  // default 220
   for (auto _ : state) {
-    auto s = Server::Create(FreshUri(), {}, perf::ServeCall);
+    auto s = Server::Create(FreshUri(), config, perf::ServeCall);
     if (!s.ok()) std::abort();
     const size_t before = Threads();
     std::vector<std::unique_ptr<Channel>> channels;
