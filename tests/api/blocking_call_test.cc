@@ -33,6 +33,7 @@ namespace {
 
 using process_stats::VoluntarySwitches;
 
+using test_calls::NullCall;
 using test_calls::ReplyHeader;
 
 using std::chrono::milliseconds;
@@ -40,9 +41,7 @@ using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 std::string UnixUri(absl::string_view what) {
-  static std::atomic<int> counter{0};
-  return absl::StrCat("soft+unix://@rpcrdma-blocking-", what, "-", getpid(),
-                      "-", counter++);
+  return test_calls::UniqueUnixUri(absl::StrCat("blocking-", what));
 }
 
 uint32_t XidOf(const Reply& reply) {
@@ -50,13 +49,6 @@ uint32_t XidOf(const Reply& reply) {
   const uint8_t* p = reply.xdr.data();
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
          p[3];
-}
-
-CallRequest NullCall(uint32_t xid) {
-  CallRequest req;
-  req.xdr = test_calls::MinimalCallStream(xid);
-  req.max_reply_size = 64;
-  return req;
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {

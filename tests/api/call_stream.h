@@ -5,9 +5,17 @@
 #ifndef RPCRDMA_TESTS_API_CALL_STREAM_H_
 #define RPCRDMA_TESTS_API_CALL_STREAM_H_
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "rpcrdma/types.h"
 
 namespace rpcrdma::test_calls {
 
@@ -28,6 +36,21 @@ inline std::vector<uint8_t> MinimalCallStream(uint32_t xid) {
 // RFC 5531: XID, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
 inline std::vector<uint8_t> ReplyHeader(uint32_t xid) {
   return Words({xid, 1u, 0u, 0u, 0u, 0u});
+}
+
+// A void call whose reply fits inline.
+inline CallRequest NullCall(uint32_t xid) {
+  CallRequest request;
+  request.xdr = MinimalCallStream(xid);
+  request.max_reply_size = 64;
+  return request;
+}
+
+// An abstract Unix-domain URI no other test of this process uses.
+inline std::string UniqueUnixUri(absl::string_view what) {
+  static std::atomic<int> counter{0};
+  return absl::StrCat("soft+unix://@rpcrdma-", what, "-", getpid(), "-",
+                      counter++);
 }
 
 }  // namespace rpcrdma::test_calls

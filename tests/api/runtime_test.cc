@@ -32,6 +32,7 @@ namespace {
 
 using process_stats::Threads;
 
+using test_calls::NullCall;
 using test_calls::ReplyHeader;
 
 using std::chrono::milliseconds;
@@ -39,16 +40,7 @@ using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 std::string UnixUri(absl::string_view what) {
-  static std::atomic<int> counter{0};
-  return absl::StrCat("soft+unix://@rpcrdma-runtime-", what, "-", getpid(), "-",
-                      counter++);
-}
-
-CallRequest NullCall(uint32_t xid) {
-  CallRequest req;
-  req.xdr = test_calls::MinimalCallStream(xid);
-  req.max_reply_size = 64;
-  return req;
+  return test_calls::UniqueUnixUri(absl::StrCat("runtime-", what));
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {
