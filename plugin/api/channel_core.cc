@@ -234,9 +234,7 @@ bool ChannelCore::Spin() {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     if (conn_ == nullptr || conn_->disconnected()) return false;
-    const uint64_t before = conn_->activity();
-    conn_->Spin();
-    found = conn_->activity() != before;
+    found = conn_->Spin();
     CollectUpcalls(o);
     UpdateInterest();
   }
@@ -302,8 +300,8 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
       Finish(c->call, Reply{std::move(c->reply), std::move(c->result_lengths)},
              o);
     } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
-      if (f->never_sent) Unsent(f->call, std::move(f->unsent_xdr));
-      Finish(f->call, std::move(f->status), o, f->never_sent);
+      Finish(f->call, std::move(f->status), o,
+             f->never_sent ? &f->unsent_xdr : nullptr);
     } else if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
       // Backward calls (RFC 8167); none are served once the Channel goes.
       if (shutting_down_ || backward_handler_ == nullptr) continue;
@@ -332,7 +330,7 @@ void ChannelCore::Complete(Channel::CallId id, absl::StatusOr<Reply> result,
 }
 
 void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
-                         Outcomes& o, bool never_sent) {
+                         Outcomes& o, std::vector<uint8_t>* unsent_xdr) {
   auto it = by_engine_.find(engine_id);
   if (it == by_engine_.end()) return;
   const Channel::CallId id = it->second;
@@ -346,12 +344,17 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
   // such RPCs on its backlog across a reconnect (xprt->backlog).
   if (!result.ok() &&
       result.status().code() == absl::StatusCode::kUnavailable &&
-      (p->second.request.retry_on_reconnect || never_sent) && !shutting_down_ &&
-      conn_->lost()) {
+      (p->second.request.retry_on_reconnect || unsent_xdr != nullptr) &&
+      !shutting_down_ && conn_->lost()) {
     if (p->second.ending) {
       absl::Status ending = *p->second.ending;
       Complete(id, std::move(ending), o);
       return;
+    }
+    // Sent again on the next connection: a call that never left gets back
+    // the stream it gave the engine without a copy.
+    if (unsent_xdr != nullptr && !p->second.request.retry_on_reconnect) {
+      p->second.request.xdr = std::move(*unsent_xdr);
     }
     p->second.engine_id.reset();
     return;
@@ -489,9 +492,7 @@ bool ChannelCore::SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
   const Clock::time_point until =
       Clock::now() + std::chrono::microseconds(busy_poll_us_);
   do {
-    const uint64_t before = conn->activity();
-    conn->Spin();
-    if (conn->activity() != before) return true;
+    if (conn->Spin()) return true;
     // Other threads may be waiting for the lock to send their calls.
     lock.unlock();
     lock.lock();
@@ -556,17 +557,6 @@ void ChannelCore::Accept(Channel::CallId id, CallRequest request,
   p.deadline = deadline;
   p.request = std::move(request);
   if (Up()) Send(id, o);
-}
-
-// A call the lost connection never sent gets its stream back, to be sent
-// on the next one.
-void ChannelCore::Unsent(engine::CallId engine_id, std::vector<uint8_t> xdr) {
-  auto it = by_engine_.find(engine_id);
-  if (it == by_engine_.end()) return;
-  auto p = pending_.find(it->second);
-  if (p != pending_.end() && !p->second.request.retry_on_reconnect) {
-    p->second.request.xdr = std::move(xdr);
-  }
 }
 
 // Hands a call that is not in an engine to the current connection.

@@ -148,9 +148,9 @@ class ChannelCore final : public runtime::Source,
   // The connection's upcalls into `o`.
   void CollectUpcalls(Outcomes& o);
   void Complete(Channel::CallId id, absl::StatusOr<Reply> result, Outcomes& o);
-  void Unsent(engine::CallId engine_id, std::vector<uint8_t> xdr);
+  // `unsent_xdr`: the stream of a call the lost connection never sent.
   void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
-              Outcomes& o, bool never_sent = false);
+              Outcomes& o, std::vector<uint8_t>* unsent_xdr = nullptr);
   bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
   void Accept(Channel::CallId id, CallRequest request, Channel::Callback done,
               Outcomes& o);

@@ -463,9 +463,11 @@ absl::StatusOr<wire::Segment> Connection::Expose(absl::Span<uint8_t> memory,
   return wire::Segment{region->handle, region->length, region->offset};
 }
 
-void Connection::Spin() {
+bool Connection::Spin() {
+  const uint64_t before = activity_;
   endpoint_->OnSpin();
   Poll();
+  return activity_ != before;
 }
 
 void Connection::Poll(bool readable) {

@@ -95,8 +95,8 @@ class Connection : public engine::MemoryExposer {
   // calls produced is consumed, without a system call. Owners call it after
   // every operation on the connection (fabric.h: the owner drains).
   void Poll(bool readable = false);
-  // The same for busy polling (fabric.h OnSpin).
-  void Spin();
+  // The same for busy polling (fabric.h OnSpin); true when it found work.
+  bool Spin();
   // When set, Poll must run again by then (fabric.h poll_deadline).
   std::optional<std::chrono::steady_clock::time_point> poll_deadline() const {
     return endpoint_->poll_deadline();

@@ -69,9 +69,7 @@ bool ServerConnection::Spin() {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     if (conn_ == nullptr || conn_->disconnected()) return false;
-    const uint64_t before = conn_->activity();
-    conn_->Spin();
-    found = conn_->activity() != before;
+    found = conn_->Spin();
     CollectUpcalls(o);
     UpdateInterest();
   }

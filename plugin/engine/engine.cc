@@ -80,17 +80,10 @@ Send Engine::MakeSend(OpId op, const wire::V1Header& header,
   (void)wire::EncodeV1(header, absl::MakeSpan(bytes).first(header_size));
   CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
   if (observer_) {
-    bool is_call = false;
-    if (header.proc() == wire::V1Proc::kMsg) {
-      is_call = payload.size() >= 8 &&
-                wire::LoadBigEndian32(payload.data() + 4) == kRpcCall;
-    } else if (header.proc() == wire::V1Proc::kNoMsg) {
-      is_call = !header.chunks()->reads.empty();
-    }
     Observe({.sent = true,
              .xid = header.xid,
              .header = &header,
-             .is_call = is_call});
+             .is_call = CarriesCall(header, payload)});
   }
   return Send{op, std::move(bytes), invalidate};
 }
@@ -258,21 +251,11 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   wire::DecodeResult<wire::V1Decoded> decoded =
       wire::DecodeV1(bytes, config_.limits);
 
-  // Direction (RFC 8167 §4): forward and backward calls use independent
-  // XID spaces, so the XID alone cannot tell a reply. An RDMA_MSG whose RPC
-  // msg_type is CALL is a call, and so is an RDMA_NOMSG with a read list
-  // (a long call, RFC 8166 §3.5.3; a reply never carries a read list), even
-  // when the XID equals one of this side's own calls.
-  bool is_call = false;
-  if (decoded.ok() && decoded->header.proc() == wire::V1Proc::kMsg &&
-      bytes.size() >= decoded->header_length + 8) {
-    is_call = wire::LoadBigEndian32(bytes.data() + decoded->header_length +
-                                    4) == kRpcCall;
-  }
-  if (decoded.ok() && decoded->header.proc() == wire::V1Proc::kNoMsg &&
-      !decoded->header.chunks()->reads.empty()) {
-    is_call = true;
-  }
+  // Told by its content (CarriesCall), even when the XID equals one of
+  // this side's own calls.
+  const bool is_call =
+      decoded.ok() &&
+      CarriesCall(decoded->header, bytes.subspan(decoded->header_length));
   Observe({.xid = xid,
            .header = decoded.ok() ? &decoded->header : nullptr,
            .is_call = is_call,

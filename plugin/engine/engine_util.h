@@ -12,6 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "plugin/wire/chunks.h"
+#include "plugin/wire/v1.h"
+#include "plugin/wire/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -30,6 +32,21 @@ inline constexpr size_t kMinReplyHeader = 20;
 inline constexpr size_t kMinRpcCallHeader = 24;
 // RPC msg_type CALL (RFC 5531 §9), the word after the XID.
 inline constexpr uint32_t kRpcCall = 0;
+
+// Direction (RFC 8167 §4): forward and backward calls use independent XID
+// spaces, so the XID alone cannot tell a reply. An RDMA_MSG whose RPC
+// msg_type is CALL is a call, and so is an RDMA_NOMSG with a read list (a
+// long call, RFC 8166 §3.5.3; a reply never carries a read list).
+// `rpc_message`: what follows the transport header.
+inline bool CarriesCall(const wire::V1Header& header,
+                        absl::Span<const uint8_t> rpc_message) {
+  if (header.proc() == wire::V1Proc::kMsg) {
+    return rpc_message.size() >= 8 &&
+           wire::LoadBigEndian32(rpc_message.data() + 4) == kRpcCall;
+  }
+  return header.proc() == wire::V1Proc::kNoMsg &&
+         !header.chunks()->reads.empty();
+}
 
 // memcpy that accepts an empty copy from or to a null pointer (an empty
 // Buffer or vector has one), which memcpy itself leaves undefined.
