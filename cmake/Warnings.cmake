@@ -1,7 +1,8 @@
 # Project-wide compile flags. Warnings are errors when RPCRDMA_WERROR is on
 # (the Makefile and CI turn it on; consumers get warnings only).
 add_compile_options(-Wall -Wextra -Wpedantic -Wshadow -Wconversion
-                    -Wno-sign-conversion -Wnon-virtual-dtor)
+                    -Wno-sign-conversion
+                    $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>)
 if(RPCRDMA_WERROR)
   add_compile_options(-Werror)
 endif()

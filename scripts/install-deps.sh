@@ -11,6 +11,7 @@ packages=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libthrift-dev thrift-compiler libboost-dev libevent-dev  # Thrift: its headers include Boost, TNonblockingServer libevent
   libtirpc-dev  # ONC RPC (the adapter and the API benchmark's baseline)
+  rpcsvc-proto patch  # rpcgen, and the fixes to draft-04 XDR it needs (interop/xdr_v2)
   libabsl-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

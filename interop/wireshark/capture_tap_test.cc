@@ -25,6 +25,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
+#include "tests/testing/run_command.h"
 
 namespace rpcrdma {
 namespace {
@@ -97,24 +98,9 @@ ServerReply Answer(const IncomingCall& call) {
   return reply;
 }
 
-struct CommandResult {
-  int exit_status = -1;
-  std::string out;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult r;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
+using rpcrdma::testing::CommandResult;
+using rpcrdma::testing::Quote;
+using rpcrdma::testing::RunCommand;
 
 uint64_t Number(const std::string& s) {
   return s.rfind("0x", 0) == 0 ? std::stoull(s.substr(2), nullptr, 16)

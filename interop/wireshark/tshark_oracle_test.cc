@@ -29,6 +29,7 @@
 #include "plugin/capture/roce.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/xdr.h"
+#include "tests/testing/run_command.h"
 
 namespace {
 
@@ -255,24 +256,9 @@ struct ExpectedFrame {
   int pad;  // BTH PadCnt: octets that round the payload up to 4
 };
 
-struct CommandResult {
-  int exit_status = -1;
-  std::string out;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult r;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
+using rpcrdma::testing::CommandResult;
+using rpcrdma::testing::Quote;
+using rpcrdma::testing::RunCommand;
 
 // tshark -T fields output: one row per frame, keyed by frame.number.
 std::map<uint64_t, std::vector<std::string>> ParseRows(const std::string& out,
