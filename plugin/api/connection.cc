@@ -120,6 +120,12 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
     }
   } else {
     c.peer_backchannel_credits = resolved.backchannel_credits;
+    // draft-cel-nfsv4-rpcrdma-version-two-04 §7: V2_WITH_FALLBACK serves
+    // both versions on one listener; V2 answers version one ERR_VERS.
+    c.serve_version_two =
+        resolved.version_policy != config::TransportConfig::V1;
+    c.require_version_two =
+        resolved.version_policy == config::TransportConfig::V2;
   }
   return c;
 }

@@ -47,16 +47,6 @@ absl::Status ServerCore::Start(absl::string_view uri,
   resolved_ = config::Resolve(config);
   shared_ =
       std::make_shared<ServerShared>(resolved_.max_server_reassembly_bytes);
-  // The responder speaks version one; under V2_WITH_FALLBACK it answers a
-  // version-two probe with ERR_VERS 1..1, which is how a client falls back
-  // (draft-cel-nfsv4-rpcrdma-version-two-04 §7.2).
-  if (resolved_.version_policy == config::TransportConfig::V2) {
-    RPCRDMA_LOG(kError, 0,
-                "rejected configuration: version_policy V2 on a Server");
-    return absl::UnimplementedError(
-        "config: version_policy: V2: this release's Server answers in "
-        "version one only (use V1 or V2_WITH_FALLBACK)");
-  }
   absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
       fabric_->Listen(parsed->address);
   if (!listener.ok()) {

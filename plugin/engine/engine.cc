@@ -75,15 +75,28 @@ Send Engine::MakeSend(OpId op, const wire::V1Header& header,
                       absl::Span<const uint8_t> payload,
                       std::optional<uint32_t> invalidate) {
   std::vector<uint8_t> bytes = TakeSendBuffer();
-  const size_t header_size = wire::V1EncodedSize(header);
-  bytes.resize(header_size + payload.size());
-  (void)wire::EncodeV1(header, absl::MakeSpan(bytes).first(header_size));
-  CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
+  const bool is_call = CarriesCall(header, payload);
+  if (version_ == wire::kRpcRdmaVersion2) {
+    // Version two carries the same chunk lists with the direction made
+    // explicit (draft-04 §6.2.2). No handle is offered for remote
+    // invalidation (rdma_inv_handle 0, §6.2.3): a requester may always
+    // invalidate its own handles.
+    const wire::V2Header v2 = ToV2Header(header, is_call);
+    const size_t header_size = wire::V2EncodedSize(v2);
+    bytes.resize(header_size + payload.size());
+    (void)wire::EncodeV2(v2, absl::MakeSpan(bytes).first(header_size));
+    CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
+  } else {
+    const size_t header_size = wire::V1EncodedSize(header);
+    bytes.resize(header_size + payload.size());
+    (void)wire::EncodeV1(header, absl::MakeSpan(bytes).first(header_size));
+    CopyBytes(bytes.data() + header_size, payload.data(), payload.size());
+  }
   if (observer_) {
     Observe({.sent = true,
              .xid = header.xid,
              .header = &header,
-             .is_call = CarriesCall(header, payload)});
+             .is_call = is_call});
   }
   return Send{op, std::move(bytes), invalidate};
 }
@@ -99,6 +112,10 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   // RFC 8166 §3.3.1: one call outstanding until the first reply.
   grant_ = 1;
   outstanding_ = 0;
+  first_message_ = true;
+  // A responder settles the version from the client's first message; a
+  // requester from the probe's answer.
+  if (!config_.requester) version_ = 1;
   out.push_back(PostReceives{receives_, config_.local.receive_size});
   if (requester_on_ && !backward_requester_ && config_.offered_version == 2 &&
       negotiation_.ok()) {
@@ -118,9 +135,7 @@ void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
   probe.xid = xid;
   probe.vers = wire::kRpcRdmaVersion2;
   probe.credits = requester_limit_;
-  wire::V2ConnProp props;
-  props.start.push_back(wire::MakeRbsizProperty(config_.local.receive_size));
-  probe.body = std::move(props);
+  probe.body = wire::V2ConnProp{LocalProperties(), {}};
   negotiating_ = true;
   probe_xid_ = xid;
   outstanding_ = 1;
@@ -144,13 +159,22 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
     Observe({.xid = xid,
              .v2_error = err != nullptr,
              .error = d.ok() ? nullptr : &d.error()});
+    const wire::V2ConnProp* props =
+        d.ok() ? std::get_if<wire::V2ConnProp>(&d->header.body) : nullptr;
     if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&
         xid == probe_xid_) {
       range = {err->vers_low, err->vers_high};
+    } else if (props != nullptr) {
+      // §7.1: the peer's own RDMA2_CONNPROP; version two from now on, with
+      // its properties and its credit grant.
+      version_ = wire::kRpcRdmaVersion2;
+      peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
+      AdoptPeerProperties(props->start);
+      grant_ = std::clamp<uint32_t>(d->header.credits, 1, requester_limit_);
     } else {
-      negotiation_ = absl::UnimplementedError(
-          "the peer answered in RPC-over-RDMA version two; this engine "
-          "carries calls in version one only");
+      negotiation_ = absl::DataLossError(
+          "the peer answered the version-two probe with a version-two "
+          "message other than RDMA2_CONNPROP or RDMA2_ERR_VERS");
     }
   } else if (xid != probe_xid_) {
     return;  // nothing else is expected before the answer (§7)
@@ -246,6 +270,12 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
     HandleProbeAnswer(bytes, out);
     return;
   }
+  const bool first = std::exchange(first_message_, false);
+  if (version_ == wire::kRpcRdmaVersion2) {
+    OnReceiveV2(bytes, invalidated, out);
+    return;
+  }
+  if (first && TryOpenVersionTwo(bytes, out)) return;
   if (bytes.size() < kMinReplyHeader) return;
   const uint32_t xid = wire::LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V1Decoded> decoded =
@@ -260,29 +290,47 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
            .header = decoded.ok() ? &decoded->header : nullptr,
            .is_call = is_call,
            .error = decoded.ok() ? nullptr : &decoded.error()});
+  if (!decoded.ok()) {
+    Route(wire::V1Decoded{}, bytes, false, invalidated, out, &decoded.error());
+    return;
+  }
+  if (is_call && config_.require_version_two && !config_.requester) {
+    // version_policy V2: a version-one client is told which versions this
+    // side speaks (§7.2) and served nothing.
+    SendError(xid, wire::V1ErrorCode::kVers, out);
+    return;
+  }
+  Route(*decoded, bytes, is_call, invalidated, out);
+}
+
+void Engine::Route(const wire::V1Decoded& decoded,
+                   absl::Span<const uint8_t> bytes, bool is_call,
+                   std::optional<uint32_t> invalidated, Actions& out,
+                   const wire::DecodeError* error) {
+  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
   if (requester_on_ && !is_call) {
     auto it = by_xid_.find(xid);
     if (it != by_xid_.end()) {
       RequesterCall& c = requests_.at(it->second);
-      if (!decoded.ok()) {
+      if (error != nullptr) {
         ReleaseCredit(c);
         Finish(c,
-               FailCall{c.id, absl::DataLossError(absl::StrCat(
-                                  "undecodable reply: ",
-                                  decoded.error().ToStatus().message()))},
+               FailCall{c.id, absl::DataLossError(
+                                  absl::StrCat("undecodable reply: ",
+                                               error->ToStatus().message()))},
                invalidated, out);
         Dispatch(out);
         return;
       }
-      HandleReply(*decoded, bytes, c, invalidated, out);
+      HandleReply(decoded, bytes, c, invalidated, out);
       return;
     }
     if (cancelled_xids_.erase(xid) != 0) {
       // The late reply of a cancelled call: frees its credit, then dropped.
       --outstanding_;
-      if (decoded.ok()) {
+      if (error == nullptr) {
         grant_ =
-            std::clamp<uint32_t>(decoded->header.credits, 1, requester_limit_);
+            std::clamp<uint32_t>(decoded.header.credits, 1, requester_limit_);
       }
       Dispatch(out);
       return;
@@ -292,7 +340,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   // does when it has no backchannel service (RFC 8167 §5 leaves it to the
   // ULP to use the backchannel only once both sides support it).
   if (!responder_on_ || bytes.size() < kMinCallHeader) return;
-  if (!decoded.ok()) {
+  if (error != nullptr) {
     // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
     // goes from responder to requester only); a malformed one is dropped,
     // as Linux's svcrdma drops every RDMA_ERROR.
@@ -302,11 +350,11 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
     }
     // RFC 8166 §4.5.1 / §4.5.2.
     wire::V1Header reply =
-        wire::V1ErrorReplyFor(bytes, decoded.error(), responder_grant_);
+        wire::V1ErrorReplyFor(bytes, *error, responder_grant_);
     out.push_back(MakeSend(NextOp(), reply, {}));
     return;
   }
-  HandleCall(*decoded, bytes, out);
+  HandleCall(decoded, bytes, out);
 }
 
 // ---- Responder

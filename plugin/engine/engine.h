@@ -172,6 +172,7 @@
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
 #include "plugin/wire/v1.h"
+#include "plugin/wire/v2.h"
 #include "rpcrdma/buffer.h"
 
 namespace rpcrdma::engine {
@@ -372,12 +373,18 @@ struct Config {
   // Requester: the RPC-over-RDMA version offered first on every connection
   // (draft-cel-nfsv4-rpcrdma-version-two-04 §7). With 2, the first message
   // is an RDMA2_CONNPROP with rdma_vers 2 and no call goes out until the
-  // peer has answered it; ERR_VERS with a range holding 1 then selects
-  // version one when `version_fallback` allows it (§7.2). This engine
-  // carries calls in version one only, so a version-two answer ends the
-  // negotiation with UNIMPLEMENTED.
+  // peer has answered it: its own RDMA2_CONNPROP selects version two for
+  // the connection; ERR_VERS with a range holding 1 selects version one
+  // when `version_fallback` allows it (§7.2).
   uint32_t offered_version = 1;
   bool version_fallback = true;
+  // Responder: a client whose first message is an RDMA2_CONNPROP gets this
+  // side's RDMA2_CONNPROP and is served in version two (§7.1); without it
+  // the CONNPROP is answered ERR_VERS 1..1.
+  bool serve_version_two = false;
+  // Responder: a client that opens in version one is answered RDMA_ERROR
+  // ERR_VERS 2..2 for every call (version_policy V2).
+  bool require_version_two = false;
 };
 
 struct ConnectionParams {
@@ -501,9 +508,9 @@ class Engine {
   // Version negotiation (Config::offered_version): true while the probe
   // awaits its answer; then version() is the version in use and
   // negotiation_status() says why calls cannot go out when it failed
-  // (FAILED_PRECONDITION naming the peer's range, UNIMPLEMENTED for a
-  // version-two peer). peer_versions() is the range of the peer's
-  // ERR_VERS (0..0 when it sent none).
+  // (FAILED_PRECONDITION naming the peer's range). peer_versions() is the
+  // range of the peer's ERR_VERS (0..0 when it sent none; 2..2 for a peer
+  // that answered in version two).
   bool negotiating() const { return negotiating_; }
   uint32_t version() const { return version_; }
   const absl::Status& negotiation_status() const { return negotiation_; }
@@ -569,6 +576,24 @@ class Engine {
                    absl::Span<const uint8_t> bytes, RequesterCall& c,
                    std::optional<uint32_t> invalidated, Actions& out);
 
+  // Routes a decoded message (version one, or version two in its
+  // version-one form) to the requester or responder role.
+  // `error`: why the message did not decode (then `decoded` is empty).
+  void Route(const wire::V1Decoded& decoded, absl::Span<const uint8_t> bytes,
+             bool is_call, std::optional<uint32_t> invalidated, Actions& out,
+             const wire::DecodeError* error = nullptr);
+
+  // Version two (version_two.cc).
+  bool TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out);
+  void OnReceiveV2(absl::Span<const uint8_t> bytes,
+                   std::optional<uint32_t> invalidated, Actions& out);
+  void AdoptPeerProperties(const wire::PropSet& properties);
+  wire::PropSet LocalProperties() const;
+  void HandleV2Error(const wire::V2Header& header, Actions& out);
+  void SendV2(wire::V2Header header, Actions& out);
+  // Octets of `header` as it goes on the wire in the version in use.
+  size_t HeaderSize(const wire::V1Header& header) const;
+
   // Responder.
   void HandleCall(const wire::V1Decoded& decoded,
                   absl::Span<const uint8_t> bytes, Actions& out);
@@ -578,7 +603,10 @@ class Engine {
   void StartCallsAwaitingMemory(Actions& out);
   void EndIncoming(CallId id, Actions& out);
   void ReleaseResponderCredit(ResponderCall& c);
-  void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out);
+  // In version two, `v2` says the cause precisely (draft-04 §6.2.4);
+  // without it ERR_CHUNK goes as RDMA2_ERR_BAD_XDR.
+  void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
+                 std::optional<wire::V2Error> v2 = std::nullopt);
   void IssueReads(Actions& out);
   bool PlaceReadsDirectly(ResponderCall& c,
                           absl::Span<const uint8_t> inline_payload, bool nomsg,
@@ -615,6 +643,9 @@ class Engine {
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;
   bool negotiating_ = false;
+  // Responder: nothing received yet on this connection (§7.1: only the
+  // first message may open version two).
+  bool first_message_ = true;
   uint32_t probe_xid_ = 0;
   uint32_t version_ = 1;
   uint32_t peer_version_low_ = 0;

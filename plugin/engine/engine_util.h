@@ -3,9 +3,11 @@
 #ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_
 #define RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +15,7 @@
 #include "absl/types/span.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/v1.h"
+#include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
 
 namespace rpcrdma::engine {
@@ -46,6 +49,39 @@ inline bool CarriesCall(const wire::V1Header& header,
   }
   return header.proc() == wire::V1Proc::kNoMsg &&
          !header.chunks()->reads.empty();
+}
+
+// A length as an XDR uint32, saturating (a reply's size in an error).
+inline uint32_t Clamp32(uint64_t value) {
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(value, std::numeric_limits<uint32_t>::max()));
+}
+
+// A version-one header in its version-two form (draft-04 §6.2): RDMA_MSG
+// and RDMA_NOMSG carry the same chunk lists with the direction made
+// explicit (§6.2.2) and no handle offered for remote invalidation (§6.2.3);
+// RDMA_ERROR ERR_VERS keeps its range, ERR_CHUNK becomes RDMA2_ERR_BAD_XDR.
+// Engine::SendError builds the other version-two errors itself.
+inline wire::V2Header ToV2Header(const wire::V1Header& header, bool is_call) {
+  wire::V2Header v2;
+  v2.xid = header.xid;
+  v2.vers = wire::kRpcRdmaVersion2;
+  v2.credits = header.credits;
+  const wire::MsgDirection direction =
+      is_call ? wire::MsgDirection::kCall : wire::MsgDirection::kReply;
+  if (const auto* msg = std::get_if<wire::V1Msg>(&header.body)) {
+    v2.body = wire::V2Msg{{direction, 0, msg->chunks}};
+  } else if (const auto* nomsg = std::get_if<wire::V1NoMsg>(&header.body)) {
+    v2.body = wire::V2NoMsg{{direction, 0, nomsg->chunks}};
+  } else if (const auto* err = std::get_if<wire::V1Error>(&header.body)) {
+    wire::V2Error e;
+    e.code = err->code == wire::V1ErrorCode::kVers ? wire::V2ErrorCode::kVers
+                                                   : wire::V2ErrorCode::kBadXdr;
+    e.vers_low = err->vers_low;
+    e.vers_high = err->vers_high;
+    v2.body = e;
+  }
+  return v2;
 }
 
 // memcpy that accepts an empty copy from or to a null pointer (an empty

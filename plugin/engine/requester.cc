@@ -123,8 +123,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   // list, may not fit the receive threshold (RFC 8166 §3.5.4).
   wire::V1Header reply_header{c.xid, wire::kRpcRdmaVersion1, 0,
                               wire::V1Msg{{{}, c.write_chunks, std::nullopt}}};
-  if (c.call.max_reply_size + wire::V1EncodedSize(reply_header) >
-      thresholds_.receive) {
+  if (c.call.max_reply_size + HeaderSize(reply_header) > thresholds_.receive) {
     // Not zero-filled: the peer writes what the reply holds, and only that
     // much is handed over.
     c.reply_buffer = Buffer(c.call.max_reply_size);
@@ -163,7 +162,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit. Without
   // items the reduced stream is the call, sent as it is.
   bool send_xdr = false;
-  if (wire::V1EncodedSize(header) + full_size <= send_limit) {
+  if (HeaderSize(header) + full_size <= send_limit) {
     if (c.call.arguments.empty()) {
       send_xdr = true;
     } else {
@@ -181,7 +180,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
     wire::V1Header sized = header;
     sized.body = wire::V1Msg{sizing};
     if (!sizing.reads.empty() &&
-        wire::V1EncodedSize(sized) + c.call.xdr.size() <= send_limit &&
+        HeaderSize(sized) + c.call.xdr.size() <= send_limit &&
         sizing.reads.size() + reply_segments <= config_.max_header_segments) {
       auto& chunks = std::get<wire::V1Msg>(header.body).chunks;
       for (const DdpArgument& a : c.call.arguments) {
@@ -206,9 +205,9 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
       }
       wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
                            wire::V1NoMsg{lists}};
-      if (wire::V1EncodedSize(nomsg) > send_limit) {
+      if (HeaderSize(nomsg) > send_limit) {
         return fail(absl::ResourceExhaustedError(absl::StrCat(
-            "transport header of ", wire::V1EncodedSize(nomsg),
+            "transport header of ", HeaderSize(nomsg),
             " octets exceeds the send threshold of ", send_limit)));
       }
       c.long_call = full_call();

@@ -15,10 +15,20 @@
 
 namespace rpcrdma::engine {
 
-void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out) {
+void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
+                       std::optional<wire::V2Error> v2) {
+  if (version_ == wire::kRpcRdmaVersion2 && v2) {
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, *v2},
+           out);
+    return;
+  }
   wire::V1Error err;
   err.code = code;
-  if (code == wire::V1ErrorCode::kVers) err.vers_low = err.vers_high = 1;
+  if (code == wire::V1ErrorCode::kVers) {
+    // The versions this side serves (draft-04 §7.2).
+    err.vers_low = config_.require_version_two ? 2 : 1;
+    err.vers_high = config_.serve_version_two ? 2 : 1;
+  }
   wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
   out.push_back(MakeSend(NextOp(), h, {}));
 }
@@ -424,9 +434,10 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   const auto& writes = c.chunks.writes;
   // The reply cannot be conveyed: ERR_CHUNK instead (as Linux). The reply's
   // memory is free at once (ReplySent), like the call's state.
-  auto error_reply = [&] {
+  // `v2`: the precise version-two error (draft-04 §6.2.4).
+  auto error_reply = [&](wire::V2Error v2) {
     ReleaseResponderCredit(c);
-    SendError(c.xid, wire::V1ErrorCode::kChunk, out);
+    SendError(c.xid, wire::V1ErrorCode::kChunk, out, v2);
     out.push_back(ReplySent{id});
     EndIncoming(id, out);
     return absl::OkStatus();
@@ -438,7 +449,11 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
     if (i < writes.size()) {
       // The Linux server answers ERR_CHUNK when a result exceeds its chunk.
       if (reply.results[i].data.size() > ChunkLength(writes[i])) {
-        return error_reply();
+        wire::V2Error e;
+        e.code = wire::V2ErrorCode::kWriteResource;
+        e.chunk_index = static_cast<uint32_t>(i);
+        e.length_needed = Clamp32(reply.results[i].data.size());
+        return error_reply(e);
       }
     } else {
       inline_items.push_back(
@@ -456,15 +471,18 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
                    wire::V1Msg{{{}, returned, std::nullopt}}};
   bool use_reply_chunk = false;
-  if (wire::V1EncodedSize(h) + c.reply_stream.size() > thresholds_.send) {
+  wire::V2Error no_room;
+  no_room.code = wire::V2ErrorCode::kReplyResource;
+  no_room.length_needed = Clamp32(c.reply_stream.size());
+  if (HeaderSize(h) + c.reply_stream.size() > thresholds_.send) {
     // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
     if (!c.chunks.reply.has_value() ||
         c.reply_stream.size() > ChunkLength(*c.chunks.reply)) {
-      return error_reply();
+      return error_reply(no_room);
     }
     h.body = wire::V1NoMsg{
         {{}, returned, FillChunk(*c.chunks.reply, c.reply_stream.size())}};
-    if (wire::V1EncodedSize(h) > thresholds_.send) return error_reply();
+    if (HeaderSize(h) > thresholds_.send) return error_reply(no_room);
     use_reply_chunk = true;
   }
 

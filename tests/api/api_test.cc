@@ -1305,6 +1305,116 @@ TEST_P(ApiTest, V2Draft_7_2_VersionTwoOnlyFailsAgainstVersionOnePeer) {
       << channel.status();
 }
 
+config::TransportConfig Version(config::TransportConfig::VersionPolicy p) {
+  config::TransportConfig c = Config();
+  c.set_version_policy(p);
+  return c;
+}
+
+// draft-cel-nfsv4-rpcrdma-version-two-04 end to end: a version-two Server
+// answers the probe with its CONNPROP and every chunk form then travels in
+// version two (§4.2), forward and backward (RFC 8167 semantics).
+TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
+  StartServer(Version(config::TransportConfig::V2));
+  ConnectWithBackchannel(Version(config::TransportConfig::V2));
+  ConnectionInfo info = channel_->connection_info();
+  EXPECT_EQ(info.version, 2u);
+  EXPECT_EQ(info.send_threshold, 4096u);  // §2: the server's receives
+
+  // A read chunk, a long call and a write chunk, each echoed back.
+  std::vector<uint8_t> arg = Pattern(100000, 3);
+  CallRequest read;
+  read.xdr = CallHeader(0x7201, kEcho);
+  Put(read.xdr, static_cast<uint32_t>(arg.size()));
+  read.arguments.push_back({static_cast<uint32_t>(read.xdr.size()), arg});
+  read.max_reply_size = 200000;  // a reply chunk for the long reply
+  auto f1 = channel_->Call(std::move(read));
+  absl::StatusOr<Reply> r1 = Wait(f1);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  std::vector<uint8_t> expected = ReplyHeader(0x7201);
+  PutOpaque(expected, arg);
+  EXPECT_EQ(r1->xdr, expected);
+
+  CallRequest long_call;
+  long_call.xdr = CallHeader(0x7202, kNull);
+  PutOpaque(long_call.xdr, Pattern(6000, 4));
+  long_call.max_reply_size = 64;
+  auto f2 = channel_->Call(std::move(long_call));
+  ASSERT_TRUE(Wait(f2).ok());
+
+  std::vector<uint8_t> buffer(8192, 0xEE);
+  CallRequest write;
+  write.xdr = CallHeader(0x7203, kDdpResult);
+  Put(write.xdr, 5003);
+  Put(write.xdr, 77);
+  write.results.push_back(absl::MakeSpan(buffer));
+  write.max_reply_size = 256;
+  auto f3 = channel_->Call(std::move(write));
+  absl::StatusOr<Reply> r3 = Wait(f3);
+  ASSERT_TRUE(r3.ok()) << r3.status();
+  ASSERT_EQ(r3->result_lengths, std::vector<uint32_t>{5003});
+  std::vector<uint8_t> want = Pattern(5003, 77);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), buffer.begin()));
+
+  // A backward call with a read chunk, in version two.
+  const uint64_t connection = ConnectionId();
+  std::vector<uint8_t> big = Pattern(9000, 7);
+  CallRequest back;
+  back.xdr = CallHeader(0x7204, kEcho);
+  Put(back.xdr, static_cast<uint32_t>(big.size()));
+  back.arguments.push_back({static_cast<uint32_t>(back.xdr.size()), big});
+  back.max_reply_size = 10000;
+  auto f4 = server_->Call(connection, std::move(back));
+  ASSERT_TRUE(Wait(f4).ok());
+
+  Counters c = channel_->counters();
+  EXPECT_EQ(c.read_chunk_calls, 1u) << PrintCounters(c);
+  EXPECT_EQ(c.long_calls, 1u);
+  EXPECT_EQ(c.long_replies, 1u);
+  EXPECT_EQ(c.write_chunks, 1u);
+  EXPECT_EQ(c.errors_received, 0u);
+  EXPECT_EQ(server_->counters().backward_calls, 1u);
+}
+
+// §7: one V2_WITH_FALLBACK Server serves a version-one and a version-two
+// client at once, each in its own version.
+TEST_P(ApiTest, V2Draft_7_VersionOneAndTwoClientsOnOneServer) {
+  StartServer(Version(config::TransportConfig::V2_WITH_FALLBACK));
+  auto v1 = Channel::Create(server_->uri(), Config());
+  auto v2 =
+      Channel::Create(server_->uri(), Version(config::TransportConfig::V2));
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ((*v1)->connection_info().version, 1u);
+  EXPECT_EQ((*v2)->connection_info().version, 2u);
+  for (auto* ch : {v1->get(), v2->get()}) {
+    for (uint32_t i = 0; i < 20; ++i) {
+      CallRequest req;
+      req.xdr = CallHeader(0x7300 + i, kNull);
+      req.max_reply_size = 64;
+      auto f = ch->Call(std::move(req));
+      ASSERT_TRUE(Wait(f).ok());
+    }
+  }
+}
+
+// §7.2: a version-two-only Server answers a version-one client's calls
+// ERR_VERS 2..2, which the caller sees with the range.
+TEST_P(ApiTest, V2Draft_7_2_VersionTwoServerRefusesVersionOneClient) {
+  StartServer(Version(config::TransportConfig::V2));
+  Connect(Config());
+  CallRequest req;
+  req.xdr = CallHeader(0x7401, kNull);
+  req.max_reply_size = 64;
+  auto f = channel_->Call(std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(r.status().message()).find("versions 2 to 2"),
+            std::string::npos)
+      << r.status();
+}
+
 // limits.max_call_size bounds what a responder reassembles (RFC 8166
 // §4.5.2: ERR_CHUNK for chunks it cannot accept).
 TEST_P(ApiTest, Rfc8166_4_5_2_CallOverMaxCallSizeIsErrChunk) {
@@ -1369,13 +1479,6 @@ TEST(ApiCreate, RejectsInvalidConfig) {
   EXPECT_NE(std::string(r.status().message()).find("credits.max_requests"),
             std::string::npos)
       << r.status();
-}
-
-TEST(ApiCreate, ServerRejectsVersionTwoOnly) {
-  config::TransportConfig c;
-  c.set_version_policy(config::TransportConfig::V2);
-  auto r = Server::Create(UniqueUri(), c, [](IncomingCall, Responder) {});
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented) << r.status();
 }
 
 TEST(ApiCreate, NoListenerIsUnavailable) {

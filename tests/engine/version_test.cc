@@ -139,15 +139,37 @@ TEST_F(VersionTest, V2Draft_7_2_RangeWithoutVersionOneFails) {
   EXPECT_EQ(engine_->peer_versions(), (std::pair<uint32_t, uint32_t>{3, 4}));
 }
 
-TEST_F(VersionTest, V2Draft_7_1_VersionTwoAnswerIsUnimplemented) {
+// §7.1: the peer's own RDMA2_CONNPROP selects version two; its RBSIZ bounds
+// what this side sends inline, its credits are the grant, and the waiting
+// call goes out as an RDMA2_MSG.
+TEST_F(VersionTest, V2Draft_7_1_ConnPropAnswerSelectsVersionTwo) {
   Make(true);
   Queue(0x100);
   Take();
-  // An RDMA2_CONNPROP back, with an empty property set.
-  Receive(Words({kProbeXid, 2, kCredits, 6, 0, 0}));
+  // An RDMA2_CONNPROP back: RBSIZ 2048, no-change subset empty.
+  Receive(Words({kProbeXid, 2, kCredits, 6, 1, 1, 4, 2048, 0}));
   Actions out = Take();
-  EXPECT_EQ(engine_->negotiation_status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(engine_->negotiation_status().ok());
+  EXPECT_EQ(engine_->version(), 2u);
+  EXPECT_EQ(engine_->thresholds().send, 2048u);
+  EXPECT_EQ(engine_->credit_grant(), kCredits);
+  EXPECT_EQ(Count<FailCall>(out), 0u);
+  std::vector<Send> sends = Only<Send>(out);
+  ASSERT_EQ(sends.size(), 1u);
+  // rdma_xid, rdma_vers 2, credits, RDMA2_MSG, CALL, no invalidation, three
+  // empty lists, then the RPC call.
+  EXPECT_EQ(
+      std::vector<uint8_t>(sends[0].bytes.begin(), sends[0].bytes.begin() + 32),
+      Words({0x100, 2, kCredits, 0, 0, 0, 0, 0}));
+}
+
+TEST_F(VersionTest, V2Draft_7_1_OtherVersionTwoAnswerIsDataLoss) {
+  Make(true);
+  Queue(0x100);
+  Take();
+  Receive(Words({kProbeXid, 2, kCredits, 9, 0}));  // RDMA2_UPDPROP
+  Actions out = Take();
+  EXPECT_EQ(engine_->negotiation_status().code(), absl::StatusCode::kDataLoss);
   ASSERT_EQ(Count<FailCall>(out), 1u);
   EXPECT_EQ(Count<Send>(out), 0u);
 }

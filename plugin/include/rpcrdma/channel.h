@@ -119,10 +119,10 @@ class Channel {
   // speak version two, whose message names the peer's range. Under V2 and
   // V2_WITH_FALLBACK the first message on every connection is an
   // RDMA2_CONNPROP with rdma_vers 2 (draft-cel-nfsv4-rpcrdma-version-two-04
-  // §7); a peer that answers ERR_VERS leaves V2_WITH_FALLBACK on the
-  // highest version of its range this side speaks (one); see
-  // connection_info(). A version-two answer is UNIMPLEMENTED: this release
-  // carries calls in version one only.
+  // §7); a peer that answers with its own RDMA2_CONNPROP is spoken to in
+  // version two (calls and replies as RDMA2_MSG / RDMA2_NOMSG, its receive
+  // buffer size bounding what goes inline), and a peer that answers
+  // ERR_VERS leaves V2_WITH_FALLBACK on version one; see connection_info().
   static absl::StatusOr<std::unique_ptr<Channel>> Create(
       absl::string_view uri, const config::TransportConfig& config);
 

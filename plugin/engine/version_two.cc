@@ -1,0 +1,235 @@
+// RPC-over-RDMA version two (draft-cel-nfsv4-rpcrdma-version-two-04): the
+// responder's side of the negotiation (§7.1), messages in version two,
+// transport properties (§5) and version-two errors (§6.2.4). Calls and
+// replies keep version one's chunk forms and credits (§4.2), so once a
+// message is decoded it takes the version-one paths in its version-one
+// form, with the direction the header states (§6.2.2).
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/engine/engine.h"
+#include "plugin/engine/engine_util.h"
+#include "plugin/wire/v2.h"
+#include "plugin/wire/xdr.h"
+
+namespace rpcrdma::engine {
+namespace {
+
+// rdma_vers and rdma_proc of a message, without decoding the rest.
+bool IsV2Proc(absl::Span<const uint8_t> bytes, wire::V2Proc proc) {
+  return bytes.size() >= 16 &&
+         wire::LoadBigEndian32(bytes.data() + 4) == wire::kRpcRdmaVersion2 &&
+         wire::LoadBigEndian32(bytes.data() + 12) ==
+             static_cast<uint32_t>(proc);
+}
+
+std::string V2ErrorDetail(const wire::V2Error& e) {
+  switch (e.code) {
+    case wire::V2ErrorCode::kVers:
+      return absl::StrCat("the peer supports RPC-over-RDMA versions ",
+                          e.vers_low, " to ", e.vers_high);
+    case wire::V2ErrorCode::kBadXdr:
+      return "the peer could not parse the transport header";
+    case wire::V2ErrorCode::kInvalidProc:
+      return "the peer does not know the transport procedure";
+    case wire::V2ErrorCode::kReadChunks:
+      return absl::StrCat("the peer takes at most ", e.max_chunks,
+                          " read chunks");
+    case wire::V2ErrorCode::kWriteChunks:
+      return absl::StrCat("the peer takes at most ", e.max_chunks,
+                          " write chunks");
+    case wire::V2ErrorCode::kSegments:
+      return absl::StrCat("the peer takes at most ", e.max_segments,
+                          " segments per chunk");
+    case wire::V2ErrorCode::kWriteResource:
+      return absl::StrCat("write chunk ", e.chunk_index, " needs ",
+                          e.length_needed, " octets");
+    case wire::V2ErrorCode::kReplyResource:
+      return absl::StrCat("the reply needs a reply chunk of ", e.length_needed,
+                          " octets");
+    case wire::V2ErrorCode::kInvalidOption:
+      return "the peer does not support the optional message";
+    case wire::V2ErrorCode::kSystem:
+      return "the peer failed for a reason of its own";
+  }
+  return "unknown error";
+}
+
+// The status a caller sees for each error (the version-one mapping where
+// one exists: ERR_VERS FAILED_PRECONDITION, ERR_CHUNK INVALID_ARGUMENT).
+absl::StatusCode V2ErrorStatusCode(wire::V2ErrorCode code) {
+  switch (code) {
+    case wire::V2ErrorCode::kVers:
+      return absl::StatusCode::kFailedPrecondition;
+    case wire::V2ErrorCode::kWriteResource:
+    case wire::V2ErrorCode::kReplyResource:
+      return absl::StatusCode::kResourceExhausted;
+    case wire::V2ErrorCode::kSystem:
+      return absl::StatusCode::kInternal;
+    default:
+      return absl::StatusCode::kInvalidArgument;
+  }
+}
+
+}  // namespace
+
+size_t Engine::HeaderSize(const wire::V1Header& header) const {
+  const size_t v1 = wire::V1EncodedSize(header);
+  // rdma_direction and rdma_inv_handle (draft-04 §6.2.2).
+  const bool carries_lists = header.proc() == wire::V1Proc::kMsg ||
+                             header.proc() == wire::V1Proc::kNoMsg;
+  return version_ == wire::kRpcRdmaVersion2 && carries_lists ? v1 + 8 : v1;
+}
+
+// §5.2.1: RBSIZ is the size of the receives this side posts.
+wire::PropSet Engine::LocalProperties() const {
+  return {wire::MakeRbsizProperty(config_.local.receive_size)};
+}
+
+// §5.2.1: the peer's receive buffer size bounds every Send to it (§2:
+// 4096 when it does not say); unknown properties are ignored (§5.3.1).
+// Remote invalidation in version two is requested per message
+// (rdma_inv_handle, §6.2.3), not by RFC 8797's flag.
+void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
+  uint32_t rbsiz = wire::kDefaultRbsiz;
+  wire::DecodeResult<wire::KnownProperties> known =
+      wire::InterpretProperties(properties);
+  if (known.ok() && known->rbsiz) rbsiz = *known->rbsiz;
+  thresholds_.send = std::min(config_.local.send_size, rbsiz);
+  thresholds_.receive = config_.local.receive_size;
+  thresholds_.remote_invalidation = false;
+}
+
+void Engine::SendV2(wire::V2Header header, Actions& out) {
+  if (header.proc() == wire::V2Proc::kError) {
+    Observe({.sent = true, .xid = header.xid, .v2_error = true});
+  }
+  std::vector<uint8_t> bytes = TakeSendBuffer();
+  bytes.resize(wire::V2EncodedSize(header));
+  (void)wire::EncodeV2(header, absl::MakeSpan(bytes));
+  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+}
+
+// §7.1: a responder that serves version two answers a client's opening
+// RDMA2_CONNPROP with its own, and the connection is in version two.
+bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
+  if (!config_.serve_version_two || config_.requester ||
+      !IsV2Proc(bytes, wire::V2Proc::kConnProp)) {
+    return false;
+  }
+  wire::DecodeResult<wire::V2Decoded> d =
+      wire::DecodeV2(bytes, wire::V2Limits{config_.limits});
+  if (!d.ok()) return false;  // answered ERR_VERS as version one would be
+  version_ = wire::kRpcRdmaVersion2;
+  peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
+  AdoptPeerProperties(std::get<wire::V2ConnProp>(d->header.body).start);
+  SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2, responder_grant_,
+                        wire::V2ConnProp{LocalProperties(), {}}},
+         out);
+  return true;
+}
+
+void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
+                         std::optional<uint32_t> invalidated, Actions& out) {
+  if (bytes.size() < 16) return;  // not even rdma_proc
+  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
+  wire::DecodeResult<wire::V2Decoded> d =
+      wire::DecodeV2(bytes, wire::V2Limits{config_.limits});
+  if (!d.ok()) {
+    Observe({.xid = xid, .error = &d.error()});
+    // An error is never answered with an error (§6.2.4 errors go from
+    // responder to requester); a reply that does not decode fails its call.
+    if (IsV2Proc(bytes, wire::V2Proc::kError)) return;
+    auto it = by_xid_.find(xid);
+    if (requester_on_ && it != by_xid_.end()) {
+      RequesterCall& c = requests_.at(it->second);
+      ReleaseCredit(c);
+      Finish(c,
+             FailCall{c.id, absl::DataLossError(
+                                absl::StrCat("undecodable reply: ",
+                                             d.error().ToStatus().message()))},
+             invalidated, out);
+      Dispatch(out);
+      return;
+    }
+    if (!responder_on_) return;
+    SendV2(wire::V2ErrorReplyFor(bytes, d.error(), responder_grant_), out);
+    return;
+  }
+  const wire::V2Header& h = d->header;
+  if (const wire::V2ChunkLists* lists = h.chunks()) {
+    wire::V1Decoded v1;
+    v1.header.xid = h.xid;
+    v1.header.vers = wire::kRpcRdmaVersion2;
+    v1.header.credits = h.credits;
+    if (h.proc() == wire::V2Proc::kMsg) {
+      v1.header.body = wire::V1Msg{lists->lists};
+    } else {
+      v1.header.body = wire::V1NoMsg{lists->lists};
+    }
+    v1.header_length = d->header_length;
+    const bool is_call = lists->direction == wire::MsgDirection::kCall;
+    Observe({.xid = xid, .header = &v1.header, .is_call = is_call});
+    Route(v1, bytes, is_call, invalidated, out);
+    return;
+  }
+  if (h.proc() == wire::V2Proc::kError) {
+    Observe({.xid = xid, .v2_error = true});
+    HandleV2Error(h, out);
+    return;
+  }
+  if (const auto* opt = std::get_if<wire::V2Optional>(&h.body)) {
+    // §4.1: no optional message type is supported; its sender learns so.
+    (void)opt;
+    wire::V2Error e;
+    e.code = wire::V2ErrorCode::kInvalidOption;
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, e},
+           out);
+    return;
+  }
+  if (const auto* upd = std::get_if<wire::V2UpdProp>(&h.body)) {
+    AdoptPeerProperties(upd->now);  // §5.3.4: the sender's values now
+    return;
+  }
+  if (const auto* req = std::get_if<wire::V2ReqProp>(&h.body)) {
+    // §5.3.3: every requested change is rejected (this side changes no
+    // property of a live connection).
+    wire::V2ResProp answer;
+    for (size_t i = 0; i < req->want.size(); ++i) {
+      wire::SubsetAdd(answer.rejected, i);
+    }
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
+                          std::move(answer)},
+           out);
+    return;
+  }
+  // A later RDMA2_CONNPROP, or an RDMA2_RESPROP to no request: ignored.
+}
+
+void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
+  const auto& e = std::get<wire::V2Error>(header.body);
+  if (!requester_on_) return;
+  auto it = by_xid_.find(header.xid);
+  if (it == by_xid_.end()) {
+    if (cancelled_xids_.erase(header.xid) != 0) {
+      --outstanding_;
+      grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
+      Dispatch(out);
+    }
+    return;
+  }
+  RequesterCall& c = requests_.at(it->second);
+  grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
+  ReleaseCredit(c);
+  Finish(c,
+         FailCall{c.id, absl::Status(V2ErrorStatusCode(e.code),
+                                     absl::StrCat("RDMA2_ERROR ",
+                                                  wire::V2ErrorCodeName(e.code),
+                                                  ": ", V2ErrorDetail(e)))},
+         std::nullopt, out);
+  Dispatch(out);
+}
+
+}  // namespace rpcrdma::engine
