@@ -220,6 +220,45 @@ void EchoRpcrdma(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
 }
 
+// draft-cel-nfsv4-rpcrdma-version-two-04 against version one, both through
+// BlockingCall on the soft fabric with each policy's default inline sizes
+// (1024 for version one, 4096 for version two, §2): a NULL call, and an
+// ECHO of `state.range(0)` octets carried inline in the call's XDR, whose
+// reply carries them back inline (version one: a long call and a reply
+// chunk at 2 KiB; version two: inline both ways).
+void StoreWord(uint8_t* at, uint32_t word) {
+  for (int i = 0; i < 4; ++i) {
+    at[i] = static_cast<uint8_t>(word >> (24 - 8 * i));
+  }
+}
+
+void VersionRpcrdma(benchmark::State& state,
+                    config::TransportConfig::VersionPolicy policy) {
+  config::TransportConfig config;
+  config.set_version_policy(policy);
+  auto server = Server::Create(FreshUri(), config, perf::ServeCall);
+  if (!server.ok()) std::abort();
+  auto channel = Channel::Create((*server)->uri(), config);
+  if (!channel.ok()) std::abort();
+  const uint32_t size = static_cast<uint32_t>(state.range(0));
+  uint32_t xid = 1;
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    CallRequest request = perf::NullCall(xid++);
+    if (size > 0) {
+      // NULL's header with ECHO's procedure number, then opaque<size>.
+      StoreWord(request.xdr.data() + 20, perf::kEchoProcedure);
+      const size_t at = request.xdr.size();
+      request.xdr.resize(at + 4 + size, 0x5A);
+      StoreWord(request.xdr.data() + at, size);
+      request.max_reply_size = size + perf::kMaxReducedReply;
+    }
+    allocations.Open();
+    return (*channel)->BlockingCall(std::move(request)).ok();
+  });
+  state.counters["version"] =
+      static_cast<double>((*channel)->connection_info().version);
+}
+
 // 16 Channels, 32 calls in flight on each, for as long as a benchmark
 // iteration lasts: each completion starts the next call.
 void CallsPerSecondRpcrdma(benchmark::State& state) {
@@ -504,6 +543,16 @@ void Register() {
         ->Arg(size)
         ->UseRealTime();
     RegisterBenchmark("Echo/tirpc_tcp", EchoTirpc)->Arg(size)->UseRealTime();
+  }
+  for (int size : {0, 2048}) {
+    RegisterBenchmark("Version/rpcrdma_v1", VersionRpcrdma,
+                      config::TransportConfig::V1)
+        ->Arg(size)
+        ->UseRealTime();
+    RegisterBenchmark("Version/rpcrdma_v2", VersionRpcrdma,
+                      config::TransportConfig::V2)
+        ->Arg(size)
+        ->UseRealTime();
   }
   RegisterBenchmark("IdleConnections", IdleConnections)
       ->Arg(0)
