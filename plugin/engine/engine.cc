@@ -113,6 +113,7 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   grant_ = 1;
   outstanding_ = 0;
   first_message_ = true;
+  peer_brs_ = wire::kDefaultBrs;
   // A responder settles the version from the client's first message; a
   // requester from the probe's answer.
   if (!config_.requester) version_ = 1;

@@ -590,6 +590,9 @@ class Engine {
   void AdoptPeerProperties(const wire::PropSet& properties);
   wire::PropSet LocalProperties() const;
   void HandleV2Error(const wire::V2Header& header, Actions& out);
+  // Why the client's Backward Request Support does not allow backward call
+  // `c` (§5.2.2); OK when it does or outside version two.
+  absl::Status BackwardCallAllowed(const RequesterCall& c) const;
   void SendV2(wire::V2Header header, Actions& out);
   // Octets of `header` as it goes on the wire in the version in use.
   size_t HeaderSize(const wire::V1Header& header) const;
@@ -643,6 +646,9 @@ class Engine {
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;
   bool negotiating_ = false;
+  // Version two: the client's Backward Request Support (§5.2.2; Table 1's
+  // default when it says nothing).
+  wire::BackwardRequestSupport peer_brs_ = wire::kDefaultBrs;
   // Responder: nothing received yet on this connection (§7.1: only the
   // first message may open version two).
   bool first_message_ = true;

@@ -108,6 +108,9 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
     Finish(c, FailCall{c.id, std::move(status)}, std::nullopt, out);
     Dispatch(out);
   };
+  if (absl::Status allowed = BackwardCallAllowed(c); !allowed.ok()) {
+    return fail(std::move(allowed));
+  }
   auto segments_for = [&](size_t length) {
     return std::max<size_t>(
         1, (length + config_.max_segment_size - 1) / config_.max_segment_size);

@@ -83,9 +83,52 @@ size_t Engine::HeaderSize(const wire::V1Header& header) const {
   return version_ == wire::kRpcRdmaVersion2 && carries_lists ? v1 + 8 : v1;
 }
 
-// §5.2.1: RBSIZ is the size of the receives this side posts.
+// §5.2.1: RBSIZ is the size of the receives this side posts. §5.2.2: a
+// client says whether it takes backward calls: in every form (GENL) when
+// it serves them, not at all (NONE) when it has no backward service.
 wire::PropSet Engine::LocalProperties() const {
-  return {wire::MakeRbsizProperty(config_.local.receive_size)};
+  wire::PropSet props{wire::MakeRbsizProperty(config_.local.receive_size)};
+  if (config_.requester) {
+    props.push_back(wire::MakeBrsProperty(
+        backward_responder_ ? wire::BackwardRequestSupport::kGeneral
+                            : wire::BackwardRequestSupport::kNone));
+  }
+  return props;
+}
+
+absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
+  if (!backward_requester_ || version_ != wire::kRpcRdmaVersion2) {
+    return absl::OkStatus();
+  }
+  if (peer_brs_ == wire::BackwardRequestSupport::kNone) {
+    return absl::FailedPreconditionError(
+        "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
+        "draft-04 §5.2.2)");
+  }
+  if (peer_brs_ != wire::BackwardRequestSupport::kInline) {
+    return absl::OkStatus();
+  }
+  // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
+  // any chunk.
+  size_t call_size = c.call.xdr.size();
+  for (const DdpArgument& a : c.call.arguments) {
+    call_size += wire::XdrRoundUp(a.data.size());
+  }
+  const wire::V1Header empty{c.xid, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}};
+  const char* needs = nullptr;
+  if (!c.call.results.empty()) {
+    needs = "write chunks for its results";
+  } else if (HeaderSize(empty) + call_size > thresholds_.send) {
+    needs = "a read chunk (it does not fit inline)";
+  } else if (HeaderSize(empty) + c.call.max_reply_size > thresholds_.receive) {
+    needs = "a reply chunk (its reply may not fit inline)";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("the client takes backward calls inline only "
+                   "(RDMA2_BKREQSUP_INLINE, draft-04 §5.2.2); this one "
+                   "needs ",
+                   needs));
 }
 
 // §5.2.1: the peer's receive buffer size bounds every Send to it (§2:
@@ -97,6 +140,7 @@ void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
   wire::DecodeResult<wire::KnownProperties> known =
       wire::InterpretProperties(properties);
   if (known.ok() && known->rbsiz) rbsiz = *known->rbsiz;
+  if (known.ok() && known->brs) peer_brs_ = *known->brs;
   thresholds_.send = std::min(config_.local.send_size, rbsiz);
   thresholds_.receive = config_.local.receive_size;
   thresholds_.remote_invalidation = false;

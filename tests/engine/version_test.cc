@@ -59,10 +59,12 @@ TEST_F(VersionTest, V2Draft_7_FirstMessageIsConnPropWithVersionTwo) {
   std::vector<Send> sends = Only<Send>(out);
   ASSERT_EQ(sends.size(), 1u);
   // rdma_xid, rdma_vers 2, rdma_credit, rdma_htype RDMA2_CONNPROP (6);
-  // rdma_start: one propval, RDMA2_PROPID_RBSIZ (1) with a four-octet
-  // uint32 of 4096 (§5.2.1); rdma_nochg: an empty subset.
+  // rdma_start: two propvals, RDMA2_PROPID_RBSIZ (1) with a four-octet
+  // uint32 of 4096 (§5.2.1) and RDMA2_PROPID_BRS (2) with
+  // RDMA2_BKREQSUP_NONE (0): this client serves no backward calls
+  // (§5.2.2); rdma_nochg: an empty subset.
   EXPECT_EQ(sends[0].bytes,
-            Words({kProbeXid, 2, kCredits, 6, 1, 1, 4, 4096, 0}));
+            Words({kProbeXid, 2, kCredits, 6, 2, 1, 4, 4096, 2, 4, 0, 0}));
   // §7: no larger than the version-one default inline threshold.
   EXPECT_LE(sends[0].bytes.size(), 1024u);
   EXPECT_TRUE(engine_->negotiating());

@@ -300,6 +300,70 @@ TEST(VersionTwoLoopback, V2Draft_6_2_4_ReplyWithoutRoomIsReplyResource) {
   EXPECT_NE(s.message().find("3000"), std::string::npos) << s;
 }
 
+// §5.2.2: a client with a backward service says GENL, one without says
+// NONE, and the server then issues it no backward call at all.
+TEST(VersionTwoLoopback, V2Draft_5_2_2_BackwardCallsFollowTheClientsBrs) {
+  for (uint32_t backchannel : {2u, 0u}) {
+    SCOPED_TRACE(backchannel);
+    Config client = ClientConfig();
+    client.backchannel_credits = backchannel;
+    Config server = ServerConfig();
+    server.peer_backchannel_credits = 2;
+    Loopback link(client, server);
+    link.Connect();
+    auto known = wire::InterpretProperties(
+        std::get<wire::V2ConnProp>(DecodeOrDie(link.a.sends[0]).body).start);
+    ASSERT_TRUE(known.ok());
+    EXPECT_EQ(known->brs, backchannel > 0
+                              ? wire::BackwardRequestSupport::kGeneral
+                              : wire::BackwardRequestSupport::kNone);
+    ASSERT_TRUE(
+        link.b.Call(OutgoingCall{CallStream(0x900, {1, 1, 0}), {}, {}, 64})
+            .ok());
+    link.Run();
+    ExpectNoErrors(link);
+    if (backchannel > 0) {
+      ASSERT_EQ(link.a.delivered.size(), 1u);
+    } else {
+      EXPECT_TRUE(link.a.delivered.empty());
+      ASSERT_EQ(link.b.failed.size(), 1u);
+      EXPECT_EQ(link.b.failed[0].status.code(),
+                absl::StatusCode::kFailedPrecondition);
+      EXPECT_NE(link.b.failed[0].status.message().find("BKREQSUP_NONE"),
+                std::string::npos);
+    }
+  }
+}
+
+// §5.2.2: under RDMA2_BKREQSUP_INLINE (also Table 1's default when the
+// client says nothing) a backward call goes only without chunks.
+TEST_F(ResponderV2, V2Draft_5_2_2_InlineOnlyClientGetsNoChunks) {
+  Config c = ServerConfig();
+  c.peer_backchannel_credits = 2;
+  Make(c);
+  Receive(ConnProp(0x77, 4096));  // RBSIZ only: BRS INLINE by default
+  std::vector<uint8_t> result(100);
+  auto with_chunk = engine_->StartCall(
+      OutgoingCall{
+          CallStream(0x901, {1, 1, 0}), {}, {absl::MakeSpan(result)}, 64},
+      out_);
+  ASSERT_TRUE(with_chunk.ok());
+  std::vector<FailCall> failed = Only<FailCall>(Take());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(failed[0].status.message().find("write chunks"), std::string::npos)
+      << failed[0].status;
+  auto inline_call = engine_->StartCall(
+      OutgoingCall{CallStream(0x902, {1, 1, 0}), {}, {}, 64}, out_);
+  ASSERT_TRUE(inline_call.ok());
+  std::vector<Send> sends = Sends(Take());
+  ASSERT_EQ(sends.size(), 1u);
+  wire::V2Header call = DecodeOrDie(sends[0].bytes);
+  ASSERT_EQ(call.proc(), wire::V2Proc::kMsg);
+  EXPECT_EQ(call.chunks()->direction, wire::MsgDirection::kCall);
+  EXPECT_EQ(call.chunks()->lists, wire::ChunkLists{});
+}
+
 // §6.2.4 on the requester: each error names its code and arm.
 TEST(VersionTwoRequester, V2Draft_6_2_4_ReceivedErrorFailsTheCallByName) {
   FakeExposer exposer;
