@@ -73,15 +73,15 @@ void Engine::RecycleSendBuffer(std::vector<uint8_t> bytes) {
 
 Send Engine::MakeSend(OpId op, const wire::V1Header& header,
                       absl::Span<const uint8_t> payload,
-                      std::optional<uint32_t> invalidate) {
+                      std::optional<uint32_t> invalidate,
+                      uint32_t inv_handle) {
   std::vector<uint8_t> bytes = TakeSendBuffer();
   const bool is_call = CarriesCall(header, payload);
   if (version_ == wire::kRpcRdmaVersion2) {
     // Version two carries the same chunk lists with the direction made
-    // explicit (draft-04 §6.2.2). No handle is offered for remote
-    // invalidation (rdma_inv_handle 0, §6.2.3): a requester may always
-    // invalidate its own handles.
-    const wire::V2Header v2 = ToV2Header(header, is_call);
+    // explicit (draft-04 §6.2.2) and the handle the responder may
+    // invalidate named (§6.2.3).
+    const wire::V2Header v2 = ToV2Header(header, is_call, inv_handle);
     const size_t header_size = wire::V2EncodedSize(v2);
     bytes.resize(header_size + payload.size());
     (void)wire::EncodeV2(v2, absl::MakeSpan(bytes).first(header_size));

@@ -552,6 +552,7 @@ class Engine {
     RespState state = RespState::kReading;
     OpId send_op = 0;
     uint32_t base_length = 0;  // inline payload or position-zero chunk
+    uint32_t inv_handle = 0;   // version two: rdma_inv_handle (§6.2.3)
     bool assembled = false;    // reads land in `message` directly
   };
   struct PendingRead {
@@ -623,9 +624,12 @@ class Engine {
   // one when there is one.
   std::vector<uint8_t> TakeSendBuffer();
   // A Send of `header` followed by `payload`, in a recycled buffer.
+  // `inv_handle`: in version two, the handle the responder may invalidate
+  // (rdma_inv_handle, draft-04 §6.2.3); 0 for none.
   Send MakeSend(OpId op, const wire::V1Header& header,
                 absl::Span<const uint8_t> payload,
-                std::optional<uint32_t> invalidate = std::nullopt);
+                std::optional<uint32_t> invalidate = std::nullopt,
+                uint32_t inv_handle = 0);
 
   void Observe(const MessageSeen& seen) {
     if (observer_) observer_(seen);
@@ -649,6 +653,8 @@ class Engine {
   // Version two: the client's Backward Request Support (§5.2.2; Table 1's
   // default when it says nothing).
   wire::BackwardRequestSupport peer_brs_ = wire::kDefaultBrs;
+  // Version two: rdma_inv_handle of the call being routed (§6.2.3).
+  uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the
   // first message may open version two).
   bool first_message_ = true;

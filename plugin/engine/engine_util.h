@@ -59,10 +59,12 @@ inline uint32_t Clamp32(uint64_t value) {
 
 // A version-one header in its version-two form (draft-04 §6.2): RDMA_MSG
 // and RDMA_NOMSG carry the same chunk lists with the direction made
-// explicit (§6.2.2) and no handle offered for remote invalidation (§6.2.3);
+// explicit (§6.2.2) and `inv_handle` offered for remote invalidation
+// (§6.2.3, 0 for none);
 // RDMA_ERROR ERR_VERS keeps its range, ERR_CHUNK becomes RDMA2_ERR_BAD_XDR.
 // Engine::SendError builds the other version-two errors itself.
-inline wire::V2Header ToV2Header(const wire::V1Header& header, bool is_call) {
+inline wire::V2Header ToV2Header(const wire::V1Header& header, bool is_call,
+                                 uint32_t inv_handle = 0) {
   wire::V2Header v2;
   v2.xid = header.xid;
   v2.vers = wire::kRpcRdmaVersion2;
@@ -70,9 +72,9 @@ inline wire::V2Header ToV2Header(const wire::V1Header& header, bool is_call) {
   const wire::MsgDirection direction =
       is_call ? wire::MsgDirection::kCall : wire::MsgDirection::kReply;
   if (const auto* msg = std::get_if<wire::V1Msg>(&header.body)) {
-    v2.body = wire::V2Msg{{direction, 0, msg->chunks}};
+    v2.body = wire::V2Msg{{direction, inv_handle, msg->chunks}};
   } else if (const auto* nomsg = std::get_if<wire::V1NoMsg>(&header.body)) {
-    v2.body = wire::V2NoMsg{{direction, 0, nomsg->chunks}};
+    v2.body = wire::V2NoMsg{{direction, inv_handle, nomsg->chunks}};
   } else if (const auto* err = std::get_if<wire::V1Error>(&header.body)) {
     wire::V2Error e;
     e.code = err->code == wire::V1ErrorCode::kVers ? wire::V2ErrorCode::kVers

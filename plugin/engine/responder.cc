@@ -127,6 +127,7 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   c.nomsg = nomsg;
   c.size = size;
   c.base_length = static_cast<uint32_t>(base);
+  c.inv_handle = routing_inv_handle_;
   c.holds_credit = true;
   ++calls_unanswered_;
   const auto payload = bytes.subspan(decoded.header_length, inline_length);
@@ -394,10 +395,6 @@ void Engine::Assemble(ResponderCall& c) {
 
 std::optional<uint32_t> Engine::InvalidateHandleFor(
     const ResponderCall& c) const {
-  // RFC 8797 §4.1: only when both peers set R, and (as the Linux server
-  // does) only when every segment of the call names one and the same
-  // handle, so the choice is unambiguous.
-  if (!thresholds_.remote_invalidation) return std::nullopt;
   std::set<uint32_t> handles;
   for (const auto& r : c.chunks.reads) handles.insert(r.target.handle);
   for (const auto& w : c.chunks.writes) {
@@ -406,7 +403,22 @@ std::optional<uint32_t> Engine::InvalidateHandleFor(
   if (c.chunks.reply) {
     for (const auto& s : *c.chunks.reply) handles.insert(s.handle);
   }
-  if (handles.size() != 1) return std::nullopt;
+  // Version two (draft-04 §3, §6.2.3): the handle the requester named, if
+  // this side is willing and the call's chunks hold it (as Linux's svcrdma
+  // invalidates only a handle it was sent).
+  if (version_ == wire::kRpcRdmaVersion2) {
+    if (!config_.local.remote_invalidation || c.inv_handle == 0 ||
+        handles.count(c.inv_handle) == 0) {
+      return std::nullopt;
+    }
+    return c.inv_handle;
+  }
+  // RFC 8797 §4.1: only when both peers set R, and (as the Linux server
+  // does) only when every segment of the call names one and the same
+  // handle, so the choice is unambiguous.
+  if (!thresholds_.remote_invalidation || handles.size() != 1) {
+    return std::nullopt;
+  }
   return *handles.begin();
 }
 

@@ -216,7 +216,9 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     v1.header_length = d->header_length;
     const bool is_call = lists->direction == wire::MsgDirection::kCall;
     Observe({.xid = xid, .header = &v1.header, .is_call = is_call});
+    routing_inv_handle_ = lists->inv_handle;
     Route(v1, bytes, is_call, invalidated, out);
+    routing_inv_handle_ = 0;
     return;
   }
   if (h.proc() == wire::V2Proc::kError) {

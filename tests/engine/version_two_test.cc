@@ -364,6 +364,80 @@ TEST_F(ResponderV2, V2Draft_5_2_2_InlineOnlyClientGetsNoChunks) {
   EXPECT_EQ(call.chunks()->lists, wire::ChunkLists{});
 }
 
+// §3 / §6.2.3: the requester names one handle of its call in
+// rdma_inv_handle; the responder invalidates it with its reply's Send With
+// Invalidate, forward and backward (§3.1), and the requester leaves it
+// alone. Without willingness on either side nothing is named or
+// invalidated.
+TEST(VersionTwoLoopback, V2Draft_6_2_3_NamedHandleIsInvalidatedRemotely) {
+  for (bool willing : {true, false}) {
+    SCOPED_TRACE(willing);
+    Config client = ClientConfig();
+    client.local.remote_invalidation = willing;
+    client.backchannel_credits = 2;
+    Config server = ServerConfig();
+    server.local.remote_invalidation = willing;
+    server.peer_backchannel_credits = 2;
+    Loopback link(client, server);
+    link.Connect();
+    for (testing::Side* requester : {&link.a, &link.b}) {
+      testing::Side* responder = requester == &link.a ? &link.b : &link.a;
+      const size_t first_send = requester->sends.size();
+      std::vector<uint8_t> result(4096);
+      const uint32_t xid = requester == &link.a ? 0x61 : 0x62;
+      ASSERT_TRUE(
+          requester
+              ->Call(OutgoingCall{
+                  CallStream(xid, {1, 1, 0}), {}, {absl::MakeSpan(result)}, 64})
+              .ok());
+      link.Run();
+      ASSERT_EQ(responder->delivered.size(), 1u);
+      const size_t reply_send = responder->sends.size();
+      ASSERT_TRUE(responder
+                      ->Answer(responder->delivered[0].call,
+                               OutgoingReply{Words({xid, 1, 0, 0, 0, 0, 16}),
+                                             {{28, std::vector<uint8_t>(16)}}})
+                      .ok());
+      responder->delivered.clear();
+      link.Run();
+      ExpectNoErrors(link);
+      ASSERT_EQ(requester->completed.size(), 1u);
+      requester->completed.clear();
+      wire::V2Header call = DecodeOrDie(requester->sends[first_send]);
+      const uint32_t handle = call.chunks()->lists.writes.at(0).at(0).handle;
+      EXPECT_EQ(call.chunks()->inv_handle, willing ? handle : 0u);
+      EXPECT_EQ(responder->send_invalidates.at(reply_send),
+                willing ? std::optional<uint32_t>(handle) : std::nullopt);
+    }
+  }
+}
+
+// A requester's rdma_inv_handle that names no handle of its call is not
+// invalidated (a responder invalidates only what it was sent).
+TEST_F(ResponderV2, V2Draft_6_2_3_ForeignHandleIsNotInvalidated) {
+  Config c = ServerConfig();
+  c.local.remote_invalidation = true;
+  Make(c);
+  Receive(ConnProp(0x77, 4096));
+  wire::V2Header call{
+      0x63, 2, kCredits,
+      wire::V2Msg{{wire::MsgDirection::kCall,
+                   0xBAD,
+                   {{}, {{wire::Segment{0x1234, 4096, 0}}}, std::nullopt}}}};
+  std::vector<uint8_t> bytes = wire::EncodeV2(call);
+  const std::vector<uint8_t> rpc = CallStream(0x63, {1, 1, 0});
+  bytes.insert(bytes.end(), rpc.begin(), rpc.end());
+  std::vector<DeliverCall> delivered = Only<DeliverCall>(Receive(bytes));
+  ASSERT_EQ(delivered.size(), 1u);
+  ASSERT_TRUE(engine_
+                  ->Reply(delivered[0].call,
+                          OutgoingReply{Words({0x63, 1, 0, 0, 0, 0}), {}}, out_)
+                  .ok());
+  std::vector<Send> sends = Sends(Take());
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_FALSE(sends[0].invalidate.has_value());
+}
+
 // §6.2.4 on the requester: each error names its code and arm.
 TEST(VersionTwoRequester, V2Draft_6_2_4_ReceivedErrorFailsTheCallByName) {
   FakeExposer exposer;
