@@ -110,13 +110,20 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   // Write and reply chunks allocate nothing here; a chunk with no segments
   // is accepted (as the Linux server does) and simply has no capacity.
   const uint64_t size = base + chunk_total;
-  if (size > config_.max_call_size) return chunk_error();
+  // Version two has no code for a call larger than this side accepts
+  // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
+  auto too_large = [&] {
+    wire::V2Error e;
+    e.code = wire::V2ErrorCode::kSystem;
+    SendError(h.xid, wire::V1ErrorCode::kChunk, out, e);
+  };
+  if (size > config_.max_call_size) return too_large();
   // RFC 5666 §11: a call the reassembly budgets can never hold is refused
   // like one over max_call_size.
   if ((config_.max_reassembly_bytes != 0 &&
        size > config_.max_reassembly_bytes) ||
       (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
-    return chunk_error();
+    return too_large();
   }
 
   CallId id = next_call_++;

@@ -148,6 +148,45 @@ TEST_F(ResponderV2, V2Draft_6_2_4_MalformedHeaderIsAnsweredBadXdr) {
   EXPECT_EQ(err->code, wire::V2ErrorCode::kBadXdr);
 }
 
+// §6.2.4: chunk lists beyond this side's limits are answered with the code
+// and the limit that was exceeded.
+TEST_F(ResponderV2, V2Draft_6_2_4_ChunkLimitsAreAnsweredWithTheirCodes) {
+  Config c = ServerConfig();
+  c.limits = {2, 1, 2};  // read segments, write chunks, segments per chunk
+  Make(c);
+  Receive(ConnProp(0x77, 4096));
+  const wire::Segment s{1, 8, 0};
+  struct Case {
+    wire::ChunkLists lists;
+    wire::V2ErrorCode code;
+    uint32_t limit;
+  };
+  const Case cases[] = {
+      {{{{4, s}, {4, s}, {8, s}}, {}, std::nullopt},
+       wire::V2ErrorCode::kReadChunks,
+       2},
+      {{{}, {{s}, {s}}, std::nullopt}, wire::V2ErrorCode::kWriteChunks, 1},
+      {{{}, {{s, s, s}}, std::nullopt}, wire::V2ErrorCode::kSegments, 2},
+  };
+  uint32_t xid = 0x80;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(wire::V2ErrorCodeName(k.code));
+    std::vector<uint8_t> bytes = wire::EncodeV2(
+        wire::V2Header{++xid, 2, kCredits,
+                       wire::V2Msg{{wire::MsgDirection::kCall, 0, k.lists}}});
+    std::vector<Send> sends = Sends(Receive(bytes));
+    ASSERT_EQ(sends.size(), 1u);
+    wire::V2Header e = DecodeOrDie(sends[0].bytes);
+    EXPECT_EQ(e.xid, xid);
+    const auto* err = std::get_if<wire::V2Error>(&e.body);
+    ASSERT_NE(err, nullptr);
+    EXPECT_EQ(err->code, k.code);
+    EXPECT_EQ(k.code == wire::V2ErrorCode::kSegments ? err->max_segments
+                                                     : err->max_chunks,
+              k.limit);
+  }
+}
+
 TEST_F(ResponderV2, V2Draft_6_2_4_UnknownProcIsAnsweredInvalidProc) {
   Make(ServerConfig());
   Receive(ConnProp(0x77, 4096));
@@ -436,6 +475,26 @@ TEST_F(ResponderV2, V2Draft_6_2_3_ForeignHandleIsNotInvalidated) {
   std::vector<Send> sends = Sends(Take());
   ASSERT_EQ(sends.size(), 1u);
   EXPECT_FALSE(sends[0].invalidate.has_value());
+}
+
+// §6.2.4: a call larger than the responder accepts has no code of its
+// own; RDMA2_ERR_SYSTEM, and the caller sees INTERNAL naming it.
+TEST(VersionTwoLoopback, V2Draft_6_2_4_CallOverMaxCallSizeIsSystem) {
+  Config server = ServerConfig();
+  server.max_call_size = 4096;
+  Loopback link(ClientConfig(), server);
+  link.Connect();
+  std::vector<uint8_t> stream = CallStream(0x71, {1, 1, 0});
+  stream.resize(9000, 1);
+  ASSERT_TRUE(link.a.Call(OutgoingCall{stream, {}, {}, 64}).ok());
+  link.Run();
+  ExpectNoErrors(link);
+  EXPECT_TRUE(link.b.delivered.empty());
+  ASSERT_EQ(link.a.failed.size(), 1u);
+  EXPECT_EQ(link.a.failed[0].status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(link.a.failed[0].status.message().find("RDMA2_ERR_SYSTEM"),
+            std::string::npos)
+      << link.a.failed[0].status;
 }
 
 // §6.2.4 on the requester: each error names its code and arm.
