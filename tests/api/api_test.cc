@@ -1373,6 +1373,9 @@ TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
   EXPECT_EQ(c.long_replies, 1u);
   EXPECT_EQ(c.write_chunks, 1u);
   EXPECT_EQ(c.errors_received, 0u);
+  // §6.2.3: each call with chunks named a handle its responder invalidated:
+  // the three forward replies received, the backward reply sent (§3.1).
+  EXPECT_EQ(c.remote_invalidations, 4u);
   EXPECT_EQ(server_->counters().backward_calls, 1u);
 }
 
