@@ -11,6 +11,10 @@
 // - reassembly memory stays within the per-connection limit and the shared
 //   budget, and all of it is released once the connection is gone;
 // - every span an action names is valid memory (ASan checks the accesses).
+// Half the inputs run the connection in version two (draft-04): the peer
+// opens or answers with RDMA2_CONNPROP, the grammar's messages go in their
+// version-two form (with the direction sometimes a lie and a random
+// rdma_inv_handle), and property, optional and error messages are mixed in.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include "absl/types/span.h"
 #include "plugin/engine/engine.h"
 #include "plugin/wire/v1.h"
+#include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
 
 namespace {
@@ -116,6 +121,15 @@ class Driver {
       config_.peer_backchannel_credits = 1 + in_.Byte() % 3;
     }
     budget_ = std::make_unique<Budget>(1 + in_.Word() % 16384);
+    version_two_ = in_.Byte() % 2 == 0;
+    if (version_two_) {
+      config_.local = {in_.Byte() % 2 == 0, 4096, 4096};
+      if (client_) {
+        config_.offered_version = 2;
+      } else {
+        config_.serve_version_two = true;
+      }
+    }
     engine_ = std::make_unique<Engine>(config_, &exposer_, budget_.get());
     requester_limit_ =
         client_ ? config_.credits : config_.peer_backchannel_credits;
@@ -151,8 +165,79 @@ class Driver {
   void Connect() {
     std::vector<uint8_t> pd;
     if (in_.Byte() % 2) pd = in_.Bytes(8);
-    engine_->OnConnected({pd, 1 + in_.Byte() % 4u, in_.Word()}, out_);
+    const uint32_t probe_xid = in_.Word();
+    engine_->OnConnected({pd, 1 + in_.Byte() % 4u, probe_xid}, out_);
     Apply();
+    // Version two opens with the client's RDMA2_CONNPROP and the server's
+    // answer (§7); sometimes the peer never says it.
+    if (version_two_ && in_.Byte() % 8 != 0) {
+      wire::PropSet props;
+      if (in_.Byte() % 2) {
+        props.push_back(
+            wire::MakeRbsizProperty(in_.Byte() % 2 ? in_.Word() : 4096));
+      }
+      if (in_.Byte() % 2) {
+        props.push_back({wire::kPropIdBrs, Words({in_.Byte() % 4})});
+      }
+      engine_->OnReceive(wire::EncodeV2(wire::V2Header{
+                             client_ ? probe_xid : in_.Word(), 2,
+                             in_.Byte() % 6, wire::V2ConnProp{props, {}}}),
+                         std::nullopt, out_);
+      Apply();
+    }
+  }
+
+  // A grammar message in its version-two form, or a version-two message
+  // of its own.
+  std::vector<uint8_t> ToVersionTwo(const std::vector<uint8_t>& bytes) {
+    const uint32_t xid =
+        bytes.size() >= 4 ? wire::LoadBigEndian32(bytes.data()) : 0;
+    switch (in_.Byte() % 16) {
+      case 0:
+        return wire::EncodeV2(wire::V2Header{
+            xid, 2, in_.Byte() % 6,
+            wire::V2Optional{wire::MsgDirection::kCall, in_.Word(),
+                             in_.Bytes(in_.Byte() % 8)}});
+      case 1:
+        return wire::EncodeV2(wire::V2Header{
+            xid, 2, in_.Byte() % 6,
+            wire::V2ReqProp{{wire::MakeRbsizProperty(in_.Word())}}});
+      case 2:
+        return wire::EncodeV2(wire::V2Header{
+            xid, 2, in_.Byte() % 6,
+            wire::V2UpdProp{{wire::MakeRbsizProperty(in_.Word())}}});
+      case 3: {
+        wire::V2Error e;
+        e.code = static_cast<wire::V2ErrorCode>(1 + in_.Byte() % 10);
+        e.vers_low = e.max_chunks = e.max_segments = e.chunk_index = in_.Byte();
+        e.vers_high = e.length_needed = in_.Word();
+        return wire::EncodeV2(wire::V2Header{xid, 2, in_.Byte() % 6, e});
+      }
+      default:
+        break;
+    }
+    auto d = wire::DecodeV1(bytes);
+    if (!d.ok() || d->header.chunks() == nullptr) {
+      std::vector<uint8_t> raw = bytes;
+      if (raw.size() >= 8) wire::StoreBigEndian32(raw.data() + 4, 2);
+      return raw;
+    }
+    const size_t at = d->header_length;
+    bool is_call = d->header.proc() == wire::V1Proc::kMsg
+                       ? bytes.size() >= at + 8 &&
+                             wire::LoadBigEndian32(bytes.data() + at + 4) == 0
+                       : !d->header.chunks()->reads.empty();
+    if (in_.Byte() % 8 == 0) is_call = !is_call;  // a lying peer
+    const uint32_t inv = in_.Byte() % 2 ? 0 : 0x100 + in_.Byte() % 16;
+    wire::V2ChunkLists lists{
+        is_call ? wire::MsgDirection::kCall : wire::MsgDirection::kReply, inv,
+        *d->header.chunks()};
+    wire::V2Header h{d->header.xid, 2, d->header.credits, wire::V2Msg{lists}};
+    if (d->header.proc() == wire::V1Proc::kNoMsg) h.body = wire::V2NoMsg{lists};
+    std::vector<uint8_t> out = wire::EncodeV2(h);
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+               bytes.end());
+    return out;
   }
 
   // The loss, then the flush of every send and read in flight (a queue
@@ -173,6 +258,10 @@ class Driver {
                std::optional<uint32_t> invalidated = std::nullopt) {
     if (invalidated && exposer_.valid.count(*invalidated)) {
       exposer_.valid[*invalidated] = false;  // Send With Invalidate
+    }
+    if (engine_->version() == 2 && in_.Byte() % 8 != 0) {
+      engine_->OnReceive(ToVersionTwo(bytes), invalidated, out_);
+      return;
     }
     engine_->OnReceive(bytes, invalidated, out_);
   }
@@ -437,33 +526,47 @@ class Driver {
 
   // Handles our own calls expose, by the XID of the call that named them.
   void RecordHandles(const std::vector<uint8_t>& bytes) {
-    auto d = wire::DecodeV1(bytes);
-    if (!d.ok() || !d->header.chunks()) return;
+    uint32_t xid = 0;
+    const wire::ChunkLists* lists = nullptr;
+    bool is_call = false;
+    auto v1 = wire::DecodeV1(bytes);
+    auto v2 = wire::DecodeV2(bytes);
+    if (v1.ok() && v1->header.chunks() != nullptr) {
+      xid = v1->header.xid;
+      lists = v1->header.chunks();
+      const size_t at = v1->header_length;
+      is_call = v1->header.proc() == wire::V1Proc::kMsg
+                    ? bytes.size() >= at + 8 &&
+                          wire::LoadBigEndian32(bytes.data() + at + 4) == 0
+                    : !lists->reads.empty();
+    } else if (v2.ok() && v2->header.chunks() != nullptr) {
+      xid = v2->header.xid;
+      lists = &v2->header.chunks()->lists;
+      is_call = v2->header.chunks()->direction == wire::MsgDirection::kCall;
+      // §6.2.3: a named handle must be one of the call's own.
+      const uint32_t inv = v2->header.chunks()->inv_handle;
+      Check(inv == 0 || exposer_.valid.count(inv) == 1);
+    }
     // Only this side's calls expose memory (a reply echoes the peer's).
-    const bool is_call = d->header.proc() == wire::V1Proc::kMsg
-                             ? bytes.size() >= d->header_length + 8 &&
-                                   wire::LoadBigEndian32(
-                                       bytes.data() + d->header_length + 4) == 0
-                             : !d->header.chunks()->reads.empty();
-    if (!is_call) return;
+    if (lists == nullptr || !is_call) return;
     // A call sends only before it ends, and its XID is free for another
     // call only once it ends: the Send belongs to the latest call started
     // with that XID.
-    auto latest = latest_by_xid_.find(d->header.xid);
+    auto latest = latest_by_xid_.find(xid);
     if (latest == latest_by_xid_.end()) return;
     std::vector<uint32_t>& handles = handles_by_call_[latest->second];
-    for (const auto& r : d->header.chunks()->reads) {
+    for (const auto& r : lists->reads) {
       if (exposer_.valid.count(r.target.handle)) {
         handles.push_back(r.target.handle);
       }
     }
-    for (const auto& w : d->header.chunks()->writes) {
+    for (const auto& w : lists->writes) {
       for (const auto& s : w) {
         if (exposer_.valid.count(s.handle)) handles.push_back(s.handle);
       }
     }
-    if (d->header.chunks()->reply) {
-      for (const auto& s : *d->header.chunks()->reply) {
+    if (lists->reply) {
+      for (const auto& s : *lists->reply) {
         if (exposer_.valid.count(s.handle)) handles.push_back(s.handle);
       }
     }
@@ -486,6 +589,7 @@ class Driver {
 
   Input& in_;
   bool client_ = false;
+  bool version_two_ = false;
   Config config_;
   Exposer exposer_;
   std::unique_ptr<Budget> budget_;
