@@ -432,10 +432,12 @@ TEST(VersionTwoLoopback, V2Draft_6_2_3_NamedHandleIsInvalidatedRemotely) {
       link.Run();
       ASSERT_EQ(responder->delivered.size(), 1u);
       const size_t reply_send = responder->sends.size();
+      // Written into the write chunk after Answer returns: kept alive.
+      const std::vector<uint8_t> written(16, 0x5A);
       ASSERT_TRUE(responder
                       ->Answer(responder->delivered[0].call,
                                OutgoingReply{Words({xid, 1, 0, 0, 0, 0, 16}),
-                                             {{28, std::vector<uint8_t>(16)}}})
+                                             {{28, written}}})
                       .ok());
       responder->delivered.clear();
       link.Run();
