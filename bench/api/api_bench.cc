@@ -259,6 +259,26 @@ void VersionRpcrdma(benchmark::State& state,
       static_cast<double>((*channel)->connection_info().version);
 }
 
+// The cost of a property change (draft-04 §5.3): a round trip of
+// RDMA2_REQPROP and RDMA2_RESPROP, the receive buffer size alternating
+// between two sizes the Server grants; compare with Version/rpcrdma_v2/0.
+void PropertyChangeRpcrdma(benchmark::State& state) {
+  config::TransportConfig config;
+  config.set_version_policy(config::TransportConfig::V2);
+  config.mutable_inline_threshold()->set_receive_grantable(16384);
+  auto server = Server::Create(FreshUri(), config, perf::ServeCall);
+  if (!server.ok()) std::abort();
+  auto channel = Channel::Create((*server)->uri(), config);
+  if (!channel.ok()) std::abort();
+  uint32_t size = 8192;
+  for (auto _ : state) {
+    if (!(*channel)->RequestPeerReceiveSize(size).ok()) {
+      state.SkipWithError("request declined");
+    }
+    size = size == 8192 ? 16384 : 8192;
+  }
+}
+
 // 16 Channels, 32 calls in flight on each, for as long as a benchmark
 // iteration lasts: each completion starts the next call.
 void CallsPerSecondRpcrdma(benchmark::State& state) {
@@ -554,6 +574,8 @@ void Register() {
         ->Arg(size)
         ->UseRealTime();
   }
+  RegisterBenchmark("Version/property_change", PropertyChangeRpcrdma)
+      ->UseRealTime();
   RegisterBenchmark("IdleConnections", IdleConnections)
       ->Arg(0)
       ->Arg(10000)

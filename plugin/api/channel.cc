@@ -67,4 +67,9 @@ ConnectionInfo Channel::connection_info() const {
   return core_->connection_info();
 }
 
+absl::Status Channel::RequestPeerReceiveSize(
+    uint32_t octets, std::chrono::milliseconds timeout) {
+  return core_->RequestPeerReceiveSize(octets, timeout);
+}
+
 }  // namespace rpcrdma

@@ -316,8 +316,52 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
       if (auto released = replies_.Sent(*conn_, r->call)) {
         o.released.push_back(std::move(*released));
       }
+    } else if (auto* p = std::get_if<engine::PropertiesAnswered>(&a)) {
+      auto wait = property_waits_.find(p->xid);
+      if (wait == property_waits_.end()) continue;  // it timed out
+      absl::Status answer;
+      if (p->connection_lost) {
+        answer = absl::UnavailableError(
+            "channel: connection lost before the server answered the "
+            "property request");
+      } else if (p->accepted.empty() || !p->accepted[0]) {
+        answer = absl::FailedPreconditionError(
+            "channel: the server declined the receive buffer size "
+            "(RDMA2_RESPROP rejected it, draft-04 §5.3.3)");
+      }
+      wait->second->set_value(std::move(answer));
+      property_waits_.erase(wait);
     }
   }
+}
+
+absl::Status ChannelCore::RequestPeerReceiveSize(
+    uint32_t octets, std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> answer = promise->get_future();
+  uint32_t xid = 0;
+  Outcomes o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Up()) return absl::UnavailableError("channel: not connected");
+    absl::StatusOr<uint32_t> sent =
+        conn_->RequestProperties({wire::MakeRbsizProperty(octets)});
+    if (!sent.ok()) return sent.status();
+    xid = *sent;
+    property_waits_[xid] = promise;
+    conn_->Poll();
+    CollectUpcalls(o);
+    UpdateInterest();
+  }
+  Defer(std::move(o));
+  if (answer.wait_for(timeout) == std::future_status::ready) {
+    return answer.get();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Answered while this thread took the lock.
+  if (property_waits_.erase(xid) == 0) return answer.get();
+  return absl::DeadlineExceededError(
+      "channel: no answer to the property request in time");
 }
 
 // Delivers the outcome of the call and forgets it.

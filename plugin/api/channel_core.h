@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +69,8 @@ class ChannelCore final : public runtime::Source,
   Metrics metrics() const;
   bool connected() const { return connected_.load(); }
   ConnectionInfo connection_info() const;
+  absl::Status RequestPeerReceiveSize(uint32_t octets,
+                                      std::chrono::milliseconds timeout);
 
   // runtime::Source: the Channel's deadlines (its descriptors have watches
   // of their own).
@@ -194,6 +197,10 @@ class ChannelCore final : public runtime::Source,
   mutable std::mutex mu_;
   // The connection's upcalls, taken each round into the same vector.
   std::vector<engine::Action> upcall_scratch_;
+  // RequestPeerReceiveSize calls awaiting the peer's answer, by the
+  // request's XID; filled by CollectUpcalls.
+  absl::flat_hash_map<uint32_t, std::shared_ptr<std::promise<absl::Status>>>
+      property_waits_;
   std::mt19937 rng_{std::random_device{}()};
   std::unique_ptr<Connection> conn_;
   std::unique_ptr<runtime::FdWatch> conn_watch_;

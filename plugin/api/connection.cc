@@ -95,6 +95,9 @@ engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,
   engine::Config c;
   c.local = resolved.inline_settings.ToPrivateData();
   c.local.remote_invalidation = resolved.inline_settings.remote_invalidation;
+  if (resolved.version_policy != config::TransportConfig::V1) {
+    c.max_receive_size_granted = resolved.inline_settings.receive_grantable;
+  }
   c.requester = role == Role::kRequester;
   c.responder = role == Role::kResponder;
   c.credits = role == Role::kRequester ? resolved.max_requests
@@ -225,6 +228,13 @@ void Connection::Run(engine::Actions& actions) {
   if (info && info_settled_) LogSetUp(*info);
 }
 
+absl::StatusOr<uint32_t> Connection::RequestProperties(wire::PropSet want) {
+  absl::StatusOr<uint32_t> xid =
+      engine_.RequestProperties(std::move(want), operation_actions_);
+  Run(operation_actions_);
+  return xid;
+}
+
 absl::StatusOr<engine::CallId> Connection::StartCall(
     engine::OutgoingCall call) {
   absl::StatusOr<engine::CallId> id =
@@ -331,6 +341,14 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
   } else if (std::holds_alternative<engine::DeliverCall>(action) ||
              std::holds_alternative<engine::ReplySent>(action) ||
              std::holds_alternative<engine::CompleteCall>(action)) {
+    upcalls_.push_back(std::move(action));
+  } else if (std::holds_alternative<engine::PropertiesAnswered>(action)) {
+    // A granted property changed the thresholds connection_info() reports.
+    ConnectionInfo info = ComputeInfo();
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      info_ = std::move(info);
+    }
     upcalls_.push_back(std::move(action));
   } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
     // A call ended by the connection's loss says what was lost, when known.

@@ -85,6 +85,7 @@ class Connection : public engine::MemoryExposer {
   void Run(engine::Actions& actions);
   // The engine's operations, carried out at once (engine.h).
   absl::StatusOr<engine::CallId> StartCall(engine::OutgoingCall call);
+  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want);
   void Cancel(engine::CallId call, absl::Status status);
   // A reply's RDMA_ERROR answer is logged as not fitting the call's chunks.
   absl::Status Reply(engine::CallId call, engine::OutgoingReply reply);

@@ -146,6 +146,11 @@ void ValidateInline(const TransportConfig& c, Validator& v) {
             "is below 4096, which version-two receivers must support "
             "(draft-cel-nfsv4-rpcrdma-version-two-04 §2.3)");
   }
+  const Value<uint32_t> grantable =
+      Get("inline_threshold.receive_grantable", t.has_receive_grantable(),
+          t.receive_grantable(), receive.value);
+  v.Range(grantable, receive.value, wire::kMaxInlineSize,
+          "draft-04 §5.2.1: receives are posted this large");
 }
 
 void ValidateRemoteInvalidation(const TransportConfig& c, Validator& v) {
@@ -482,6 +487,8 @@ InlineSettings EffectiveInline(const TransportConfig& config) {
   s.remote_invalidation = RemoteInvalidationOn(config);
   s.send = t.has_send() ? t.send() : fallback;
   s.receive = t.has_receive() ? t.receive() : fallback;
+  s.receive_grantable =
+      t.has_receive_grantable() ? t.receive_grantable() : s.receive;
   return s;
 }
 

@@ -89,6 +89,8 @@ struct InlineSettings {
   bool remote_invalidation = true;
   uint32_t send = kInlineDefaultWithPrivateData;
   uint32_t receive = kInlineDefaultWithPrivateData;
+  // Version two: the largest receive size granted on request (§5.3.2).
+  uint32_t receive_grantable = kInlineDefaultWithPrivateData;
 
   // The private data this endpoint sends (RFC 8797 §4).
   wire::PrivateData ToPrivateData() const;

@@ -73,8 +73,7 @@ void Engine::RecycleSendBuffer(std::vector<uint8_t> bytes) {
 
 Send Engine::MakeSend(OpId op, const wire::V1Header& header,
                       absl::Span<const uint8_t> payload,
-                      std::optional<uint32_t> invalidate,
-                      uint32_t inv_handle) {
+                      std::optional<uint32_t> invalidate, uint32_t inv_handle) {
   std::vector<uint8_t> bytes = TakeSendBuffer();
   const bool is_call = CarriesCall(header, payload);
   if (version_ == wire::kRpcRdmaVersion2) {
@@ -114,10 +113,11 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   outstanding_ = 0;
   first_message_ = true;
   peer_brs_ = wire::kDefaultBrs;
+  property_request_.reset();
   // A responder settles the version from the client's first message; a
   // requester from the probe's answer.
   if (!config_.requester) version_ = 1;
-  out.push_back(PostReceives{receives_, config_.local.receive_size});
+  out.push_back(PostReceives{receives_, ReceiveCapacity()});
   if (requester_on_ && !backward_requester_ && config_.offered_version == 2 &&
       negotiation_.ok()) {
     SendVersionProbe(params.version_probe_xid, out);
@@ -214,6 +214,10 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
 void Engine::OnDisconnected(Actions& out) {
   connected_ = false;
   negotiating_ = false;
+  if (property_request_) {
+    out.push_back(PropertiesAnswered{property_request_->xid, {}, true});
+    property_request_.reset();
+  }
   grant_ = 1;
   outstanding_ = 0;
   by_xid_.clear();
@@ -266,7 +270,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
                        std::optional<uint32_t> invalidated, Actions& out) {
   if (!connected_ || closing_) return;
   // The consumed receive is replaced at once (receives per credit).
-  out.push_back(PostReceives{1, config_.local.receive_size});
+  out.push_back(PostReceives{1, ReceiveCapacity()});
   if (negotiating_) {
     HandleProbeAnswer(bytes, out);
     return;

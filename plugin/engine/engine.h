@@ -152,6 +152,7 @@
 #ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_H_
 #define RPCRDMA_PLUGIN_ENGINE_ENGINE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -300,10 +301,18 @@ struct FailCall {
 struct CloseConnection {
   absl::Status reason;
 };
+// Version two: the peer answered RequestProperties (draft-04 §5.3.3);
+// `accepted[i]` says whether the i-th requested change was made (an index
+// the answer marks both done and rejected, or neither, was not).
+struct PropertiesAnswered {
+  uint32_t xid = 0;
+  std::vector<bool> accepted;
+  bool connection_lost = false;  // no answer came before the loss
+};
 
 using Action = std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
                             DeliverCall, ReplySent, CompleteCall, FailCall,
-                            CloseConnection>;
+                            CloseConnection, PropertiesAnswered>;
 using Actions = std::vector<Action>;
 
 // ---- Calls and replies -----------------------------------------------------
@@ -382,6 +391,12 @@ struct Config {
   // side's RDMA2_CONNPROP and is served in version two (§7.1); without it
   // the CONNPROP is answered ERR_VERS 1..1.
   bool serve_version_two = false;
+  // Version two: the largest receive buffer size this side grants when the
+  // peer asks for a larger one (RDMA2_REQPROP, §5.3.2). Its receives are
+  // posted that large from the start, so a grant holds at once (§5.2.1:
+  // every pre-posted receive is at least the size advertised). 0: every
+  // request is rejected.
+  uint32_t max_receive_size_granted = 0;
   // Responder: a client that opens in version one is answered RDMA_ERROR
   // ERR_VERS 2..2 for every call (version_policy V2).
   bool require_version_two = false;
@@ -452,6 +467,13 @@ class Engine {
   // dropped), so the grant is never exceeded; calls_abandoned() counts
   // them, so the driver can tell when they hold every credit.
   void Cancel(CallId call, absl::Status status, Actions& out);
+
+  // Version two: asks the peer to change properties of this connection
+  // (RDMA2_REQPROP, §5.3.2); the answer comes as PropertiesAnswered with
+  // the returned XID. FAILED_PRECONDITION outside version two or while
+  // another request awaits its answer. A granted RBSIZ becomes this side's
+  // send threshold.
+  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out);
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
@@ -653,6 +675,22 @@ class Engine {
   // Version two: the client's Backward Request Support (§5.2.2; Table 1's
   // default when it says nothing).
   wire::BackwardRequestSupport peer_brs_ = wire::kDefaultBrs;
+  // Version two: the request awaiting its RDMA2_RESPROP.
+  struct PropertyRequest {
+    uint32_t xid = 0;
+    wire::PropSet want;
+  };
+  std::optional<PropertyRequest> property_request_;
+  uint32_t next_property_xid_ = 0x52455150;  // "REQP"
+  // Octets of each posted receive (§5.2.1: at least what is advertised).
+  uint32_t ReceiveCapacity() const {
+    return std::max(config_.local.receive_size,
+                    config_.max_receive_size_granted);
+  }
+  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                             Actions& out);
+  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                          Actions& out);
   // Version two: rdma_inv_handle of the call being routed (§6.2.3).
   uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the

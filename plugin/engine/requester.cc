@@ -223,11 +223,11 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   }
   // Version two (§3, §6.2.3): the responder may invalidate one handle of
   // the call, every one of which was registered for this call alone.
-  const uint32_t inv_handle =
-      version_ == wire::kRpcRdmaVersion2 &&
-              config_.local.remote_invalidation && !c.handles.empty()
-          ? c.handles.front()
-          : 0;
+  const uint32_t inv_handle = version_ == wire::kRpcRdmaVersion2 &&
+                                      config_.local.remote_invalidation &&
+                                      !c.handles.empty()
+                                  ? c.handles.front()
+                                  : 0;
   out.push_back(
       MakeSend(NextOp(), header,
                send_xdr ? absl::Span<const uint8_t>(c.call.xdr) : payload,

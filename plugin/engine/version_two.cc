@@ -240,18 +240,80 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     return;
   }
   if (const auto* req = std::get_if<wire::V2ReqProp>(&h.body)) {
-    // §5.3.3: every requested change is rejected (this side changes no
-    // property of a live connection).
-    wire::V2ResProp answer;
-    for (size_t i = 0; i < req->want.size(); ++i) {
-      wire::SubsetAdd(answer.rejected, i);
-    }
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
-                          std::move(answer)},
-           out);
+    AnswerPropertyRequest(xid, *req, out);
     return;
   }
-  // A later RDMA2_CONNPROP, or an RDMA2_RESPROP to no request: ignored.
+  if (const auto* res = std::get_if<wire::V2ResProp>(&h.body)) {
+    TakePropertyAnswer(xid, *res, out);
+    return;
+  }
+  // A later RDMA2_CONNPROP: ignored.
+}
+
+// §5.3.3: each requested change is done or rejected. This side changes
+// only its receive buffer size, within what its receives already hold
+// (Config::max_receive_size_granted); a smaller one is always granted.
+void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                                   Actions& out) {
+  wire::V2ResProp answer;
+  for (size_t i = 0; i < request.want.size(); ++i) {
+    const wire::PropVal& p = request.want[i];
+    wire::DecodeResult<wire::KnownProperties> known =
+        wire::InterpretProperties({p});
+    const bool granted = p.which == wire::kPropIdRbsiz && known.ok() &&
+                         known->rbsiz &&
+                         *known->rbsiz >= wire::kMinInlineSize &&
+                         *known->rbsiz <= ReceiveCapacity();
+    if (granted) {
+      config_.local.receive_size = *known->rbsiz;
+      thresholds_.receive = *known->rbsiz;
+      wire::SubsetAdd(answer.done, i);
+    } else {
+      wire::SubsetAdd(answer.rejected, i);
+    }
+  }
+  SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
+                        std::move(answer)},
+         out);
+}
+
+absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
+                                                   Actions& out) {
+  if (!connected_ || negotiating_ || version_ != wire::kRpcRdmaVersion2) {
+    return absl::FailedPreconditionError(
+        "transport properties can be changed only on a connection in "
+        "RPC-over-RDMA version two (draft-04 §5.3)");
+  }
+  if (property_request_) {
+    return absl::FailedPreconditionError(
+        "a property request is already awaiting its answer");
+  }
+  const uint32_t xid = next_property_xid_++;
+  property_request_ = PropertyRequest{xid, want};
+  SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, requester_limit_,
+                        wire::V2ReqProp{std::move(want)}},
+         out);
+  return xid;
+}
+
+// §5.3.3: an index marked both done and rejected, or neither, was not
+// changed; values in rdma_other are not acted on.
+void Engine::TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                                Actions& out) {
+  if (!property_request_ || property_request_->xid != xid) return;
+  PropertyRequest request = *std::move(property_request_);
+  property_request_.reset();
+  PropertiesAnswered result{xid, {}};
+  for (size_t i = 0; i < request.want.size(); ++i) {
+    const bool accepted = wire::SubsetContains(answer.done, i) &&
+                          !wire::SubsetContains(answer.rejected, i);
+    result.accepted.push_back(accepted);
+    if (!accepted) continue;
+    wire::DecodeResult<wire::KnownProperties> known =
+        wire::InterpretProperties({request.want[i]});
+    if (known.ok() && known->rbsiz) thresholds_.send = *known->rbsiz;
+  }
+  out.push_back(std::move(result));
 }
 
 void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {

@@ -1418,6 +1418,52 @@ TEST_P(ApiTest, V2Draft_7_2_VersionTwoServerRefusesVersionOneClient) {
       << r.status();
 }
 
+// §5.3: a Channel asks its Server for larger receive buffers on the live
+// connection, under load; calls of 10000 octets go inline once granted,
+// and none is lost. Beyond what the Server grants, the request is declined.
+TEST_P(ApiTest, V2Draft_5_3_ReceiveBufferChangeOnALiveConnection) {
+  config::TransportConfig server = Version(config::TransportConfig::V2);
+  server.mutable_inline_threshold()->set_receive_grantable(16384);
+  StartServer(server);
+  config::TransportConfig client = Version(config::TransportConfig::V2);
+  client.mutable_inline_threshold()->set_send(16384);
+  Connect(client);
+  Prime();
+  ASSERT_EQ(channel_->connection_info().send_threshold, 4096u);
+
+  auto call_10000 = [this](uint32_t xid) {
+    CallRequest req;
+    req.xdr = CallHeader(xid, kNull);
+    PutOpaque(req.xdr, Pattern(10000, xid));
+    req.max_reply_size = 64;
+    return channel_->Call(std::move(req));
+  };
+  // Load while the request travels: every call must complete.
+  std::vector<std::future<absl::StatusOr<Reply>>> load;
+  for (uint32_t i = 0; i < 16; ++i) load.push_back(call_10000(0x7500 + i));
+  EXPECT_TRUE(channel_->RequestPeerReceiveSize(16384).ok());
+  for (uint32_t i = 16; i < 32; ++i) load.push_back(call_10000(0x7500 + i));
+  for (auto& f : load) ASSERT_TRUE(Wait(f).ok());
+  EXPECT_EQ(channel_->connection_info().send_threshold, 16384u);
+
+  const Counters before = channel_->counters();
+  auto f = call_10000(0x7600);
+  ASSERT_TRUE(Wait(f).ok());
+  const Counters after = channel_->counters();
+  EXPECT_EQ(after.inline_calls, before.inline_calls + 1);
+  EXPECT_EQ(after.long_calls, before.long_calls);
+
+  absl::Status declined = channel_->RequestPeerReceiveSize(65536);
+  EXPECT_EQ(declined.code(), absl::StatusCode::kFailedPrecondition) << declined;
+  EXPECT_EQ(channel_->connection_info().send_threshold, 16384u);
+}
+
+TEST_P(ApiTest, V2Draft_5_3_VersionOneHasNoPropertyChanges) {
+  Start();
+  absl::Status s = channel_->RequestPeerReceiveSize(16384);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+}
+
 // limits.max_call_size bounds what a responder reassembles (RFC 8166
 // §4.5.2: ERR_CHUNK for chunks it cannot accept).
 TEST_P(ApiTest, Rfc8166_4_5_2_CallOverMaxCallSizeIsErrChunk) {

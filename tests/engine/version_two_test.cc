@@ -218,21 +218,81 @@ TEST_F(ResponderV2, V2Draft_4_1_UnknownOptionalIsAnsweredInvalidOption) {
   EXPECT_EQ(err->code, wire::V2ErrorCode::kInvalidOption);
 }
 
-TEST_F(ResponderV2, V2Draft_5_3_3_RequestedChangesAreRejected) {
-  Make(ServerConfig());
+// §5.3.3: RBSIZ is granted within what the posted receives hold
+// (Config::max_receive_size_granted: they are posted that large from the
+// start, §5.2.1); anything else is rejected.
+TEST_F(ResponderV2, V2Draft_5_3_3_RbsizGrantedWithinThePostedReceives) {
+  Config c = ServerConfig(4096);
+  c.max_receive_size_granted = 16384;
+  engine_ = std::make_unique<Engine>(c, &exposer_);
+  engine_->OnConnected({{}, 4}, out_);
+  std::vector<PostReceives> posted = Only<PostReceives>(Take());
+  ASSERT_EQ(posted.size(), 1u);
+  EXPECT_EQ(posted[0].buffer_size, 16384u);
   Receive(ConnProp(0x77, 4096));
   std::vector<Send> sends = Sends(Receive(wire::EncodeV2(wire::V2Header{
       0x40, 2, kCredits,
       wire::V2ReqProp{
           {wire::MakeRbsizProperty(65536),
-           wire::MakeBrsProperty(wire::BackwardRequestSupport::kGeneral)}}})));
+           wire::MakeBrsProperty(wire::BackwardRequestSupport::kGeneral),
+           wire::MakeRbsizProperty(8192), wire::PropVal{0x77777777, {}}}}})));
   ASSERT_EQ(sends.size(), 1u);
   wire::V2Header answer = DecodeOrDie(sends[0].bytes);
+  EXPECT_EQ(answer.xid, 0x40u);
   const auto* res = std::get_if<wire::V2ResProp>(&answer.body);
   ASSERT_NE(res, nullptr);
-  EXPECT_TRUE(res->done.empty() || res->done == wire::PropSubset{0});
-  EXPECT_TRUE(wire::SubsetContains(res->rejected, 0));
-  EXPECT_TRUE(wire::SubsetContains(res->rejected, 1));
+  EXPECT_EQ(res->done, (wire::PropSubset{0b0100}));
+  EXPECT_EQ(res->rejected, (wire::PropSubset{0b1011}));
+  EXPECT_EQ(engine_->thresholds().receive, 8192u);
+}
+
+// §5.3.3 on the requester: an index both done and rejected, or neither, was
+// not changed; a granted RBSIZ becomes the send threshold.
+TEST(VersionTwoRequester, V2Draft_5_3_3_OverlapsAndOmissionsAreRejections) {
+  FakeExposer exposer;
+  Engine engine(ClientConfig(), &exposer);
+  Actions out;
+  engine.OnConnected({{}, 4, 0x99}, out);
+  engine.OnReceive(ConnProp(0x99, 4096), std::nullopt, out);
+  ASSERT_EQ(engine.version(), 2u);
+  out.clear();
+  auto xid = engine.RequestProperties(
+      {wire::MakeRbsizProperty(16384), wire::MakeRbsizProperty(8192),
+       wire::MakeRbsizProperty(2048)},
+      out);
+  ASSERT_TRUE(xid.ok()) << xid.status();
+  std::vector<Send> sent = Only<Send>(out);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(DecodeOrDie(sent[0].bytes).proc(), wire::V2Proc::kReqProp);
+  EXPECT_EQ(engine.RequestProperties({}, out).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // one at a time
+  out.clear();
+  // Index 0 done; index 1 both; index 2 neither.
+  engine.OnReceive(
+      wire::EncodeV2(wire::V2Header{*xid, 2, kCredits,
+                                    wire::V2ResProp{{0b011}, {0b010}, {}}}),
+      std::nullopt, out);
+  std::vector<PropertiesAnswered> answered = Only<PropertiesAnswered>(out);
+  ASSERT_EQ(answered.size(), 1u);
+  EXPECT_EQ(answered[0].xid, *xid);
+  EXPECT_EQ(answered[0].accepted, (std::vector<bool>{true, false, false}));
+  EXPECT_FALSE(answered[0].connection_lost);
+  EXPECT_EQ(engine.thresholds().send, 16384u);
+}
+
+TEST(VersionTwoRequester, V2Draft_5_3_LossAnswersAPendingRequest) {
+  FakeExposer exposer;
+  Engine engine(ClientConfig(), &exposer);
+  Actions out;
+  engine.OnConnected({{}, 4, 0x99}, out);
+  engine.OnReceive(ConnProp(0x99, 4096), std::nullopt, out);
+  auto xid = engine.RequestProperties({wire::MakeRbsizProperty(8192)}, out);
+  ASSERT_TRUE(xid.ok());
+  out.clear();
+  engine.OnDisconnected(out);
+  std::vector<PropertiesAnswered> answered = Only<PropertiesAnswered>(out);
+  ASSERT_EQ(answered.size(), 1u);
+  EXPECT_TRUE(answered[0].connection_lost);
 }
 
 TEST_F(ResponderV2, V2Draft_5_3_4_UpdPropChangesTheSendThreshold) {

@@ -64,6 +64,7 @@
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CHANNEL_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CHANNEL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -170,6 +171,20 @@ class Channel {
   // What the current (or last) connection settled: RFC 8797 private data
   // and thresholds, remote invalidation, protocol version.
   ConnectionInfo connection_info() const;
+
+  // Version two (draft-cel-nfsv4-rpcrdma-version-two-04 §5.3): asks the
+  // Server to change its receive buffer size on the live connection to
+  // `octets` (RDMA2_REQPROP), so that larger calls go inline. OK when it
+  // granted it: connection_info().send_threshold is then `octets`.
+  // FAILED_PRECONDITION when the Server declines (it grants up to its
+  // inline_threshold.receive_grantable) or the connection is not in
+  // version two; UNAVAILABLE without a connection or when it is lost
+  // before the answer; DEADLINE_EXCEEDED after `timeout`. Calls go on
+  // meanwhile. The answer is read by the Channel's runtime: with a
+  // user-driven one, drive it from another thread while this waits.
+  absl::Status RequestPeerReceiveSize(
+      uint32_t octets,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
   explicit Channel(std::shared_ptr<api_internal::ChannelCore> core);
