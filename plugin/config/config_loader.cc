@@ -149,7 +149,7 @@ void ValidateInline(const TransportConfig& c, Validator& v) {
   const Value<uint32_t> grantable =
       Get("inline_threshold.receive_grantable", t.has_receive_grantable(),
           t.receive_grantable(), receive.value);
-  v.Range(grantable, receive.value, wire::kMaxInlineSize,
+  v.Range(grantable, wire::kMinInlineSize, wire::kMaxInlineSize,
           "draft-04 §5.2.1: receives are posted this large");
 }
 
@@ -443,6 +443,8 @@ TransportConfig DefaultConfig() {
   c.set_remote_invalidation(true);
   c.mutable_inline_threshold()->set_send(kInlineDefaultWithPrivateData);
   c.mutable_inline_threshold()->set_receive(kInlineDefaultWithPrivateData);
+  c.mutable_inline_threshold()->set_receive_grantable(
+      kInlineDefaultWithPrivateData);
   c.mutable_credits()->set_max_requests(kDefaultMaxRequests);
   c.mutable_credits()->set_credits_granted(kDefaultCreditsGranted);
   c.mutable_backchannel()->set_enabled(true);
@@ -487,8 +489,9 @@ InlineSettings EffectiveInline(const TransportConfig& config) {
   s.remote_invalidation = RemoteInvalidationOn(config);
   s.send = t.has_send() ? t.send() : fallback;
   s.receive = t.has_receive() ? t.receive() : fallback;
-  s.receive_grantable =
-      t.has_receive_grantable() ? t.receive_grantable() : s.receive;
+  // Below `receive` it grants nothing larger than `receive`.
+  s.receive_grantable = std::max(
+      s.receive, t.has_receive_grantable() ? t.receive_grantable() : 0u);
   return s;
 }
 

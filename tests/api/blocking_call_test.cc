@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -239,9 +240,21 @@ long LoopSleepsOverCalls(uint32_t busy_poll_us, int calls) {
   auto runtime = Runtime::Create({.loop_threads = 1});
   EXPECT_TRUE(runtime.ok());
   if (!runtime.ok()) return -1;
+  // The new Runtime's loop thread: new since `before`, and named so (it
+  // names itself once running, so wait for that).
   std::string loop_tid;
-  for (const std::string& id : TaskIds()) {
-    if (!before.contains(id)) loop_tid = id;
+  for (int attempt = 0; attempt < 400 && loop_tid.empty(); ++attempt) {
+    for (const std::string& id : TaskIds()) {
+      std::ifstream comm("/proc/self/task/" + id + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (!before.contains(id) && name.rfind("rpcrdma-loop", 0) == 0) {
+        loop_tid = id;
+      }
+    }
+    if (loop_tid.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   EXPECT_FALSE(loop_tid.empty());
   config::TransportConfig config;
@@ -268,10 +281,11 @@ TEST(BusyPoll, LoopKeepsPollingBetweenRepliesInsteadOfSleeping) {
   const long spinning = LoopSleepsOverCalls(200000, kCalls);
   std::printf("loop sleeps over %d calls: %ld without busy poll, %ld with\n",
               kCalls, sleeping, spinning);
-  // Without it the loop sleeps for every reply; with it, while replies
-  // keep coming within the spin, hardly ever.
-  EXPECT_GE(sleeping, kCalls / 2);
-  EXPECT_LT(spinning, kCalls / 4);
+  // Without it the loop sleeps for most replies (on a loaded machine a
+  // reply is sometimes there before the loop would sleep); with it, while
+  // replies keep coming within the spin, hardly ever.
+  EXPECT_GE(sleeping, kCalls / 4);
+  EXPECT_LT(spinning * 4, sleeping);
 }
 
 }  // namespace
