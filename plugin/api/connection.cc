@@ -695,6 +695,7 @@ ConnectionInfo Connection::ComputeInfo() const {
   }
   i.send_threshold = engine_.thresholds().send;
   i.receive_threshold = engine_.thresholds().receive;
+  i.max_inline_reply = engine_.max_inline_reply();
   i.remote_invalidation = engine_.thresholds().remote_invalidation;
   i.offered_version = config_.offered_version;
   i.version = engine_.version();

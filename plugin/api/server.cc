@@ -285,6 +285,23 @@ size_t ServerCore::connections() const {
   return conns_.size();
 }
 
+absl::StatusOr<ConnectionInfo> ServerCore::connection_info(
+    uint64_t connection) const {
+  std::shared_ptr<ServerConnection> conn;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = conns_.find(connection);
+    if (it != conns_.end()) conn = it->second;
+  }
+  std::optional<ConnectionInfo> info;
+  if (conn != nullptr) info = conn->info();
+  if (!info.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("server: no connection ", connection));
+  }
+  return *info;
+}
+
 void ServerCore::Call(uint64_t connection, CallRequest request,
                       Server::Callback done) {
   std::shared_ptr<ServerConnection> conn;
@@ -343,6 +360,11 @@ std::string Server::uri() const { return core_->uri(); }
 Counters Server::counters() const { return core_->counters(); }
 Metrics Server::metrics() const { return core_->metrics(); }
 size_t Server::connections() const { return core_->connections(); }
+
+absl::StatusOr<ConnectionInfo> Server::connection_info(
+    uint64_t connection) const {
+  return core_->connection_info(connection);
+}
 
 void Server::Call(uint64_t connection, CallRequest request, Callback done) {
   core_->Call(connection, std::move(request), std::move(done));

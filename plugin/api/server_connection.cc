@@ -421,6 +421,12 @@ Counters ServerConnection::counters() const {
   return conn_ != nullptr ? conn_->counters() : final_counters_;
 }
 
+std::optional<ConnectionInfo> ServerConnection::info() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (conn_ == nullptr) return std::nullopt;
+  return conn_->info();
+}
+
 ConnectionMetrics ServerConnection::metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (conn_ != nullptr) return conn_->metrics();

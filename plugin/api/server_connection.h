@@ -68,6 +68,8 @@ class ServerConnection final
 
   Counters counters() const;
   ConnectionMetrics metrics() const;
+  // Null once retired.
+  std::optional<ConnectionInfo> info() const;
 
   // runtime::Source
   void OnReadable() override { Work(/*readable=*/true); }

@@ -41,6 +41,7 @@ class ServerCore {
   Counters counters() const;
   Metrics metrics() const;
   size_t connections() const;
+  absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
   void Call(uint64_t connection, CallRequest request, Server::Callback done);
 
   // For its connections.

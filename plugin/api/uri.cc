@@ -1,10 +1,14 @@
 // The URIs of the public API, through the one HOST:PORT parser the
 // fabrics use too (plugin/fabric/address.h).
+#include <cstring>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "plugin/api/connection.h"
 #include "plugin/fabric/address.h"
+#include "plugin/fabric/soft/soft_socket.h"
+#include "rpcrdma/address.h"
 
 namespace rpcrdma::api_internal {
 namespace {
@@ -57,3 +61,30 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
 }
 
 }  // namespace rpcrdma::api_internal
+
+namespace rpcrdma {
+
+absl::StatusOr<SocketAddress> ResolveUriAddress(absl::string_view uri) {
+  absl::StatusOr<api_internal::ParsedUri> parsed = api_internal::ParseUri(uri);
+  if (!parsed.ok()) return parsed.status();
+  SocketAddress out;
+  if (parsed->fabric == config::TransportConfig::VERBS) {
+    absl::StatusOr<fabric::HostPort> host_port =
+        fabric::ParseHostPort(parsed->address);
+    if (!host_port.ok()) return host_port.status();
+    absl::StatusOr<fabric::ResolvedAddress> resolved =
+        fabric::ResolveHostPort(*host_port, /*passive=*/false);
+    if (!resolved.ok()) return resolved.status();
+    std::memcpy(&out.storage, &resolved->storage, resolved->length);
+    out.length = resolved->length;
+    return out;
+  }
+  absl::StatusOr<fabric::soft::SocketAddress> soft =
+      fabric::soft::ParseAddress(parsed->address, /*passive=*/false);
+  if (!soft.ok()) return soft.status();
+  std::memcpy(&out.storage, &soft->storage, soft->length);
+  out.length = soft->length;
+  return out;
+}
+
+}  // namespace rpcrdma

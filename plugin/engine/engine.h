@@ -498,6 +498,10 @@ class Engine {
 
   // Introspection for the api layer and tests.
   const wire::InlineThresholds& thresholds() const { return thresholds_; }
+  // The largest reduced reply that arrives inline for a call without write
+  // chunks: the receive threshold less the reply's transport header. A
+  // call's max_reply_size at most this offers no reply chunk.
+  uint32_t max_inline_reply() const;
   uint32_t credit_grant() const { return grant_; }
   uint32_t calls_outstanding() const { return outstanding_; }
   // Sent calls that ended early (Cancel) and still hold their credit,

@@ -83,6 +83,14 @@ size_t Engine::HeaderSize(const wire::V1Header& header) const {
   return version_ == wire::kRpcRdmaVersion2 && carries_lists ? v1 + 8 : v1;
 }
 
+uint32_t Engine::max_inline_reply() const {
+  const size_t header =
+      HeaderSize(wire::V1Header{0, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}});
+  return thresholds_.receive > header
+             ? static_cast<uint32_t>(thresholds_.receive - header)
+             : 0;
+}
+
 // §5.2.1: RBSIZ is the size of the receives this side posts. §5.2.2: a
 // client says whether it takes backward calls: in every form (GENL) when
 // it serves them, not at all (NONE) when it has no backward service.

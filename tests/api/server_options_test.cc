@@ -1,10 +1,17 @@
 // What adapters build on besides calls: a Server's connection events
-// (ServerOptions::on_connection) and reply items that lend the handler's
-// memory (ReplyItem::View with ServerReply::on_released). Over the soft
-// fabric on Unix-domain sockets and on TCP (label `soft`).
+// (ServerOptions::on_connection), reply items that lend the handler's
+// memory (ReplyItem::View with ServerReply::on_released), what a
+// connection settled as either side sees it (Server::connection_info,
+// ConnectionInfo::max_inline_reply) and the socket address of a URI
+// (rpcrdma/address.h). Over the soft fabric on Unix-domain sockets and on
+// TCP (label `soft`).
+#include <arpa/inet.h>
+#include <sys/un.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <mutex>
@@ -15,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "rpcrdma/address.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
@@ -225,6 +233,108 @@ TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
   EXPECT_EQ(responder.Send(std::move(reply)).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(released.load(), 1);  // at once, on this thread
+}
+
+// Both sides report the same settlement; the server finds it by the
+// connection its calls come on.
+TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
+  std::promise<uint64_t> connection;
+  std::atomic<bool> once{false};
+  auto server = Server::Create(
+      UnixUri("info"), {}, [&](IncomingCall call, Responder responder) {
+        if (!once.exchange(true)) {
+          connection.set_value(call.connection);
+        }
+        (void)responder.Send(ServerReply(ReplyHeader(call.xid)));
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE((*channel)->Call(NullCall(1)).get().ok());
+  const uint64_t id = connection.get_future().get();
+  absl::StatusOr<ConnectionInfo> seen = (*server)->connection_info(id);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  const ConnectionInfo mine = (*channel)->connection_info();
+  EXPECT_EQ(seen->version, mine.version);
+  EXPECT_EQ(seen->send_threshold, mine.receive_threshold);
+  EXPECT_EQ(seen->receive_threshold, mine.send_threshold);
+  EXPECT_EQ((*server)->connection_info(id + 1000).status().code(),
+            absl::StatusCode::kNotFound);
+  channel->reset();
+  for (int i = 0; i < 500 && (*server)->connections() != 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ((*server)->connection_info(id).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+// RFC 8166 §3.5.4: a call whose max_reply_size is max_inline_reply is
+// offered no reply chunk, and a reply of exactly that size still comes
+// back inline; one octet more needs the reply chunk.
+TEST(ConnectionInfo, Rfc8166_3_5_4_MaxInlineReplyIsExactlyWhatFitsInline) {
+  for (auto policy :
+       {config::TransportConfig::V1, config::TransportConfig::V2}) {
+    SCOPED_TRACE(policy);
+    config::TransportConfig c;
+    c.set_version_policy(policy);
+    std::atomic<size_t> reply_size{0};
+    auto server = Server::Create(
+        UnixUri("inline"), c, [&](IncomingCall call, Responder responder) {
+          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
+          xdr.resize(reply_size.load(), 0);
+          (void)responder.Send(ServerReply(std::move(xdr)));
+        });
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto channel = Channel::Create((*server)->uri(), c);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    const ConnectionInfo info = (*channel)->connection_info();
+    // The smallest transport header: 28 octets in version one, 36 in two.
+    EXPECT_EQ(info.max_inline_reply,
+              info.receive_threshold - (info.version == 2 ? 36u : 28u));
+    reply_size = info.max_inline_reply;
+    CallRequest fits = NullCall(2);
+    fits.max_reply_size = info.max_inline_reply;
+    absl::StatusOr<Reply> r = (*channel)->BlockingCall(std::move(fits));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->xdr.size(), info.max_inline_reply);
+    EXPECT_EQ((*channel)->counters().reply_chunks, 0u);
+    reply_size = info.max_inline_reply + 4;
+    CallRequest longer = NullCall(3);
+    longer.max_reply_size = info.max_inline_reply + 4;
+    r = (*channel)->BlockingCall(std::move(longer));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*channel)->counters().reply_chunks, 1u);
+    EXPECT_EQ((*channel)->counters().long_replies, 1u);
+  }
+}
+
+TEST(ResolveUriAddress, EverySchemeNamesItsSocketAddress) {
+  absl::StatusOr<SocketAddress> tcp =
+      ResolveUriAddress("soft+tcp://127.0.0.1:2049");
+  ASSERT_TRUE(tcp.ok()) << tcp.status();
+  ASSERT_EQ(tcp->storage.ss_family, AF_INET);
+  EXPECT_EQ(tcp->length, sizeof(sockaddr_in));
+  EXPECT_EQ(ntohs(reinterpret_cast<const sockaddr_in*>(tcp->get())->sin_port),
+            2049);
+  absl::StatusOr<SocketAddress> rdma = ResolveUriAddress("rdma://[::1]:20049");
+  ASSERT_TRUE(rdma.ok()) << rdma.status();
+  EXPECT_EQ(rdma->storage.ss_family, AF_INET6);
+  absl::StatusOr<SocketAddress> path =
+      ResolveUriAddress("soft+unix:///run/x.sock");
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(path->storage.ss_family, AF_UNIX);
+  EXPECT_STREQ(reinterpret_cast<const sockaddr_un*>(path->get())->sun_path,
+               "/run/x.sock");
+  absl::StatusOr<SocketAddress> abstract =
+      ResolveUriAddress("soft+unix://@name");
+  ASSERT_TRUE(abstract.ok()) << abstract.status();
+  const auto* un = reinterpret_cast<const sockaddr_un*>(abstract->get());
+  EXPECT_EQ(un->sun_path[0], '\0');
+  EXPECT_EQ(abstract->length, offsetof(sockaddr_un, sun_path) + 5);
+  EXPECT_EQ(ResolveUriAddress("tcp://h:1").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveUriAddress("rdma://1.2.3.4:port").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

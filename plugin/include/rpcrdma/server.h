@@ -134,6 +134,11 @@ class Server {
   // histograms; see metrics.h.
   Metrics metrics() const;
   size_t connections() const;
+  // What `connection` (an IncomingCall::connection) settled when it was
+  // set up, as Channel::connection_info() reports it on the client's side
+  // (seen from this side: its thresholds, the client's private data).
+  // NOT_FOUND for an unknown connection or one that is gone.
+  absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
 
  private:
   explicit Server(std::shared_ptr<api_internal::ServerCore> core);

@@ -197,6 +197,11 @@ struct ConnectionInfo {
   // Send, and the largest it accepts.
   uint32_t send_threshold = 0;
   uint32_t receive_threshold = 0;
+  // The largest reduced reply that comes back inline to a call without
+  // write chunks: receive_threshold less the reply's transport header
+  // (RFC 8166 §3.5.4). A call whose max_reply_size is at most this is
+  // offered no reply chunk, and any inline reply fits it.
+  uint32_t max_inline_reply = 0;
   // Both sides set R: replies may use Send With Invalidate.
   bool remote_invalidation = false;
   // RPC-over-RDMA version offered first and the version in use
