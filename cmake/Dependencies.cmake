@@ -10,6 +10,8 @@ find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
 pkg_check_modules(RDMACM REQUIRED IMPORTED_TARGET librdmacm)
+# The ONC RPC adapter (oncrpc/) extends libtirpc's CLIENT and SVCXPRT.
+pkg_check_modules(TIRPC REQUIRED IMPORTED_TARGET libtirpc)
 
 # rpcrdma-dump reads captures with libpcap and prints JSON.
 if(RPCRDMA_BUILD_TOOLS)

@@ -1,0 +1,75 @@
+#include "oncrpc/adapter/call_queue.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace rpcrdma::oncrpc {
+
+CallQueue::CallQueue() : event_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+CallQueue::~CallQueue() {
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+void CallQueue::Push(Job job) {
+  bool signal = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;  // dropped: its requester sees its deadline
+    // The poll loop drains the queue before it sleeps again (SVC_STAT
+    // reports XPRT_MOREREQS), so only the first call needs a wake-up.
+    signal = !to_threads_ && jobs_.empty();
+    jobs_.push_back(std::move(job));
+  }
+  if (signal) {
+    const uint64_t one = 1;
+    (void)!write(event_fd_, &one, sizeof one);
+  } else {
+    ready_.notify_one();
+  }
+}
+
+std::optional<Job> CallQueue::TryPop() {
+  // Cleared before taking a call: one pushed meanwhile signals again.
+  uint64_t count;
+  (void)!read(event_fd_, &count, sizeof count);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.empty() || to_threads_) return std::nullopt;
+  Job job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return job;
+}
+
+bool CallQueue::empty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.empty() || to_threads_;
+}
+
+void CallQueue::HandToThreads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  to_threads_ = true;
+}
+
+std::optional<Job> CallQueue::WaitPop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ready_.wait(lock, [&] { return stopped_ || !jobs_.empty(); });
+  if (stopped_) return std::nullopt;
+  Job job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return job;
+}
+
+void CallQueue::Stop() {
+  std::deque<Job> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    dropped.swap(jobs_);
+  }
+  ready_.notify_all();
+}
+
+}  // namespace rpcrdma::oncrpc

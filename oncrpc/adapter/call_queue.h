@@ -1,0 +1,54 @@
+// Calls delivered by the transport, waiting to be dispatched: read through
+// an eventfd by libtirpc's poll loop (svc_run), or handed to the threads
+// of svc_rdma_run_threads.
+#ifndef RPCRDMA_ONCRPC_ADAPTER_CALL_QUEUE_H_
+#define RPCRDMA_ONCRPC_ADAPTER_CALL_QUEUE_H_
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "rpcrdma/responder.h"
+
+namespace rpcrdma::oncrpc {
+
+struct Job {
+  IncomingCall call;
+  Responder responder;
+};
+
+class CallQueue {
+ public:
+  CallQueue();  // ok() is false when no eventfd could be made
+  ~CallQueue();
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+
+  bool ok() const { return event_fd_ >= 0; }
+  // Readable while calls wait (until they go to threads).
+  int event_fd() const { return event_fd_; }
+
+  void Push(Job job);
+  // For the poll loop: a waiting call, if any.
+  std::optional<Job> TryPop();
+  bool empty() const;
+  // From now on calls go to threads waiting in WaitPop.
+  void HandToThreads();
+  // Blocks until a call comes (nullopt once Stop was called).
+  std::optional<Job> WaitPop();
+  // Wakes every WaitPop for good and drops the calls still waiting.
+  void Stop();
+
+ private:
+  const int event_fd_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<Job> jobs_;
+  bool to_threads_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace rpcrdma::oncrpc
+
+#endif  // RPCRDMA_ONCRPC_ADAPTER_CALL_QUEUE_H_

@@ -1,0 +1,349 @@
+#include "oncrpc/adapter/rdma_client.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "oncrpc/adapter/last_error.h"
+#include "oncrpc/adapter/rdma_transport.h"
+#include "oncrpc/adapter/rdma_xdr.h"
+#include "oncrpc/adapter/rpc_error.h"
+#include "rpcrdma/buffer.h"
+#include "rpcrdma/oncrpc/clnt_rdma.h"
+
+namespace rpcrdma::oncrpc {
+namespace {
+
+char kNetid[] = "rdma";
+
+rpc_err ErrorOf(clnt_stat stat, int error = 0) {
+  rpc_err e{};
+  e.re_status = stat;
+  e.re_errno = error;
+  return e;
+}
+
+bool IsZero(const timeval& t) { return t.tv_sec == 0 && t.tv_usec == 0; }
+
+// libtirpc's own check (time_not_ok in clnt_vc.c).
+bool ValidTimeout(const timeval& t) {
+  return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_usec < 1000000;
+}
+
+std::chrono::steady_clock::time_point DeadlineAfter(const timeval& t) {
+  // A year stands for "forever": rpcgen programs pass large timeouts.
+  constexpr int64_t kLongest = int64_t{365} * 24 * 3600;
+  const int64_t seconds = std::min<int64_t>(t.tv_sec, kLongest);
+  return std::chrono::steady_clock::now() + std::chrono::seconds(seconds) +
+         std::chrono::microseconds(t.tv_usec);
+}
+
+uint32_t RandomXid() {
+  std::random_device device;
+  return static_cast<uint32_t>(device());
+}
+
+// Frees what xdr_replymsg allocated for the verifier (clnt_vc does the
+// same).
+void FreeVerifier(opaque_auth& verifier) {
+  if (verifier.oa_base == nullptr) return;
+  XDR free_stream{};
+  free_stream.x_op = XDR_FREE;
+  (void)xdr_opaque_auth(&free_stream, &verifier);
+}
+
+}  // namespace
+
+RdmaClient::RdmaClient(std::unique_ptr<CallPath> path, rpcprog_t program,
+                       rpcvers_t version, AdapterConfig config,
+                       std::unique_ptr<RdmaTransport> backchannel)
+    : path_(std::move(path)),
+      config_(std::move(config)),
+      backchannel_(std::move(backchannel)),
+      program_(program),
+      version_(version),
+      next_xid_(RandomXid()) {
+  static const __rpc_client::clnt_ops ops = {
+      &RdmaClient::CallOp,     &RdmaClient::AbortOp,
+      &RdmaClient::GetErrorOp, &RdmaClient::FreeResultsOp,
+      &RdmaClient::DestroyOp,  &RdmaClient::ControlOp};
+  client_.cl_ops = const_cast<__rpc_client::clnt_ops*>(&ops);
+  client_.cl_private = this;
+  client_.cl_auth = authnone_create();
+  client_.cl_netid = kNetid;
+  client_.cl_tp = kNetid;
+  server_address_ = path_->server_address();
+  if (server_address_.has_value()) {
+    server_netbuf_.buf = &server_address_->storage;
+    server_netbuf_.len = server_address_->length;
+    server_netbuf_.maxlen = sizeof server_address_->storage;
+  }
+}
+
+RdmaClient::~RdmaClient() {
+  // Calls still waiting fail first; then nothing feeds the backchannel.
+  path_.reset();
+  backchannel_.reset();
+}
+
+RdmaClient* RdmaClient::Of(CLIENT* client) {
+  if (client == nullptr || client->cl_ops == nullptr ||
+      client->cl_ops->cl_call != &RdmaClient::CallOp) {
+    return nullptr;
+  }
+  return static_cast<RdmaClient*>(client->cl_private);
+}
+
+clnt_stat RdmaClient::CallOp(CLIENT* client, rpcproc_t procedure,
+                             xdrproc_t encode_arguments, void* arguments,
+                             xdrproc_t decode_results, void* results,
+                             timeval timeout) {
+  RdmaClient& self = *Of(client);
+  // Credentials that need refreshing get two more tries (clnt_vc does).
+  rpc_err error;
+  uint32_t xid = 0;
+  for (int refreshes = 2;; --refreshes) {
+    xid = self.next_xid_.fetch_add(1, std::memory_order_relaxed);
+    error = self.Call(procedure, encode_arguments, arguments, decode_results,
+                      results, timeout, xid);
+    if (error.re_status != RPC_AUTHERROR || refreshes == 0 ||
+        !AUTH_REFRESH(client->cl_auth, nullptr)) {
+      break;
+    }
+  }
+  self.Record(error, xid);
+  return error.re_status;
+}
+
+rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
+                         void* arguments, xdrproc_t decode_results,
+                         void* results, timeval timeout, uint32_t xid) {
+  AUTH* const auth = client_.cl_auth;
+  const uint32_t program = program_.load(std::memory_order_relaxed);
+  const uint32_t version = version_.load(std::memory_order_relaxed);
+  const DdpPolicy& policy = config_.PolicyFor(program, version);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (timeout_set_) timeout = timeout_;
+  }
+  // libtirpc's message passing: no results, or a zero timeout, sends the
+  // call and returns without waiting for the reply.
+  const bool wait = !IsZero(timeout);
+  // Under RPCSEC_GSS the arguments and results are wrapped: no DDP (Linux
+  // switches it off under integrity and privacy, RFC 8166 §9.2).
+  const bool ddp = wait && auth->ah_cred.oa_flavor != RPCSEC_GSS;
+
+  RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kCall);
+  rpc_msg call{};
+  call.rm_xid = xid;
+  call.rm_direction = CALL;
+  call.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+  call.rm_call.cb_prog = program;
+  call.rm_call.cb_vers = version;
+  uint32_t procedure32 = procedure;
+  encoder.set_ddp(false);  // the RPC header is never reduced
+  if (!xdr_callhdr(encoder.xdr(), &call) ||
+      !xdr_u_int32_t(encoder.xdr(), &procedure32) ||
+      !AUTH_MARSHALL(auth, encoder.xdr())) {
+    SetLastError("clnt_call: the RPC header does not encode");
+    return ErrorOf(RPC_CANTENCODEARGS);
+  }
+  encoder.set_ddp(ddp);
+  encoder.set_threshold(policy.argument_threshold);
+  if (!AUTH_WRAP(auth, encoder.xdr(), encode_arguments,
+                 static_cast<caddr_t>(arguments))) {
+    SetLastError(absl::StrCat("clnt_call: the arguments of procedure ",
+                              procedure, " do not encode"));
+    return ErrorOf(RPC_CANTENCODEARGS);
+  }
+
+  CallRequest request;
+  request.xdr = encoder.TakeStream();
+  request.retry_on_reconnect = retry_on_reconnect_.load();
+  for (const DdpItem& item : encoder.items()) {
+    request.arguments.push_back({item.position, item.data});
+  }
+  if (!wait) {
+    request.max_reply_size = path_->max_inline_reply();
+    path_->Send(std::move(request));
+    SetLastError("clnt_call: sent without waiting (zero timeout)");
+    return ErrorOf(RPC_TIMEDOUT);
+  }
+
+  // Write chunks: the one the policy binds to the procedure, then those
+  // the arguments' routine asked for. Memory the caller did not provide
+  // comes from the buffer pool, uninitialised.
+  std::vector<Buffer> owned_results;
+  auto offer = [&](u_int length, void* buffer) {
+    if (buffer == nullptr) {
+      owned_results.emplace_back(length);
+      buffer = owned_results.back().data();
+    }
+    request.results.push_back(
+        absl::MakeSpan(static_cast<uint8_t*>(buffer), length));
+  };
+  owned_results.reserve(1 + encoder.write_chunks().size());
+  const uint32_t bound_write_chunk =
+      ddp ? policy.WriteChunkOctets(procedure) : 0;
+  if (bound_write_chunk != 0) offer(bound_write_chunk, nullptr);
+  for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
+    if (ddp) offer(chunk.length, chunk.buffer);
+  }
+  request.max_reply_size =
+      std::max({policy.MaxReplyOctets(procedure),
+                encoder.reply_chunk().value_or(0), path_->max_inline_reply()});
+  request.deadline = DeadlineAfter(timeout);
+  const std::vector<absl::Span<uint8_t>> offered = request.results;
+
+  absl::StatusOr<Reply> reply = path_->Call(std::move(request));
+  if (!reply.ok()) {
+    SetLastError(reply.status());
+    return RpcErrorOf(reply.status());
+  }
+
+  std::vector<RdmaXdrDecoder::Chunk> chunks;
+  for (size_t i = 0; i < reply->result_lengths.size() && i < offered.size();
+       ++i) {
+    chunks.emplace_back(offered[i].data(), reply->result_lengths[i]);
+  }
+  // Results the call bound to a write chunk may be short (nfsd places a
+  // READ of any length there); other opaques take chunk data only from the
+  // threshold up, as the responder's encoder put them (xdr_rdma.h).
+  const bool bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();
+  const uint32_t min_chunked =
+      bound ? 1
+            : (policy.result_threshold != 0 ? policy.result_threshold
+                                            : UINT32_MAX);
+  RdmaXdrDecoder decoder(reply->xdr.span(), std::move(chunks), min_chunked,
+                         ddp ? policy.result_threshold : 0);
+  rpc_msg reply_msg{};
+  reply_msg.acpted_rply.ar_verf = _null_auth;
+  reply_msg.acpted_rply.ar_results.where = nullptr;
+  reply_msg.acpted_rply.ar_results.proc =
+      reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_void));
+  if (!xdr_replymsg(decoder.xdr(), &reply_msg) || reply_msg.rm_xid != xid) {
+    FreeVerifier(reply_msg.acpted_rply.ar_verf);
+    SetLastError("clnt_call: the reply's RPC header does not decode");
+    return ErrorOf(RPC_CANTDECODERES);
+  }
+  rpc_err error{};
+  _seterr_reply(&reply_msg, &error);
+  if (error.re_status == RPC_SUCCESS) {
+    if (!AUTH_VALIDATE(auth, &reply_msg.acpted_rply.ar_verf)) {
+      error.re_status = RPC_AUTHERROR;
+      error.re_why = AUTH_INVALIDRESP;
+      SetLastError("clnt_call: the reply's verifier is not valid");
+    } else if (!AUTH_UNWRAP(auth, decoder.xdr(), decode_results,
+                            static_cast<caddr_t>(results))) {
+      error = ErrorOf(RPC_CANTDECODERES);
+      SetLastError(absl::StrCat("clnt_call: the results of procedure ",
+                                procedure, " do not decode"));
+    } else if (decoder.unconsumed_chunks() != 0) {
+      error = ErrorOf(RPC_CANTDECODERES);
+      SetLastError(absl::StrCat(
+          "clnt_call: the reply returned data in ", decoder.unconsumed_chunks(),
+          " write chunk(s) that no result of procedure ", procedure,
+          " took (the server's DDP policy differs from ours)"));
+    }
+  }
+  FreeVerifier(reply_msg.acpted_rply.ar_verf);
+  return error;
+}
+
+void RdmaClient::AbortOp(CLIENT*) {}
+
+void RdmaClient::Record(const rpc_err& error, uint32_t xid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_outcome_ = Outcome{error, xid};
+  outcomes_[std::this_thread::get_id()] = last_outcome_;
+}
+
+RdmaClient::Outcome RdmaClient::LastOutcome() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = outcomes_.find(std::this_thread::get_id());
+  return it != outcomes_.end() ? it->second : last_outcome_;
+}
+
+void RdmaClient::GetErrorOp(CLIENT* client, rpc_err* error) {
+  *error = Of(client)->LastOutcome().error;
+}
+
+bool_t RdmaClient::FreeResultsOp(CLIENT*, xdrproc_t free_results,
+                                 void* results) {
+  xdr_free(free_results, results);
+  return TRUE;
+}
+
+void RdmaClient::DestroyOp(CLIENT* client) { delete Of(client); }
+
+bool_t RdmaClient::ControlOp(CLIENT* client, u_int request, void* info) {
+  return Of(client)->Control(request, info) ? TRUE : FALSE;
+}
+
+bool RdmaClient::Control(u_int request, void* info) {
+  switch (request) {
+    case CLSET_FD_CLOSE:
+    case CLSET_FD_NCLOSE:
+      return true;  // no descriptor of the caller's to close
+    default:
+      break;
+  }
+  if (info == nullptr) return false;
+  switch (request) {
+    case CLSET_TIMEOUT: {
+      const timeval t = *static_cast<const timeval*>(info);
+      if (!ValidTimeout(t)) return false;
+      std::lock_guard<std::mutex> lock(mu_);
+      timeout_ = t;
+      timeout_set_ = true;
+      return true;
+    }
+    case CLGET_TIMEOUT: {
+      std::lock_guard<std::mutex> lock(mu_);
+      *static_cast<timeval*>(info) = timeout_;
+      return true;
+    }
+    case CLGET_SERVER_ADDR:
+      if (!server_address_.has_value()) return false;
+      std::memcpy(info, &server_address_->storage, server_address_->length);
+      return true;
+    case CLGET_SVC_ADDR:
+      if (!server_address_.has_value()) return false;
+      *static_cast<netbuf*>(info) = server_netbuf_;
+      return true;
+    case CLGET_XID:
+      *static_cast<uint32_t*>(info) = LastOutcome().xid;
+      return true;
+    case CLSET_XID:
+      next_xid_.store(*static_cast<const uint32_t*>(info));
+      return true;
+    case CLGET_VERS:
+      *static_cast<uint32_t*>(info) = version_.load();
+      return true;
+    case CLSET_VERS:
+      version_.store(*static_cast<const uint32_t*>(info));
+      return true;
+    case CLGET_PROG:
+      *static_cast<uint32_t*>(info) = program_.load();
+      return true;
+    case CLSET_PROG:
+      program_.store(*static_cast<const uint32_t*>(info));
+      return true;
+    case CLSET_RDMA_RETRY:
+      retry_on_reconnect_.store(*static_cast<const int*>(info) != 0);
+      return true;
+    case CLGET_RDMA_RETRY:
+      *static_cast<int*>(info) = retry_on_reconnect_.load() ? 1 : 0;
+      return true;
+    default:
+      // CLGET_FD: an RDMA connection has no socket; CLSET_SVC_ADDR: a
+      // handle does not move (clnt_vc refuses it too).
+      return false;
+  }
+}
+
+}  // namespace rpcrdma::oncrpc

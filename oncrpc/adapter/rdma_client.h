@@ -1,0 +1,87 @@
+// The CLIENT behind clnt_rdma_create and clnt_rdma_callback_create: a
+// libtirpc client handle whose calls go through a CallPath. Every call
+// encodes, sends and decodes on the calling thread with state of its own,
+// so one handle serves many threads at once (clnt_rdma.h).
+#ifndef RPCRDMA_ONCRPC_ADAPTER_RDMA_CLIENT_H_
+#define RPCRDMA_ONCRPC_ADAPTER_RDMA_CLIENT_H_
+
+#include <rpc/rpc.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "oncrpc/adapter/call_path.h"
+#include "rpcrdma/oncrpc/config.h"
+
+namespace rpcrdma::oncrpc {
+
+class RdmaTransport;
+
+class RdmaClient {
+ public:
+  // `backchannel`, when set, serves the calls the peer makes back on the
+  // path's connection; it is destroyed after the path.
+  RdmaClient(std::unique_ptr<CallPath> path, rpcprog_t program,
+             rpcvers_t version, AdapterConfig config,
+             std::unique_ptr<RdmaTransport> backchannel = nullptr);
+  RdmaClient(const RdmaClient&) = delete;
+  RdmaClient& operator=(const RdmaClient&) = delete;
+  ~RdmaClient();
+
+  CLIENT* handle() { return &client_; }
+  // Null when `client` is not an RPC-over-RDMA handle.
+  static RdmaClient* Of(CLIENT* client);
+  RdmaTransport* backchannel() { return backchannel_.get(); }
+  CallPath& path() { return *path_; }
+
+ private:
+  struct Outcome {
+    rpc_err error{};
+    uint32_t xid = 0;
+  };
+
+  static clnt_stat CallOp(CLIENT* client, rpcproc_t procedure,
+                          xdrproc_t encode_arguments, void* arguments,
+                          xdrproc_t decode_results, void* results,
+                          timeval timeout);
+  static void AbortOp(CLIENT*);
+  static void GetErrorOp(CLIENT* client, rpc_err* error);
+  static bool_t FreeResultsOp(CLIENT* client, xdrproc_t free_results,
+                              void* results);
+  static void DestroyOp(CLIENT* client);
+  static bool_t ControlOp(CLIENT* client, u_int request, void* info);
+
+  rpc_err Call(rpcproc_t procedure, xdrproc_t encode_arguments, void* arguments,
+               xdrproc_t decode_results, void* results, timeval timeout,
+               uint32_t xid);
+  bool Control(u_int request, void* info);
+  void Record(const rpc_err& error, uint32_t xid);
+  Outcome LastOutcome() const;
+
+  CLIENT client_{};
+  std::unique_ptr<CallPath> path_;
+  const AdapterConfig config_;
+  std::unique_ptr<RdmaTransport> backchannel_;
+  std::atomic<uint32_t> program_;
+  std::atomic<uint32_t> version_;
+  std::atomic<uint32_t> next_xid_;
+  std::atomic<bool> retry_on_reconnect_{false};
+  std::optional<SocketAddress> server_address_;
+  netbuf server_netbuf_{};
+
+  mutable std::mutex mu_;
+  timeval timeout_{};  // CLSET_TIMEOUT
+  bool timeout_set_ = false;
+  // clnt_geterr / CLGET_XID answer for the calling thread's last call.
+  absl::flat_hash_map<std::thread::id, Outcome> outcomes_;
+  Outcome last_outcome_;
+};
+
+}  // namespace rpcrdma::oncrpc
+
+#endif  // RPCRDMA_ONCRPC_ADAPTER_RDMA_CLIENT_H_

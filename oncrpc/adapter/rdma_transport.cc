@@ -1,0 +1,398 @@
+#include "oncrpc/adapter/rdma_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rpc/svc_mt.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "oncrpc/adapter/last_error.h"
+#include "oncrpc/adapter/rdma_xdr.h"
+
+namespace rpcrdma::oncrpc {
+namespace {
+char kRdmaNetid[] = "rdma";
+}  // namespace
+
+// One SVCXPRT and the call being dispatched on it (see the header).
+struct DispatchState {
+  RdmaTransport* transport = nullptr;
+  bool main = false;
+  SVCXPRT xprt{};
+  SVCXPRT_EXT ext{};
+  int own_fd = -1;  // a thread's: never signalled
+  std::optional<Job> pending;
+  std::optional<Job> current;
+  bool replied = false;
+  size_t arguments_at = 0;
+  uint32_t xid = 0;
+  uint32_t program = 0;
+  uint32_t version = 0;
+  bool gss = false;
+  SocketAddress peer{};
+  // svc_sendreply returns once the transport reads no more of the
+  // results' memory (the dispatcher frees it right after).
+  std::mutex released_mu;
+  std::condition_variable released_cv;
+  bool released = false;
+
+  static DispatchState& Of(SVCXPRT* xprt) {
+    return *static_cast<DispatchState*>(xprt->xp_p1);
+  }
+  static bool_t Receive(SVCXPRT* xprt, rpc_msg* msg);
+  static xprt_stat Status(SVCXPRT* xprt);
+  static bool_t GetArguments(SVCXPRT* xprt, xdrproc_t decode, void* where);
+  static bool_t SendReply(SVCXPRT* xprt, rpc_msg* msg);
+  static bool_t FreeArguments(SVCXPRT* xprt, xdrproc_t free, void* where);
+  static void Destroy(SVCXPRT* xprt);
+  static bool_t Control(SVCXPRT* xprt, u_int request, void* info);
+
+  bool Take(Job job, rpc_msg* msg);
+  void AnswerUndecodable(Job& job);
+};
+
+namespace {
+
+// The ops' struct types are named after SVCXPRT's members, which hide them.
+using XprtOps =
+    std::remove_const_t<std::remove_pointer_t<decltype(SVCXPRT::xp_ops)>>;
+using XprtOps2 =
+    std::remove_const_t<std::remove_pointer_t<decltype(SVCXPRT::xp_ops2)>>;
+const XprtOps kOps = {&DispatchState::Receive,       &DispatchState::Status,
+                      &DispatchState::GetArguments,  &DispatchState::SendReply,
+                      &DispatchState::FreeArguments, &DispatchState::Destroy};
+const XprtOps2 kOps2 = {&DispatchState::Control};
+
+uint32_t LoadBigEndian(const uint8_t* in) {
+  return (uint32_t{in[0]} << 24) | (uint32_t{in[1]} << 16) |
+         (uint32_t{in[2]} << 8) | uint32_t{in[3]};
+}
+
+uint16_t PortOf(const SocketAddress& address) {
+  switch (address.storage.ss_family) {
+    case AF_INET:
+      return ntohs(
+          reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_port);
+    case AF_INET6:
+      return ntohs(
+          reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_port);
+    default:
+      return 0;
+  }
+}
+
+netbuf NetbufOf(SocketAddress& address) {
+  netbuf n{};
+  n.maxlen = sizeof address.storage;
+  n.len = address.length;
+  n.buf = &address.storage;
+  return n;
+}
+
+}  // namespace
+
+bool_t DispatchState::Receive(SVCXPRT* xprt, rpc_msg* msg) {
+  DispatchState& self = Of(xprt);
+  self.current.reset();
+  for (;;) {
+    std::optional<Job> job = self.main ? self.transport->queue_.TryPop()
+                                       : std::exchange(self.pending, {});
+    if (!job.has_value()) return FALSE;
+    if (self.Take(*std::move(job), msg)) return TRUE;
+  }
+}
+
+bool DispatchState::Take(Job job, rpc_msg* msg) {
+  RdmaXdrDecoder decoder(job.call.message.span());
+  if (!xdr_callmsg(decoder.xdr(), msg)) {
+    AnswerUndecodable(job);
+    return false;
+  }
+  arguments_at = XDR_GETPOS(decoder.xdr());
+  xid = msg->rm_xid;
+  program = msg->rm_call.cb_prog;
+  version = msg->rm_call.cb_vers;
+  gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
+  peer = transport->PeerOf(job.call.connection);
+  xprt.xp_rtaddr = NetbufOf(peer);
+  replied = false;
+  current = std::move(job);
+  return true;
+}
+
+// A call whose RPC header libtirpc cannot read still gets an answer
+// (RFC 5531 §9): RPC_MISMATCH for another RPC version, else GARBAGE_ARGS.
+void DispatchState::AnswerUndecodable(Job& job) {
+  const Buffer& m = job.call.message;
+  rpc_msg reply{};
+  reply.rm_xid = job.call.xid;
+  reply.rm_direction = REPLY;
+  if (m.size() >= 12 && LoadBigEndian(m.data() + 8) != RPC_MSG_VERSION) {
+    reply.rm_reply.rp_stat = MSG_DENIED;
+    reply.rjcted_rply.rj_stat = RPC_MISMATCH;
+    reply.rjcted_rply.rj_vers.low = RPC_MSG_VERSION;
+    reply.rjcted_rply.rj_vers.high = RPC_MSG_VERSION;
+  } else {
+    reply.rm_reply.rp_stat = MSG_ACCEPTED;
+    reply.acpted_rply.ar_verf = _null_auth;
+    reply.acpted_rply.ar_stat = GARBAGE_ARGS;
+  }
+  RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kReply);
+  encoder.set_ddp(false);
+  if (xdr_replymsg(encoder.xdr(), &reply)) {
+    (void)job.responder.Send(ServerReply(encoder.TakeStream()));
+  }
+}
+
+xprt_stat DispatchState::Status(SVCXPRT* xprt) {
+  DispatchState& self = Of(xprt);
+  // svc_getreq_common asks after each call: that call is over (a call the
+  // dispatcher did not answer gets no reply, as over TCP).
+  self.current.reset();
+  return self.main && !self.transport->queue_.empty() ? XPRT_MOREREQS
+                                                      : XPRT_IDLE;
+}
+
+bool_t DispatchState::GetArguments(SVCXPRT* xprt, xdrproc_t decode,
+                                   void* where) {
+  DispatchState& self = Of(xprt);
+  if (!self.current.has_value()) return FALSE;
+  const DdpPolicy& policy =
+      self.transport->config_.PolicyFor(self.program, self.version);
+  // Read chunks are already in place: the call is complete.
+  RdmaXdrDecoder decoder(self.current->call.message.span(),
+                         self.gss ? 0 : policy.argument_threshold);
+  decoder.SetPosition(self.arguments_at);
+  return SVCAUTH_UNWRAP(&SVC_XP_AUTH(xprt), decoder.xdr(), decode,
+                        static_cast<caddr_t>(where));
+}
+
+bool_t DispatchState::FreeArguments(SVCXPRT*, xdrproc_t free, void* where) {
+  xdr_free(free, where);
+  return TRUE;
+}
+
+bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
+  DispatchState& self = Of(xprt);
+  if (!self.current.has_value() || self.replied) return FALSE;
+  xdrproc_t encode_results = nullptr;
+  caddr_t results = nullptr;
+  // The results go through the AUTH's wrapping, after the header (as
+  // svc_vc_reply does).
+  const bool has_results = msg->rm_reply.rp_stat == MSG_ACCEPTED &&
+                           msg->acpted_rply.ar_stat == SUCCESS;
+  if (has_results) {
+    encode_results = msg->acpted_rply.ar_results.proc;
+    results = msg->acpted_rply.ar_results.where;
+    msg->acpted_rply.ar_results.proc =
+        reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_void));
+    msg->acpted_rply.ar_results.where = nullptr;
+  }
+  msg->rm_xid = self.xid;
+  RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kReply);
+  encoder.set_ddp(false);
+  if (!xdr_replymsg(encoder.xdr(), msg)) return FALSE;
+  if (has_results) {
+    const DdpPolicy& policy =
+        self.transport->config_.PolicyFor(self.program, self.version);
+    encoder.set_ddp(!self.gss);
+    encoder.set_threshold(policy.result_threshold);
+    encoder.set_item_capacities(self.current->call.write_chunk_capacities);
+    if (!SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), encoder.xdr(), encode_results,
+                      results)) {
+      SetLastError("svc_sendreply: the results do not encode");
+      return FALSE;
+    }
+  }
+  ServerReply reply(encoder.TakeStream());
+  for (const DdpItem& item : encoder.items()) {
+    reply.results.push_back(ReplyItem::View(item.position, item.data));
+  }
+  const bool lends = !reply.results.empty();
+  if (lends) {
+    self.released = false;
+    reply.on_released = [&self] {
+      std::lock_guard<std::mutex> lock(self.released_mu);
+      self.released = true;
+      self.released_cv.notify_all();
+    };
+  }
+  self.replied = true;
+  const absl::Status sent = self.current->responder.Send(std::move(reply));
+  if (lends) {
+    std::unique_lock<std::mutex> lock(self.released_mu);
+    self.released_cv.wait(lock, [&self] { return self.released; });
+  }
+  if (!sent.ok()) {
+    SetLastError(sent);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void DispatchState::Destroy(SVCXPRT* xprt) {
+  RdmaTransport* transport = Of(xprt).transport;
+  transport->Stop();
+  if (transport->owned_by_xprt_) delete transport;
+}
+
+bool_t DispatchState::Control(SVCXPRT*, u_int, void*) { return FALSE; }
+
+RdmaTransport::RdmaTransport(const AdapterConfig& config, bool owned_by_xprt)
+    : config_(config), owned_by_xprt_(owned_by_xprt) {}
+
+absl::StatusOr<RdmaTransport*> RdmaTransport::Listen(
+    absl::string_view uri, const AdapterConfig& config) {
+  std::unique_ptr<RdmaTransport> transport(
+      new RdmaTransport(config, /*owned_by_xprt=*/true));
+  ServerOptions options;
+  options.runtime = config.runtime;
+  RdmaTransport* self = transport.get();
+  options.on_connection = [self](const ServerConnectionEvent& event) {
+    self->OnConnection(event);
+  };
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(
+      uri, config.transport, transport->Handler(), std::move(options));
+  if (!server.ok()) return server.status();
+  transport->server_ = *std::move(server);
+  transport->uri_ = transport->server_->uri();
+  absl::StatusOr<SocketAddress> local = ResolveUriAddress(transport->uri_);
+  if (local.ok()) {
+    transport->local_ = *local;
+    transport->default_peer_ = *local;
+  }
+  if (absl::Status s = transport->Start(); !s.ok()) return s;
+  return transport.release();
+}
+
+absl::StatusOr<std::unique_ptr<RdmaTransport>> RdmaTransport::ForBackchannel(
+    const AdapterConfig& config, absl::string_view peer) {
+  std::unique_ptr<RdmaTransport> transport(
+      new RdmaTransport(config, /*owned_by_xprt=*/false));
+  transport->uri_ = std::string(peer);
+  absl::StatusOr<SocketAddress> address = ResolveUriAddress(peer);
+  if (address.ok()) transport->default_peer_ = *address;
+  if (absl::Status s = transport->Start(); !s.ok()) return s;
+  return transport;
+}
+
+absl::Status RdmaTransport::Start() {
+  if (!queue_.ok()) {
+    return absl::ResourceExhaustedError("svc_rdma: no eventfd for the calls");
+  }
+  if (AddDispatcher(/*main=*/true) == nullptr) {
+    return absl::ResourceExhaustedError(
+        "svc_rdma: libtirpc would not register the SVCXPRT's descriptor");
+  }
+  return absl::OkStatus();
+}
+
+DispatchState* RdmaTransport::AddDispatcher(bool main) {
+  auto state = std::make_unique<DispatchState>();
+  state->transport = this;
+  state->main = main;
+  if (!main) {
+    state->own_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (state->own_fd < 0) return nullptr;
+  }
+  SVCXPRT& x = state->xprt;
+  x.xp_fd = main ? queue_.event_fd() : state->own_fd;
+  x.xp_port = PortOf(local_);
+  x.xp_ops = &kOps;
+  x.xp_ops2 = &kOps2;
+  x.xp_netid = kRdmaNetid;
+  x.xp_tp = kRdmaNetid;
+  x.xp_ltaddr = NetbufOf(local_);
+  x.xp_p1 = state.get();
+  x.xp_p3 = &state->ext;
+  x.xp_verf = _null_auth;
+  xprt_register(&x);
+  dispatchers_.push_back(std::move(state));
+  return dispatchers_.back().get();
+}
+
+RdmaTransport::~RdmaTransport() { Stop(); }
+
+void RdmaTransport::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  // Calls waiting are dropped (their requesters see their deadlines) and
+  // the threads leave once their current call is answered.
+  queue_.Stop();
+  for (std::thread& t : threads_) t.join();
+  // Then nothing delivers calls; a Server waits for its connections.
+  server_.reset();
+  for (auto& d : dispatchers_) {
+    xprt_unregister(&d->xprt);
+    if (d->own_fd >= 0) close(d->own_fd);
+    d->own_fd = -1;
+  }
+}
+
+RdmaTransport* RdmaTransport::Of(const SVCXPRT* xprt) {
+  if (xprt == nullptr || xprt->xp_ops != &kOps) return nullptr;
+  return static_cast<const DispatchState*>(xprt->xp_p1)->transport;
+}
+
+SVCXPRT* RdmaTransport::xprt() { return &dispatchers_.front()->xprt; }
+
+CallHandler RdmaTransport::Handler() {
+  return [this](IncomingCall call, Responder responder) {
+    queue_.Push(Job{std::move(call), std::move(responder)});
+  };
+}
+
+bool RdmaTransport::RunThreads(u_int threads) {
+  if (threads == 0 || threads > 1024 || !threads_.empty() || stopped_) {
+    return false;
+  }
+  std::vector<DispatchState*> states;
+  for (u_int i = 0; i < threads; ++i) {
+    DispatchState* state = AddDispatcher(/*main=*/false);
+    if (state == nullptr) return false;
+    states.push_back(state);
+  }
+  queue_.HandToThreads();
+  for (DispatchState* state : states) {
+    threads_.emplace_back([this, state] {
+      while (std::optional<Job> job = queue_.WaitPop()) {
+        state->pending = *std::move(job);
+        // libtirpc authenticates the call and finds the program
+        // registered with svc_reg, on this thread's own SVCXPRT.
+        svc_getreq_common(state->xprt.xp_fd);
+      }
+    });
+  }
+  return true;
+}
+
+uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
+  if (request == nullptr || Of(request->rq_xprt) == nullptr) return 0;
+  const auto& state =
+      *static_cast<const DispatchState*>(request->rq_xprt->xp_p1);
+  return state.current.has_value() ? state.current->call.connection : 0;
+}
+
+void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  if (event.type == ServerConnectionEvent::Type::kClosed) {
+    peers_.erase(event.connection);
+    return;
+  }
+  absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
+  if (address.ok()) peers_[event.connection] = *address;
+}
+
+SocketAddress RdmaTransport::PeerOf(uint64_t connection) {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  auto it = peers_.find(connection);
+  return it != peers_.end() ? it->second : default_peer_;
+}
+
+}  // namespace rpcrdma::oncrpc

@@ -1,0 +1,91 @@
+// The SVCXPRT behind svc_rdma_create and svc_rdma_backchannel: calls a
+// Server (or a Channel's backward handler) delivers wait in a queue whose
+// eventfd is the SVCXPRT's descriptor; libtirpc's svc_getreq_common takes
+// them one at a time through the xp_ops below and dispatches them to the
+// programs registered with svc_reg (svc_rdma.h says what each op does).
+//
+// The state of the call being dispatched lives with the SVCXPRT it is
+// dispatched on: svc_run dispatches on the main one, and each thread of
+// svc_rdma_run_threads has an SVCXPRT of its own (registered under a
+// descriptor nothing signals), so that threads never share a call.
+#ifndef RPCRDMA_ONCRPC_ADAPTER_RDMA_TRANSPORT_H_
+#define RPCRDMA_ONCRPC_ADAPTER_RDMA_TRANSPORT_H_
+
+#include <rpc/rpc.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "oncrpc/adapter/call_queue.h"
+#include "rpcrdma/address.h"
+#include "rpcrdma/oncrpc/config.h"
+#include "rpcrdma/server.h"
+
+namespace rpcrdma::oncrpc {
+
+struct DispatchState;
+
+class RdmaTransport {
+ public:
+  // Listens on `uri` (svc_rdma_create): the SVCXPRT owns the transport,
+  // svc_destroy deletes it.
+  static absl::StatusOr<RdmaTransport*> Listen(absl::string_view uri,
+                                               const AdapterConfig& config);
+  // Serves the backward calls of a CLIENT's connection to `peer` (the
+  // server's URI): Handler() is the Channel's backward handler. The CLIENT
+  // owns it; svc_destroy only stops its dispatching.
+  static absl::StatusOr<std::unique_ptr<RdmaTransport>> ForBackchannel(
+      const AdapterConfig& config, absl::string_view peer);
+  ~RdmaTransport();
+  RdmaTransport(const RdmaTransport&) = delete;
+  RdmaTransport& operator=(const RdmaTransport&) = delete;
+
+  // Null when `xprt` is not an RPC-over-RDMA SVCXPRT.
+  static RdmaTransport* Of(const SVCXPRT* xprt);
+  SVCXPRT* xprt();
+  CallHandler Handler();
+  const std::string& uri() const { return uri_; }
+  const AdapterConfig& config() const { return config_; }
+  // Null for a backchannel.
+  Server* server() { return server_.get(); }
+  bool RunThreads(u_int threads);
+  // The connection of the call being dispatched for `request`.
+  static uint64_t ConnectionOf(const svc_req* request);
+  // Where the client of `connection` connects from (the transport's own
+  // address when unknown, or for a backchannel).
+  SocketAddress PeerOf(uint64_t connection);
+
+ private:
+  friend struct DispatchState;
+  explicit RdmaTransport(const AdapterConfig& config, bool owned_by_xprt);
+  absl::Status Start();
+  DispatchState* AddDispatcher(bool main);
+  void Stop();
+  void OnConnection(const ServerConnectionEvent& event);
+
+  const AdapterConfig config_;
+  const bool owned_by_xprt_;
+  std::string uri_;
+  SocketAddress local_{};
+  CallQueue queue_;
+  std::unique_ptr<Server> server_;
+  // [0] is the main SVCXPRT; then one per thread of RunThreads.
+  std::vector<std::unique_ptr<DispatchState>> dispatchers_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+
+  std::mutex peers_mu_;
+  absl::flat_hash_map<uint64_t, SocketAddress> peers_;
+  SocketAddress default_peer_{};
+};
+
+}  // namespace rpcrdma::oncrpc
+
+#endif  // RPCRDMA_ONCRPC_ADAPTER_RDMA_TRANSPORT_H_

@@ -1,0 +1,183 @@
+// Every clnt_stat a CLIENT over the adapter reports, each from the
+// condition that gives it over TCP (svcerr_* from the dispatcher, replies
+// libtirpc builds) or from the transport (timeouts, connection loss).
+#include <rpc/rpc.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/oncrpc/adapter_fixture.h"
+
+namespace rpcrdma::oncrpc::testing {
+namespace {
+
+using AdapterErrorTest = AdapterTest;
+
+rpc_err ErrorOf(CLIENT* client) {
+  rpc_err error{};
+  clnt_geterr(client, &error);
+  return error;
+}
+
+TEST_P(AdapterErrorTest, UnknownProcedureIsProcUnavail) {
+  timeval timeout{5, 0};
+  EXPECT_EQ(clnt_call(client(), 99, AsXdrProc(&xdr_void), nullptr,
+                      AsXdrProc(&xdr_void), nullptr, timeout),
+            RPC_PROCUNAVAIL);
+}
+
+TEST_P(AdapterErrorTest, UnknownVersionIsProgVersMismatchWithTheRange) {
+  CLIENT* v2 = Connect(TestConfig(), /*version=*/2);
+  ASSERT_NE(v2, nullptr);
+  EXPECT_EQ(testproc_null_1(nullptr, nullptr, v2), RPC_PROGVERSMISMATCH);
+  const rpc_err error = ErrorOf(v2);
+  EXPECT_EQ(error.re_vers.low, TESTVERS);
+  EXPECT_EQ(error.re_vers.high, TESTVERS);
+  clnt_destroy(v2);
+}
+
+TEST_P(AdapterErrorTest, UnknownProgramIsProgUnavail) {
+  CLIENT* other = Connect(TestConfig(), TESTVERS, TESTPROG + 1);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(testproc_null_1(nullptr, nullptr, other), RPC_PROGUNAVAIL);
+  clnt_destroy(other);
+}
+
+TEST_P(AdapterErrorTest, ArgumentsTheServerCannotDecodeAreCantDecodeArgs) {
+  // A length word of 100 and no octets: xdr_blob fails on the server, whose
+  // dispatcher answers svcerr_decode (GARBAGE_ARGS).
+  u_int length = 100;
+  timeval timeout{5, 0};
+  EXPECT_EQ(clnt_call(client(), TESTPROC_ECHO, AsXdrProc(&xdr_u_int),
+                      reinterpret_cast<caddr_t>(&length), AsXdrProc(&xdr_void),
+                      nullptr, timeout),
+            RPC_CANTDECODEARGS);
+}
+
+TEST_P(AdapterErrorTest, AuthNoneRefusedByAProcedureIsAuthError) {
+  u_int uid = 0;
+  EXPECT_EQ(testproc_whoami_1(nullptr, &uid, client()), RPC_AUTHERROR);
+  EXPECT_EQ(ErrorOf(client()).re_why, AUTH_TOOWEAK);
+}
+
+TEST_P(AdapterErrorTest, AuthSysCredentialsReachTheProcedure) {
+  CLIENT* c = client();
+  c->cl_auth = authunix_create_default();
+  u_int uid = 0xffffffff;
+  EXPECT_EQ(testproc_whoami_1(nullptr, &uid, c), RPC_SUCCESS)
+      << rdma_oncrpc_error();
+  EXPECT_EQ(uid, getuid());
+  auth_destroy(c->cl_auth);
+  c->cl_auth = authnone_create();
+}
+
+TEST_P(AdapterErrorTest, ResultsThatDoNotEncodeAreSystemError) {
+  name out = nullptr;
+  EXPECT_EQ(testproc_badresult_1(nullptr, &out, client()), RPC_SYSTEMERROR);
+}
+
+TEST_P(AdapterErrorTest, ArgumentsThatDoNotEncodeAreCantEncodeArgs) {
+  char long_name[300];
+  memset(long_name, 'n', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = 0;
+  char* argument = long_name;
+  timeval timeout{5, 0};
+  EXPECT_EQ(clnt_call(client(), TESTPROC_NULL, AsXdrProc(&xdr_name),
+                      reinterpret_cast<caddr_t>(&argument),
+                      AsXdrProc(&xdr_void), nullptr, timeout),
+            RPC_CANTENCODEARGS);
+}
+
+TEST_P(AdapterErrorTest, ASlowReplyIsTimedOut) {
+  timeval short_wait{0, 200000};
+  ASSERT_TRUE(clnt_control(client(), CLSET_TIMEOUT,
+                           reinterpret_cast<char*>(&short_wait)));
+  u_int sleep_ms = 1000, slept = 0;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(testproc_sleep_1(&sleep_ms, &slept, client()), RPC_TIMEDOUT);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "deadline"))
+      << rdma_oncrpc_error();
+}
+
+TEST_P(AdapterErrorTest, ConnectionLossIsCantRecv) {
+  // Nothing dispatches: the call waits at the server until it goes away.
+  StopServer();
+  StartServer(TestConfig(), /*threads=*/0);
+  CLIENT* c = client();
+  std::thread destroy([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    StopServer();
+  });
+  EXPECT_EQ(testproc_null_1(nullptr, nullptr, c), RPC_CANTRECV);
+  destroy.join();
+}
+
+TEST_P(AdapterErrorTest, AZeroTimeoutSendsWithoutWaiting) {
+  // libtirpc's message passing: RPC_TIMEDOUT at once, the call still runs.
+  const int before = noreply_calls.load();
+  timeval none{0, 0};
+  ASSERT_TRUE(
+      clnt_control(client(), CLSET_TIMEOUT, reinterpret_cast<char*>(&none)));
+  EXPECT_EQ(testproc_noreply_1(nullptr, nullptr, client()), RPC_TIMEDOUT);
+  for (int i = 0; i < 500 && noreply_calls.load() == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(noreply_calls.load(), before + 1);
+}
+
+TEST_P(AdapterErrorTest, ACallTheDispatcherDoesNotAnswerTimesOut) {
+  timeval short_wait{0, 300000};
+  ASSERT_TRUE(clnt_control(client(), CLSET_TIMEOUT,
+                           reinterpret_cast<char*>(&short_wait)));
+  EXPECT_EQ(testproc_noreply_1(nullptr, nullptr, client()), RPC_TIMEDOUT);
+}
+
+TEST_P(AdapterErrorTest, Rfc8166_9_2_RpcsecGssCallsUseNoDdp) {
+  // Under RPCSEC_GSS the arguments and results are wrapped: no opaque is an
+  // item (Linux switches DDP off under integrity and privacy). A stand-in
+  // AUTH that says GSS (it still marshals AUTH_NONE, which the server
+  // accepts) shows how such a call is sent.
+  AUTH* none = client()->cl_auth;
+  AUTH gss = *none;
+  gss.ah_cred.oa_flavor = RPCSEC_GSS;
+  client()->cl_auth = &gss;
+  std::vector<uint8_t> bulk(100000, 7);
+  blob in{static_cast<u_int>(bulk.size()),
+          reinterpret_cast<char*>(bulk.data())};
+  blob out{};
+  EXPECT_EQ(testproc_echo_1(&in, &out, client()), RPC_SUCCESS)
+      << rdma_oncrpc_error();
+  client()->cl_auth = none;
+  EXPECT_EQ(out.blob_len, bulk.size());
+  xdr_free(AsXdrProc(&xdr_blob), &out);
+  const Counters server = server_counters();
+  EXPECT_EQ(server.read_chunk_calls, 0u);
+  EXPECT_EQ(server.long_calls, 1u);  // the whole call by RDMA Read
+  EXPECT_EQ(server.write_chunks, 0u);
+  EXPECT_EQ(server.long_replies, 1u);  // the result by the reply chunk
+}
+
+TEST(AdapterCreate, BadUrisAndUnreachableServersSetRpcCreateErr) {
+  EXPECT_EQ(clnt_rdma_create("tcp://nowhere", TESTPROG, TESTVERS, nullptr),
+            nullptr);
+  EXPECT_EQ(rpc_createerr.cf_stat, RPC_UNKNOWNHOST);
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "unknown scheme"))
+      << rdma_oncrpc_error();
+  EXPECT_EQ(clnt_rdma_create("soft+unix://@rpcrdma-oncrpc-nobody-listens",
+                             TESTPROG, TESTVERS, nullptr),
+            nullptr);
+  EXPECT_EQ(rpc_createerr.cf_stat, RPC_SYSTEMERROR);
+  EXPECT_EQ(svc_rdma_create("soft+tcp://999.0.0.1:1", nullptr), nullptr);
+  EXPECT_NE(std::string(rdma_oncrpc_error()), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterErrorTest,
+                         ::testing::Values("soft+unix", "soft+tcp"),
+                         SchemeName);
+
+}  // namespace
+}  // namespace rpcrdma::oncrpc::testing
