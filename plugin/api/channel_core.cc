@@ -488,6 +488,13 @@ absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
     // done, or hands the reading over), or the loop reconnects.
     blocking_cv_.wait_for(lock, std::chrono::milliseconds(20));
   }
+  // Work the reads left delayed (the soft fabric's acknowledgement of the
+  // reply, which completes the server's Send and returns the memory it
+  // lent) is the loop's now: it does not watch a parked connection.
+  const std::optional<Clock::time_point> due =
+      conn_ != nullptr ? conn_->poll_deadline() : std::nullopt;
+  lock.unlock();
+  if (due) WakeBy(*due);
   return *std::move(slot.result);
 }
 

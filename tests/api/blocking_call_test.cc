@@ -199,6 +199,44 @@ TEST(BlockingCall, LostConnectionEndsTheWait) {
   EXPECT_LT(Clock::now() - start, seconds(10));
 }
 
+// The reply's Send completes at the server once this side acknowledges it
+// (soft fabric: acknowledgements wait at most a moment for output to ride
+// on). A Channel whose blocking call read the reply, and which then sends
+// nothing more, must still acknowledge it: the server lends the reply's
+// memory until then (ServerReply::on_released), and a synchronous adapter
+// (svc_sendreply) waits for that.
+TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
+  for (const std::string& uri :
+       {UnixUri("release"), std::string("soft+tcp://127.0.0.1:0")}) {
+    SCOPED_TRACE(uri);
+    std::atomic<int> released{0};
+    std::vector<uint8_t> lent(200 * 1024, 7);
+    auto server =
+        Server::Create(uri, {}, [&](IncomingCall call, Responder responder) {
+          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
+          for (int shift = 24; shift >= 0; shift -= 8) {
+            xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
+          }
+          const uint32_t position = static_cast<uint32_t>(xdr.size());
+          (void)responder.Send(ServerReply(std::move(xdr),
+                                           {ReplyItem::View(position, lent)},
+                                           [&released] { ++released; }));
+        });
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto channel = Channel::Create((*server)->uri(), {});
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    std::vector<uint8_t> result(lent.size());
+    CallRequest request = NullCall(7);
+    request.results.push_back(absl::MakeSpan(result));
+    ASSERT_TRUE((*channel)->BlockingCall(std::move(request)).ok());
+    const Clock::time_point until = Clock::now() + seconds(5);
+    while (released.load() == 0 && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    EXPECT_EQ(released.load(), 1);
+  }
+}
+
 TEST(BlockingCall, FromTheChannelsOwnCallbackIsRefused) {
   auto server = Server::Create(UnixUri("reentry"), {}, AnswerNull);
   ASSERT_TRUE(server.ok()) << server.status();
