@@ -47,10 +47,14 @@ uint32_t RandomXid() {
   return static_cast<uint32_t>(device());
 }
 
-// Frees what xdr_replymsg allocated for the verifier (clnt_vc does the
-// same).
-void FreeVerifier(opaque_auth& verifier) {
-  if (verifier.oa_base == nullptr) return;
+// Frees what xdr_replymsg allocated for an accepted reply's verifier
+// (clnt_vc does the same). A rejected reply's fields share that memory
+// (rm_reply is a union): its verifier must not be touched.
+void FreeVerifier(rpc_msg& reply) {
+  opaque_auth& verifier = reply.acpted_rply.ar_verf;
+  if (reply.rm_reply.rp_stat != MSG_ACCEPTED || verifier.oa_base == nullptr) {
+    return;
+  }
   XDR free_stream{};
   free_stream.x_op = XDR_FREE;
   (void)xdr_opaque_auth(&free_stream, &verifier);
@@ -226,7 +230,7 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
   reply_msg.acpted_rply.ar_results.proc =
       reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_void));
   if (!xdr_replymsg(decoder.xdr(), &reply_msg) || reply_msg.rm_xid != xid) {
-    FreeVerifier(reply_msg.acpted_rply.ar_verf);
+    FreeVerifier(reply_msg);
     SetLastError("clnt_call: the reply's RPC header does not decode");
     return ErrorOf(RPC_CANTDECODERES);
   }
@@ -250,7 +254,7 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
           " took (the server's DDP policy differs from ours)"));
     }
   }
-  FreeVerifier(reply_msg.acpted_rply.ar_verf);
+  FreeVerifier(reply_msg);
   return error;
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "rpcrdma/server.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
 namespace rpcrdma::oncrpc::testing {
@@ -159,6 +160,34 @@ TEST_P(AdapterErrorTest, Rfc8166_9_2_RpcsecGssCallsUseNoDdp) {
   EXPECT_EQ(server.long_calls, 1u);  // the whole call by RDMA Read
   EXPECT_EQ(server.write_chunks, 0u);
   EXPECT_EQ(server.long_replies, 1u);  // the result by the reply chunk
+}
+
+// RFC 5531 §9: a server that speaks another RPC version answers
+// MSG_DENIED / RPC_MISMATCH with its range. (A rejected reply shares its
+// memory with the accepted arm's verifier: the client must free the
+// verifier only of an accepted reply.)
+TEST(AdapterReplies, Rfc5531_9_RpcMismatchIsVersMismatchWithTheRange) {
+  auto server = Server::Create(
+      ListenUri("soft+unix"), {}, [](IncomingCall call, Responder responder) {
+        std::vector<uint8_t> reply;
+        for (uint32_t word : {call.xid, 1u /* REPLY */, 1u /* MSG_DENIED */,
+                              0u /* RPC_MISMATCH */, 2u, 2u}) {
+          for (int shift = 24; shift >= 0; shift -= 8) {
+            reply.push_back(static_cast<uint8_t>(word >> shift));
+          }
+        }
+        (void)responder.Send(ServerReply(std::move(reply)));
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<CLIENT*> client =
+      CreateClient((*server)->uri(), TESTPROG, TESTVERS);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ(testproc_null_1(nullptr, nullptr, *client), RPC_VERSMISMATCH);
+  rpc_err error{};
+  clnt_geterr(*client, &error);
+  EXPECT_EQ(error.re_vers.low, 2u);
+  EXPECT_EQ(error.re_vers.high, 2u);
+  clnt_destroy(*client);
 }
 
 TEST(AdapterCreate, BadUrisAndUnreachableServersSetRpcCreateErr) {
