@@ -2,7 +2,7 @@
 # cmake/Packaging.cmake): `runtime` the shared library, `dev` the headers,
 # the link symlink, the archive, the CMake package and rpcrdma.pc, `tools`
 # rpcrdma-dump, rpcrdma-ping and rpcrdma-perf (installed from tools/dump,
-# tools/ping and tools/perf).
+# tools/ping and tools/perf), `oncrpc` the ONC RPC adapter's shared library.
 include(CMakePackageConfigHelpers)
 
 set(RPCRDMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpcrdma)
@@ -28,6 +28,23 @@ install(FILES ${rpcrdma_public_headers}
 
 install(EXPORT rpcrdmaTargets NAMESPACE rpcrdma::
         DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT dev)
+
+# The ONC RPC adapter: librpcrdma_oncrpc.so.0 (component `oncrpc`, its own
+# package), its headers as <rpcrdma/oncrpc/...> and its CMake targets in a
+# file of their own that rpcrdmaConfig.cmake includes (rpcrdma::oncrpc,
+# find_package(rpcrdma COMPONENTS oncrpc)).
+install(TARGETS rpcrdma_oncrpc_shared
+        EXPORT rpcrdmaOncrpcTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+                COMPONENT oncrpc NAMELINK_COMPONENT dev)
+file(GLOB rpcrdma_oncrpc_headers CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/oncrpc/include/rpcrdma/oncrpc/*.h)
+install(FILES ${rpcrdma_oncrpc_headers}
+              ${PROJECT_BINARY_DIR}/oncrpc/proto/rpcrdma/oncrpc/ddp_policy.pb.h
+              ${PROJECT_SOURCE_DIR}/oncrpc/proto/rpcrdma/oncrpc/ddp_policy.proto
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma/oncrpc COMPONENT dev)
+install(EXPORT rpcrdmaOncrpcTargets NAMESPACE rpcrdma::
+        DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdmaConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rpcrdmaConfig.cmake
@@ -47,5 +64,8 @@ string(REGEX REPLACE "/$" "" RPCRDMA_PC_PREFIX_FROM_PCFILEDIR
        "${RPCRDMA_PC_PREFIX_FROM_PCFILEDIR}")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma.pc.in
                ${PROJECT_BINARY_DIR}/rpcrdma.pc @ONLY)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma-oncrpc.pc.in
+               ${PROJECT_BINARY_DIR}/rpcrdma-oncrpc.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/rpcrdma.pc
+              ${PROJECT_BINARY_DIR}/rpcrdma-oncrpc.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

@@ -8,7 +8,7 @@
 #   2. builds examples/consumer out of tree against that prefix with
 #      find_package (shared and static library) and with pkg-config, and
 #      runs it;
-#   3. checks the three Debian packages, unpacks them into a temporary root
+#   3. checks the four Debian packages, unpacks them into a temporary root
 #      and builds and runs the consumer against that root the same ways;
 #      the installed and packaged tools answer --help.
 # Usage: scripts/check-install.sh <build-dir>
@@ -35,6 +35,15 @@ consumer() {
   cmake --build "$work/consumer-$name" >> "$work/consumer-$name.log" 2>&1 ||
     { cat "$work/consumer-$name.log"; fail "building the consumer ($name)"; }
   "$work/consumer-$name/rpcrdma_consumer" || fail "running the consumer ($name)"
+  if [ -x "$work/consumer-$name/rpcrdma_oncrpc_consumer" ]; then
+    "$work/consumer-$name/rpcrdma_oncrpc_consumer" \
+      "soft+unix://@rpcrdma-check-install-$name-$$" ||
+      fail "running the ONC RPC consumer ($name)"
+  elif [ "$name" != "${name%static}" ]; then
+    :  # the adapter is not linked statically
+  else
+    fail "the ONC RPC consumer ($name) was not built"
+  fi
 }
 
 # check_tree <prefix>: the library and headers under an installed prefix.
@@ -53,6 +62,22 @@ check_tree() {
       c++ -std=c++20 -fsyntax-only -I "$prefix/include" -x c++ - ||
       fail "installed header $(basename "$header") does not compile alone"
   done
+  soname=$(readelf -d "$libdir/librpcrdma_oncrpc.so" |
+    sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  [ "$soname" = "librpcrdma_oncrpc.so.0" ] ||
+    fail "SONAME is '$soname', not librpcrdma_oncrpc.so.0"
+  # The ONC RPC adapter's headers serve C programs as well as C++ ones.
+  for header in "$prefix"/include/rpcrdma/oncrpc/*.h; do
+    echo "#include <rpcrdma/oncrpc/$(basename "$header")>" |
+      c++ -std=c++20 -fsyntax-only -I "$prefix/include" \
+        -I /usr/include/tirpc -x c++ - ||
+      fail "installed header oncrpc/$(basename "$header") does not compile alone"
+    case "$header" in *.pb.h) continue ;; esac
+    echo "#include <rpcrdma/oncrpc/$(basename "$header")>" |
+      cc -std=c11 -fsyntax-only -I "$prefix/include" -I /usr/include/tirpc \
+        -x c - ||
+      fail "installed header oncrpc/$(basename "$header") does not compile as C"
+  done
 }
 
 step "install $build into $work/stage"
@@ -64,7 +89,7 @@ PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
   consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON
 
 step "Debian packages"
-for package in librpcrdma0 librpcrdma-dev rpcrdma-tools; do
+for package in librpcrdma0 librpcrdma-oncrpc0 librpcrdma-dev rpcrdma-tools; do
   deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
   dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
@@ -74,6 +99,9 @@ dpkg-deb -f "$build/librpcrdma0_${version}"_*.deb Depends | grep -q libibverbs1 
   fail "librpcrdma0 does not depend on libibverbs1"
 dpkg-deb -f "$build/librpcrdma-dev_${version}"_*.deb Depends | grep -q libabsl-dev ||
   fail "librpcrdma-dev does not depend on libabsl-dev"
+dpkg-deb -f "$build/librpcrdma-oncrpc0_${version}"_*.deb Depends |
+  grep -q "librpcrdma0 (= $version)" ||
+  fail "librpcrdma-oncrpc0 does not depend on librpcrdma0 (= $version)"
 for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
   [ -x "$work/debroot/usr/bin/$tool" ] || fail "rpcrdma-tools has no $tool"
   "$work/debroot/usr/bin/$tool" --help > /dev/null ||

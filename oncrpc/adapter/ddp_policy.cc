@@ -1,16 +1,10 @@
 #include "rpcrdma/oncrpc/ddp_policy.h"
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-
-#include <fstream>
-#include <sstream>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "oncrpc/adapter/last_error.h"
+#include "oncrpc/adapter/text_proto.h"
 #include "rpcrdma/oncrpc/ddp_policy.pb.h"
 
 namespace rpcrdma::oncrpc {
@@ -21,24 +15,6 @@ constexpr uint32_t kNfs3Readlink = 5;
 constexpr uint32_t kNfs3Read = 6;
 constexpr uint32_t kNfs3Readdir = 16;
 constexpr uint32_t kNfs3Readdirplus = 17;
-
-constexpr size_t kMaxPolicyFileSize = 1 << 20;
-
-class ErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  explicit ErrorCollector(absl::string_view source) : source_(source) {}
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    errors_.push_back(line >= 0 ? absl::StrCat(source_, ":", line + 1, ":",
-                                               column + 1, ": ", message)
-                                : absl::StrCat(source_, ": ", message));
-  }
-  std::string Joined() const { return absl::StrJoin(errors_, "\n"); }
-
- private:
-  absl::string_view source_;
-  std::vector<std::string> errors_;
-};
 
 }  // namespace
 
@@ -100,16 +76,9 @@ absl::StatusOr<DdpPolicy> DdpPolicy::FromProto(const config::DdpPolicy& proto) {
 
 absl::StatusOr<DdpPolicy> DdpPolicy::Parse(absl::string_view text,
                                            absl::string_view source_name) {
-  ErrorCollector errors(source_name);
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
   config::DdpPolicy proto;
-  if (!parser.ParseFromString(std::string(text), &proto)) {
-    std::string message = errors.Joined();
-    if (message.empty()) {
-      message = absl::StrCat(source_name, ": not a valid DdpPolicy");
-    }
-    return absl::InvalidArgumentError(message);
+  if (absl::Status s = ParseTextProto(text, source_name, &proto); !s.ok()) {
+    return s;
   }
   absl::StatusOr<DdpPolicy> policy = FromProto(proto);
   if (!policy.ok()) {
@@ -120,19 +89,9 @@ absl::StatusOr<DdpPolicy> DdpPolicy::Parse(absl::string_view text,
 }
 
 absl::StatusOr<DdpPolicy> DdpPolicy::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open DDP policy file ", path));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > kMaxPolicyFileSize) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("DDP policy file ", path, " is larger than ",
-                     kMaxPolicyFileSize, " octets"));
-  }
-  return Parse(text.str(), path);
+  absl::StatusOr<std::string> text = ReadTextFile(path, "DDP policy file");
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 uint32_t DdpPolicy::WriteChunkOctets(uint32_t procedure) const {

@@ -23,6 +23,11 @@ typedef struct rdma_oncrpc_config rdma_oncrpc_config;
 
 /* Every setting at its default. */
 rdma_oncrpc_config *rdma_oncrpc_config_create(void);
+/* Every setting from a text-format rpcrdma.oncrpc.config.AdapterConfig
+ * file (rpcrdma/oncrpc/ddp_policy.proto: the transport, the default DDP
+ * policy, each program's, the backchannel). NULL when it is not valid,
+ * with rdma_oncrpc_error() naming the file, and the line or the field. */
+rdma_oncrpc_config *rdma_oncrpc_config_load(const char *path);
 void rdma_oncrpc_config_destroy(rdma_oncrpc_config *config);
 
 /* The transport configuration from a text-format file, or from text.
@@ -51,13 +56,20 @@ void rdma_oncrpc_config_set_backchannel(rdma_oncrpc_config *config,
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/runtime.h"
 
 namespace rpcrdma::oncrpc {
+
+namespace config {
+class AdapterConfig;
+}  // namespace config
 
 struct AdapterConfig {
   // Every field unset: every default.
@@ -71,6 +83,15 @@ struct AdapterConfig {
   // The runtime whose loops drive the handles; Runtime::Default() when
   // null.
   std::shared_ptr<Runtime> runtime;
+
+  // From its text form (rpcrdma.oncrpc.config.AdapterConfig); errors name
+  // `source_name` and the line, or the field ("<source>: transport:
+  // credits.max_requests: ...", "<source>: programs[2]: ...").
+  static absl::StatusOr<AdapterConfig> FromProto(
+      const config::AdapterConfig &proto, absl::string_view source_name);
+  static absl::StatusOr<AdapterConfig> Parse(absl::string_view text,
+                                             absl::string_view source_name);
+  static absl::StatusOr<AdapterConfig> Load(const std::string &path);
 
   const DdpPolicy &PolicyFor(uint32_t program, uint32_t version) const {
     auto it = policies.find({program, version});
