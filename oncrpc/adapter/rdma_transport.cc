@@ -36,6 +36,8 @@ struct DispatchState {
   uint32_t version = 0;
   bool gss = false;
   SocketAddress peer{};
+  // The call's identity in the reply cache, while it is being executed.
+  std::optional<CallIdentity> cached_call;
   // svc_sendreply returns once the transport reads no more of the
   // results' memory (the dispatcher frees it right after).
   std::mutex released_mu;
@@ -55,6 +57,10 @@ struct DispatchState {
 
   bool Take(Job job, rpc_msg* msg);
   void AnswerUndecodable(Job& job);
+  // False when the reply cache answers the call (or parks it behind its
+  // first instance).
+  bool ExecuteAfterCache(Job& job, uint32_t procedure);
+  void CacheReply(const ServerReply& reply);
 };
 
 namespace {
@@ -121,9 +127,52 @@ bool DispatchState::Take(Job job, rpc_msg* msg) {
   gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
   peer = transport->PeerOf(job.call.connection);
   xprt.xp_rtaddr = NetbufOf(peer);
+  if (!ExecuteAfterCache(job, msg->rm_call.cb_proc)) return false;
   replied = false;
   current = std::move(job);
   return true;
+}
+
+bool DispatchState::ExecuteAfterCache(Job& job, uint32_t procedure) {
+  cached_call.reset();
+  ReplyCache* cache = transport->cache();
+  if (cache == nullptr || !cache->Caches(program, version, procedure)) {
+    return true;
+  }
+  const CallIdentity call = IdentifyCall(
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&peer.storage),
+                          peer.length),
+      xid, program, version, procedure,
+      job.call.message.span().subspan(arguments_at));
+  ReplyCache::Lookup found = cache->Begin(call, [&job] {
+    return ReplyCache::Waiter(
+        [responder = std::move(job.responder)](
+            std::shared_ptr<const CachedReply> reply) mutable {
+          (void)responder.Send(CachedReply::ToSend(std::move(reply)));
+        });
+  });
+  if (found.reply != nullptr) {
+    (void)job.responder.Send(CachedReply::ToSend(std::move(found.reply)));
+  }
+  if (!found.execute) return false;
+  cached_call = call;
+  return true;
+}
+
+void DispatchState::CacheReply(const ServerReply& reply) {
+  if (!cached_call.has_value()) return;
+  auto kept = std::make_shared<CachedReply>();
+  kept->xdr = reply.xdr;
+  for (const ReplyItem& item : reply.results) {
+    kept->items.emplace_back(
+        item.position,
+        std::vector<uint8_t>(item.view.begin(), item.view.end()));
+  }
+  std::vector<ReplyCache::Waiter> waiting =
+      transport->cache()->Complete(*cached_call, kept);
+  cached_call.reset();
+  // Duplicates that arrived while the call ran get its reply.
+  for (ReplyCache::Waiter& duplicate : waiting) duplicate(kept);
 }
 
 // A call whose RPC header libtirpc cannot read still gets an answer
@@ -153,7 +202,12 @@ void DispatchState::AnswerUndecodable(Job& job) {
 xprt_stat DispatchState::Status(SVCXPRT* xprt) {
   DispatchState& self = Of(xprt);
   // svc_getreq_common asks after each call: that call is over (a call the
-  // dispatcher did not answer gets no reply, as over TCP).
+  // dispatcher did not answer gets no reply, as over TCP, and neither do
+  // its duplicates).
+  if (self.cached_call.has_value()) {
+    (void)self.transport->cache()->Abandon(*self.cached_call);
+    self.cached_call.reset();
+  }
   self.current.reset();
   return self.main && !self.transport->queue_.empty() ? XPRT_MOREREQS
                                                       : XPRT_IDLE;
@@ -224,6 +278,7 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
     };
   }
   self.replied = true;
+  self.CacheReply(reply);
   const absl::Status sent = self.current->responder.Send(std::move(reply));
   if (lends) {
     std::unique_lock<std::mutex> lock(self.released_mu);
@@ -369,6 +424,13 @@ bool RdmaTransport::RunThreads(u_int threads) {
       }
     });
   }
+  return true;
+}
+
+bool RdmaTransport::EnableCache(size_t entries, size_t max_bytes) {
+  if (entries == 0 || cache_owner_ != nullptr) return false;
+  cache_owner_ = std::make_unique<ReplyCache>(entries, max_bytes);
+  cache_.store(cache_owner_.get(), std::memory_order_release);
   return true;
 }
 

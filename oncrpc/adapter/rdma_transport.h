@@ -13,6 +13,7 @@
 
 #include <rpc/rpc.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "oncrpc/adapter/call_queue.h"
+#include "oncrpc/adapter/reply_cache.h"
 #include "rpcrdma/address.h"
 #include "rpcrdma/oncrpc/config.h"
 #include "rpcrdma/server.h"
@@ -56,6 +58,9 @@ class RdmaTransport {
   // Null for a backchannel.
   Server* server() { return server_.get(); }
   bool RunThreads(u_int threads);
+  // svc_rdma_enablecache: once, before calls are dispatched.
+  bool EnableCache(size_t entries, size_t max_bytes);
+  ReplyCache* cache() { return cache_.load(std::memory_order_acquire); }
   // The connection of the call being dispatched for `request`.
   static uint64_t ConnectionOf(const svc_req* request);
   // Where the client of `connection` connects from (the transport's own
@@ -75,6 +80,9 @@ class RdmaTransport {
   std::string uri_;
   SocketAddress local_{};
   CallQueue queue_;
+  // Set once; dispatch threads read it.
+  std::unique_ptr<ReplyCache> cache_owner_;
+  std::atomic<ReplyCache*> cache_{nullptr};
   std::unique_ptr<Server> server_;
   // [0] is the main SVCXPRT; then one per thread of RunThreads.
   std::vector<std::unique_ptr<DispatchState>> dispatchers_;

@@ -87,6 +87,33 @@ bool_t svc_rdma_run_threads(SVCXPRT* xprt, u_int threads) {
   return transport != nullptr && transport->RunThreads(threads) ? TRUE : FALSE;
 }
 
+bool_t svc_rdma_enablecache(SVCXPRT* xprt, u_int entries, u_long max_bytes) {
+  RdmaTransport* transport = RdmaTransport::Of(xprt);
+  return transport != nullptr &&
+                 transport->EnableCache(
+                     entries, max_bytes != 0 ? max_bytes : u_long{64} << 20)
+             ? TRUE
+             : FALSE;
+}
+
+bool_t svc_rdma_cache_only(SVCXPRT* xprt, rpcprog_t prog, rpcvers_t vers,
+                           const rpcproc_t* procedures, u_int count) {
+  RdmaTransport* transport = RdmaTransport::Of(xprt);
+  if (transport == nullptr || transport->cache() == nullptr ||
+      (procedures == nullptr && count != 0)) {
+    return FALSE;
+  }
+  transport->cache()->Only(prog, vers, absl::MakeConstSpan(procedures, count));
+  return TRUE;
+}
+
+u_long svc_rdma_cache_hits(const SVCXPRT* xprt) {
+  RdmaTransport* transport = RdmaTransport::Of(xprt);
+  return transport != nullptr && transport->cache() != nullptr
+             ? transport->cache()->hits()
+             : 0;
+}
+
 uint64_t svc_rdma_connection(const struct svc_req* rqstp) {
   return RdmaTransport::ConnectionOf(rqstp);
 }

@@ -25,6 +25,10 @@ constexpr rpcproc_t kCallerFamily = 1;  // void -> u_int (sa_family)
 constexpr rpcproc_t kConnection = 2;    // void -> u_quad (svc_rdma_connection)
 constexpr rpcproc_t kCallMeBack = 3;    // blob -> u_quad (hash of the echo)
 constexpr rpcproc_t kKeepCallback = 4;  // void -> void
+constexpr rpcproc_t kIncrement = 5;     // u_int (sleep ms) -> u_int (count)
+
+// How many times kIncrement ran: not idempotent.
+std::atomic<u_int> increments{0};
 
 // The client's callback program (served on its backchannel).
 constexpr rpcprog_t kCallbackProgram = 0x20008169;
@@ -78,6 +82,19 @@ void InfoDispatch(svc_req* request, SVCXPRT* xprt) {
                     reinterpret_cast<caddr_t>(&hash));
       svc_freeargs(xprt, AsXdrProc(&xdr_blob),
                    reinterpret_cast<caddr_t>(&argument));
+      return;
+    }
+    case kIncrement: {
+      u_int sleep_ms = 0;
+      if (!svc_getargs(xprt, AsXdrProc(&xdr_u_int),
+                       reinterpret_cast<caddr_t>(&sleep_ms))) {
+        svcerr_decode(xprt);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+      u_int count = ++increments;
+      svc_sendreply(xprt, AsXdrProc(&xdr_u_int),
+                    reinterpret_cast<caddr_t>(&count));
       return;
     }
     case kKeepCallback: {
@@ -225,6 +242,73 @@ TEST_P(AdapterServiceTest, Rfc8167_ACallbackClientOutlivesTheCallThatGaveIt) {
                       reinterpret_cast<caddr_t>(&out), timeout),
             RPC_CANTSEND);
   clnt_destroy(back);
+}
+
+u_int Increment(CLIENT* client, uint32_t xid, u_int sleep_ms = 0) {
+  EXPECT_TRUE(clnt_control(client, CLSET_XID, reinterpret_cast<char*>(&xid)));
+  u_int count = 0;
+  timeval timeout{10, 0};
+  EXPECT_EQ(
+      clnt_call(client, kIncrement, AsXdrProc(&xdr_u_int),
+                reinterpret_cast<caddr_t>(&sleep_ms), AsXdrProc(&xdr_u_int),
+                reinterpret_cast<caddr_t>(&count), timeout),
+      RPC_SUCCESS)
+      << rdma_oncrpc_error();
+  return count;
+}
+
+// RFC 5531 §9: a retransmission keeps the XID; the cache answers it with
+// the first reply instead of running a non-idempotent procedure again.
+TEST_P(AdapterServiceTest, ReplyCacheAnswersARetransmissionOnce) {
+  ASSERT_TRUE(svc_rdma_enablecache(xprt_, 64, 0));
+  EXPECT_FALSE(svc_rdma_enablecache(xprt_, 64, 0));  // once
+  const rpcproc_t cached[] = {kIncrement};
+  ASSERT_TRUE(
+      svc_rdma_cache_only(xprt_, kInfoProgram, kInfoVersion, cached, 1));
+  CLIENT* info = Connect(TestConfig(), kInfoVersion, kInfoProgram);
+  ASSERT_NE(info, nullptr);
+  const u_int before = increments.load();
+  EXPECT_EQ(Increment(info, 0x5000), before + 1);
+  // The same call again, on a new connection (as after a reconnect).
+  CLIENT* again = Connect(TestConfig(), kInfoVersion, kInfoProgram);
+  EXPECT_EQ(Increment(again, 0x5000), before + 1);
+  EXPECT_EQ(increments.load(), before + 1);
+  EXPECT_EQ(svc_rdma_cache_hits(xprt_), 1u);
+  // Another XID is another call.
+  EXPECT_EQ(Increment(again, 0x5001), before + 2);
+  // A procedure not named in cache_only is never answered from the cache.
+  u_quad_t connection = 0;
+  timeval timeout{5, 0};
+  for (int i = 0; i < 2; ++i) {
+    uint32_t xid = 0x6000;
+    ASSERT_TRUE(clnt_control(again, CLSET_XID, reinterpret_cast<char*>(&xid)));
+    ASSERT_EQ(clnt_call(again, kConnection, AsXdrProc(&xdr_void), nullptr,
+                        AsXdrProc(&xdr_u_quad_t),
+                        reinterpret_cast<caddr_t>(&connection), timeout),
+              RPC_SUCCESS);
+  }
+  EXPECT_EQ(svc_rdma_cache_hits(xprt_), 1u);
+  clnt_destroy(again);
+  clnt_destroy(info);
+}
+
+TEST_P(AdapterServiceTest,
+       ReplyCacheAnswersADuplicateThatArrivesDuringTheCall) {
+  ASSERT_TRUE(svc_rdma_enablecache(xprt_, 64, 0));
+  CLIENT* first = Connect(TestConfig(), kInfoVersion, kInfoProgram);
+  CLIENT* second = Connect(TestConfig(), kInfoVersion, kInfoProgram);
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  const u_int before = increments.load();
+  u_int first_count = 0;
+  std::thread slow([&] { first_count = Increment(first, 0x7000, 300); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Increment(second, 0x7000, 300), before + 1);
+  slow.join();
+  EXPECT_EQ(first_count, before + 1);
+  EXPECT_EQ(increments.load(), before + 1);
+  clnt_destroy(second);
+  clnt_destroy(first);
 }
 
 // A TCP listener on loopback that libtirpc's own svc_vc serves.

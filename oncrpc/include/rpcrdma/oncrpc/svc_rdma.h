@@ -68,6 +68,26 @@ const char *svc_rdma_uri(const SVCXPRT *xprt);
  * than 1024 threads); svc_destroy stops them. */
 bool_t svc_rdma_run_threads(SVCXPRT *xprt, u_int threads);
 
+/* A duplicate request cache for the SVCXPRT's calls, as libtirpc's
+ * svc_dg_enablecache gives UDP transports: the replies of the last
+ * `entries` calls answered (at most `max_bytes` octets of them; 0: 64 MiB)
+ * are kept by the call's identity (client address without its port, XID,
+ * program, version, procedure, arguments' length and first 256 octets, as
+ * Linux's nfsd keys its cache), and a call a client sends again (after a
+ * reconnect an RPC-over-RDMA client retransmits with the same XID) is
+ * answered with the kept reply instead of being executed twice; one that
+ * arrives while the first is still executing waits for its reply. Once
+ * per SVCXPRT, before calls are dispatched: FALSE otherwise or for 0
+ * entries. */
+bool_t svc_rdma_enablecache(SVCXPRT *xprt, u_int entries, u_long max_bytes);
+/* Keeps only the replies of these procedures of `prog` version `vers`
+ * (the non-idempotent ones, as NFS servers do); by default every reply is
+ * kept. May be called for several programs. FALSE without a cache. */
+bool_t svc_rdma_cache_only(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers,
+                           const rpcproc_t *procedures, u_int count);
+/* Calls answered from the cache so far (0 without a cache). */
+u_long svc_rdma_cache_hits(const SVCXPRT *xprt);
+
 /* The connection of the call `rqstp` is (being) served for: pass it to
  * clnt_rdma_callback_create to call the client back. 0 when rqstp is not
  * a call of an RPC-over-RDMA SVCXPRT. */
