@@ -34,6 +34,7 @@ struct DispatchState {
   uint32_t xid = 0;
   uint32_t program = 0;
   uint32_t version = 0;
+  uint32_t procedure = 0;
   bool gss = false;
   SocketAddress peer{};
   // The call's identity in the reply cache, while it is being executed.
@@ -59,7 +60,7 @@ struct DispatchState {
   void AnswerUndecodable(Job& job);
   // False when the reply cache answers the call (or parks it behind its
   // first instance).
-  bool ExecuteAfterCache(Job& job, uint32_t procedure);
+  bool ExecuteAfterCache(Job& job);
   void CacheReply(const ServerReply& reply);
 };
 
@@ -124,16 +125,17 @@ bool DispatchState::Take(Job job, rpc_msg* msg) {
   xid = msg->rm_xid;
   program = msg->rm_call.cb_prog;
   version = msg->rm_call.cb_vers;
+  procedure = msg->rm_call.cb_proc;
   gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
   peer = transport->PeerOf(job.call.connection);
   xprt.xp_rtaddr = NetbufOf(peer);
-  if (!ExecuteAfterCache(job, msg->rm_call.cb_proc)) return false;
+  if (!ExecuteAfterCache(job)) return false;
   replied = false;
   current = std::move(job);
   return true;
 }
 
-bool DispatchState::ExecuteAfterCache(Job& job, uint32_t procedure) {
+bool DispatchState::ExecuteAfterCache(Job& job) {
   cached_call.reset();
   ReplyCache* cache = transport->cache();
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
@@ -256,7 +258,12 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
     const DdpPolicy& policy =
         self.transport->config_.PolicyFor(self.program, self.version);
     encoder.set_ddp(!self.gss);
-    encoder.set_threshold(policy.result_threshold);
+    // A procedure bound to a write chunk places its result there whatever
+    // its length, as the client's decoder expects (xdr_rdma.h) and as
+    // Linux's nfsd places a short READ (RFC 8267 §4.1).
+    encoder.set_threshold(policy.WriteChunkOctets(self.procedure) != 0
+                              ? 1
+                              : policy.result_threshold);
     encoder.set_item_capacities(self.current->call.write_chunk_capacities);
     if (!SVCAUTH_WRAP(&SVC_XP_AUTH(xprt), encoder.xdr(), encode_results,
                       results)) {

@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpcrdma/channel.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
 namespace rpcrdma::oncrpc::testing {
@@ -122,6 +123,50 @@ TEST_P(AdapterCallTest, Rfc8166_3_5_4_LongReplyComesInTheReplyChunk) {
   xdr_free(AsXdrProc(&xdr_listing), &out);
   EXPECT_EQ(server_counters().reply_chunks, 1u);
   EXPECT_EQ(server_counters().long_replies, 1u);
+}
+
+// RFC 8267 §4.1, as Linux's nfsd does: a procedure bound to a write chunk
+// places its result there whatever its length, and an unbound one only
+// from the threshold on. Seen with a raw Channel, which reports what the
+// server wrote into each chunk.
+TEST_P(AdapterCallTest, Rfc8267_4_1_BoundResultFillsItsChunkWhateverItsLength) {
+  absl::StatusOr<std::unique_ptr<Channel>> channel =
+      Channel::Create(svc_rdma_uri(xprt_), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  for (rpcproc_t procedure : {TESTPROC_READ, TESTPROC_ECHO}) {
+    SCOPED_TRACE(procedure);
+    std::vector<uint8_t> call(512);
+    XDR x;
+    xdrmem_create(&x, reinterpret_cast<char*>(call.data()),
+                  static_cast<u_int>(call.size()), XDR_ENCODE);
+    rpc_msg header{};
+    header.rm_xid = 77;
+    header.rm_direction = CALL;
+    header.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+    header.rm_call.cb_prog = TESTPROG;
+    header.rm_call.cb_vers = TESTVERS;
+    opaque_auth none = _null_auth;
+    read_args args{0, 5};
+    std::vector<uint8_t> five = Pattern(5);
+    blob echoed = BlobOf(five);
+    ASSERT_TRUE(xdr_callhdr(&x, &header) && xdr_u_int(&x, &procedure) &&
+                xdr_opaque_auth(&x, &none) && xdr_opaque_auth(&x, &none));
+    ASSERT_TRUE(procedure == TESTPROC_READ ? xdr_read_args(&x, &args)
+                                           : xdr_blob(&x, &echoed));
+    call.resize(xdr_getpos(&x));
+    std::vector<uint8_t> chunk(64);
+    CallRequest request;
+    request.xdr = call;
+    request.results.push_back(absl::MakeSpan(chunk));
+    request.max_reply_size = 512;
+    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(request));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ(reply->result_lengths.size(), 1u);
+    // READ is bound (TestPolicy); ECHO is bound too, so both land in the
+    // chunk: 5 octets, not at the 1024-octet threshold.
+    EXPECT_EQ(reply->result_lengths[0], 5u);
+    EXPECT_EQ(std::vector<uint8_t>(chunk.begin(), chunk.begin() + 5), five);
+  }
 }
 
 // A hand-written routine that knows its Upper Layer Binding: it offers a

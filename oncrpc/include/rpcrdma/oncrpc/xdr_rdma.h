@@ -10,8 +10,11 @@
  * position that points at the caller's memory: a read chunk of a call (when
  * the call does not fit inline), or the next write chunk the call offered
  * for a reply. An opaque is DDP-eligible when it is at least the policy's
- * threshold (rpcrdma/oncrpc/ddp_policy.h), or when a routine marked it with
- * XDR_RDMA_DDP_NEXT. Nothing else changes: routines are unaware.
+ * threshold (rpcrdma/oncrpc/ddp_policy.h), when a routine marked it with
+ * XDR_RDMA_DDP_NEXT, or, in the results of a procedure the policy binds to
+ * a write chunk, whatever its length (RFC 8267 §4.1: a short NFS READ
+ * still fills its write chunk). Nothing else changes: routines are
+ * unaware.
  *
  * Decoding a reply puts write-chunk data back, by the rule the encoder
  * follows (RFC 8166 §3.4.7 leaves the mapping to the Upper Layer Binding):
