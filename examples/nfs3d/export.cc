@@ -1,0 +1,167 @@
+#include "examples/nfs3d/export.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "examples/nfs3d/attributes.h"
+
+namespace rpcrdma::nfs3d {
+namespace {
+
+constexpr uint8_t kFormat = 1;
+constexpr size_t kTagSize = 8;
+constexpr size_t kMaxKernelHandle = NFS3_FHSIZE - kTagSize;
+
+struct KernelHandle {
+  struct file_handle header;
+  unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
+  std::unique_ptr<Export> e(new Export());
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("export ", path, ": ", strerror(errno)));
+  }
+  e->path_ = resolved;
+  // Not O_PATH: open_by_handle_at refuses an O_PATH descriptor as the
+  // file system's (EBADF).
+  e->root_ = UniqueFd(open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!e->root_.valid() || fstat(e->root_.get(), &e->root_stat_) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("export ", path, ": ", strerror(errno)));
+  }
+  struct stat parent {};
+  e->whole_file_system_ =
+      e->path_ == "/" || (fstatat(e->root_.get(), "..", &parent, 0) == 0 &&
+                          parent.st_dev != e->root_stat_.st_dev);
+  e->fsid_ = static_cast<uint64_t>(e->root_stat_.st_dev);
+  if (e->HandleOf(e->root_.get(), e->root_handle_) != NFS3_OK) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "export ", path, ": the file system gives no file handles (",
+        strerror(errno), ")"));
+  }
+  // Opening a handle is what every later call does: check it works here
+  // (it needs CAP_DAC_READ_SEARCH).
+  UniqueFd probe;
+  if (e->Open(AsNfsHandle(e->root_handle_), O_PATH, probe) != NFS3_OK) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "export ", path, ": open_by_handle_at fails (", strerror(errno),
+        "); the server needs CAP_DAC_READ_SEARCH"));
+  }
+  return e;
+}
+
+nfsstat3 Export::HandleOf(int fd, FileHandle& out) const {
+  KernelHandle h{};
+  h.header.handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  if (name_to_handle_at(fd, "", &h.header, &mount_id, AT_EMPTY_PATH) != 0) {
+    return StatusOfErrno(errno);
+  }
+  if (h.header.handle_bytes > kMaxKernelHandle) return NFS3ERR_SERVERFAULT;
+  const uint32_t type = static_cast<uint32_t>(h.header.handle_type);
+  out.assign(kTagSize + h.header.handle_bytes, 0);
+  out[0] = kFormat;
+  out[2] = static_cast<uint8_t>(h.header.handle_bytes >> 8);
+  out[3] = static_cast<uint8_t>(h.header.handle_bytes);
+  for (int i = 0; i < 4; ++i) {
+    out[4 + i] = static_cast<uint8_t>(type >> (24 - 8 * i));
+  }
+  std::memcpy(out.data() + kTagSize, h.bytes, h.header.handle_bytes);
+  return NFS3_OK;
+}
+
+nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(handle.data.data_val);
+  const u_int length = handle.data.data_len;
+  if (length < kTagSize || bytes[0] != kFormat || bytes[1] != 0) {
+    return NFS3ERR_BADHANDLE;
+  }
+  const size_t kernel_length = size_t{bytes[2]} << 8 | bytes[3];
+  if (kernel_length != length - kTagSize || kernel_length > kMaxKernelHandle) {
+    return NFS3ERR_BADHANDLE;
+  }
+  KernelHandle h{};
+  h.header.handle_bytes = static_cast<unsigned int>(kernel_length);
+  h.header.handle_type =
+      static_cast<int>(uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
+                       uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]});
+  std::memcpy(h.bytes, bytes + kTagSize, kernel_length);
+  UniqueFd fd(open_by_handle_at(root_.get(), &h.header, flags | O_CLOEXEC));
+  if (!fd.valid()) {
+    // ESTALE: deleted; EINVAL: a handle the file system does not take.
+    return errno == ELOOP || errno == EISDIR || errno == ENOTDIR ||
+                   errno == EACCES || errno == EPERM
+               ? StatusOfErrno(errno)
+               : NFS3ERR_STALE;
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !Contains(fd.get(), st)) {
+    return NFS3ERR_STALE;
+  }
+  out = std::move(fd);
+  return NFS3_OK;
+}
+
+bool Export::Contains(int fd, const struct stat& st) const {
+  if (st.st_dev != root_stat_.st_dev) return false;
+  if (whole_file_system_ || IsRoot(st)) return true;
+  // A directory below the root of its file system: the file's path must
+  // be under it (a file with several links counts under the one the
+  // kernel shows).
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char target[PATH_MAX];
+  const ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n <= 0) return false;
+  target[n] = '\0';
+  const size_t root_length = path_.size();
+  return std::strncmp(target, path_.c_str(), root_length) == 0 &&
+         (target[root_length] == '/' || target[root_length] == '\0');
+}
+
+nfsstat3 Export::OpenChild(int dir, const char* name, UniqueFd& out) const {
+  if (name == nullptr || name[0] == '\0') return NFS3ERR_NOENT;
+  if (std::strchr(name, '/') != nullptr) return NFS3ERR_ACCES;
+  if (std::strlen(name) > NAME_MAX) return NFS3ERR_NAMETOOLONG;
+  struct stat dir_stat {};
+  if (std::strcmp(name, "..") == 0 && fstat(dir, &dir_stat) == 0 &&
+      IsRoot(dir_stat)) {
+    name = ".";
+  }
+  UniqueFd fd(openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return StatusOfErrno(errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return StatusOfErrno(errno);
+  if (!Contains(fd.get(), st)) return NFS3ERR_ACCES;
+  out = std::move(fd);
+  return NFS3_OK;
+}
+
+nfs_fh3 AsNfsHandle(const FileHandle& handle) {
+  nfs_fh3 fh;
+  fh.data.data_len = static_cast<u_int>(handle.size());
+  fh.data.data_val =
+      reinterpret_cast<char*>(const_cast<uint8_t*>(handle.data()));
+  return fh;
+}
+
+nfs_fh3 AllocatedNfsHandle(const FileHandle& handle) {
+  nfs_fh3 fh;
+  fh.data.data_len = static_cast<u_int>(handle.size());
+  fh.data.data_val = static_cast<char*>(malloc(handle.size() + 1));
+  std::memcpy(fh.data.data_val, handle.data(), handle.size());
+  return fh;
+}
+
+}  // namespace rpcrdma::nfs3d

@@ -1,0 +1,87 @@
+// The exported directory and its NFSv3 file handles (RFC 1813 §2.3.3: at
+// most 64 opaque octets, chosen by the server).
+//
+// A handle carries the kernel's own handle of the file (name_to_handle_at
+// (2)): inode and generation, so it names the same file after the server
+// restarts, and a file that was deleted is STALE, never another file that
+// reused its inode. Behind a tag of this format:
+//   octet 0      format (1)
+//   octet 1      0
+//   octets 2-3   length of the kernel handle, big-endian
+//   octets 4-7   the kernel handle's type, big-endian
+//   octets 8-    the kernel handle (at most 56 octets)
+// Opening a handle needs CAP_DAC_READ_SEARCH (open_by_handle_at(2)), as
+// the kernel's own nfsd has.
+//
+// A handle never leads outside the exported directory: one that names a
+// file of another file system, or (when the export is not the root of its
+// file system) a file whose path is not under the export, is STALE; LOOKUP
+// of ".." at the export's root stays there.
+#ifndef RPCRDMA_EXAMPLES_NFS3D_EXPORT_H_
+#define RPCRDMA_EXAMPLES_NFS3D_EXPORT_H_
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "examples/nfs3d/unique_fd.h"
+#include "nfs3_prot.h"
+
+namespace rpcrdma::nfs3d {
+
+using FileHandle = std::vector<uint8_t>;
+
+class Export {
+ public:
+  // The directory at `path`; FAILED_PRECONDITION when file handles cannot
+  // be made or opened there (no support in the file system, or no
+  // CAP_DAC_READ_SEARCH).
+  static absl::StatusOr<std::unique_ptr<Export>> Open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  int root() const { return root_.get(); }
+  // The file system's identity, reported as fattr3.fsid.
+  uint64_t fsid() const { return fsid_; }
+  const FileHandle& root_handle() const { return root_handle_; }
+
+  // The handle of the file `fd` opens.
+  nfsstat3 HandleOf(int fd, FileHandle& out) const;
+  // Opens the file `handle` names with `flags` (O_PATH to look at it,
+  // O_RDONLY, O_RDWR, O_DIRECTORY...): NFS3ERR_BADHANDLE for a handle of
+  // another format or length, NFS3ERR_STALE for a file that is gone or
+  // outside the export.
+  nfsstat3 Open(const nfs_fh3& handle, int flags, UniqueFd& out) const;
+  // Opens `name` in the directory `dir` (O_PATH, without following a
+  // symbolic link). ".." of the root is the root; "." and ".." elsewhere
+  // are what they are; a name with '/' is NFS3ERR_ACCES.
+  nfsstat3 OpenChild(int dir, const char* name, UniqueFd& out) const;
+  bool IsRoot(const struct stat& st) const {
+    return st.st_dev == root_stat_.st_dev && st.st_ino == root_stat_.st_ino;
+  }
+
+ private:
+  Export() = default;
+  bool Contains(int fd, const struct stat& st) const;
+
+  std::string path_;
+  UniqueFd root_;
+  struct stat root_stat_ {};
+  uint64_t fsid_ = 0;
+  FileHandle root_handle_;
+  // The export is the root of its file system: every file of that file
+  // system is inside it.
+  bool whole_file_system_ = false;
+};
+
+// nfs_fh3 over `handle`'s octets (not copied: `handle` must outlive it).
+nfs_fh3 AsNfsHandle(const FileHandle& handle);
+// A copy that xdr_free can release (the results of a procedure).
+nfs_fh3 AllocatedNfsHandle(const FileHandle& handle);
+
+}  // namespace rpcrdma::nfs3d
+
+#endif  // RPCRDMA_EXAMPLES_NFS3D_EXPORT_H_

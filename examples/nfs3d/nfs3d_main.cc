@@ -1,0 +1,271 @@
+// nfs3d: an NFS version 3 server (RFC 1813) of one local directory, over
+// RPC-over-RDMA through the ONC RPC adapter, and over TCP through
+// libtirpc's own transport with the same rpcgen dispatcher; MOUNT version
+// 3 over TCP on a fixed port, so the Linux client mounts it without
+// rpcbind:
+//
+//   nfs3d --export /srv/data --nfs rdma://0.0.0.0:20049 --mount-port 20048
+//   mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\
+//         mountport=20048,nolock server:/srv/data /mnt
+//
+// Options:
+//   --export DIR      the directory served (required)
+//   --alias PATH      another name MOUNT accepts for it (e.g. /export)
+//   --nfs URI         NFS over RPC-over-RDMA (rdma://, soft+tcp://,
+//                     soft+unix://); may be repeated; default
+//                     rdma://0.0.0.0:20049
+//   --nfs-tcp-port N  NFS over TCP as well (0: not)
+//   --mount-port N    MOUNT over TCP (default 20048)
+//   --threads N       dispatch threads per RDMA listener (default 4)
+//   --config FILE     the adapter's configuration (rpcrdma.oncrpc.config.
+//                     AdapterConfig text: transport, DDP policies); NFSv3
+//                     gets the NFSv3 binding unless the file gives one
+//   --rsize N         FSINFO rtmax and wtmax (default 1048576)
+// It prints "nfs3d: ready" with its URIs once it serves, and, on SIGUSR1
+// and when it ends (SIGTERM, SIGINT), each RDMA listener's counters.
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <rpc/rpc.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "examples/nfs3d/export.h"
+#include "examples/nfs3d/mount3_service.h"
+#include "examples/nfs3d/nfs3_server.h"
+#include "mount3_prot.h"
+#include "nfs3_prot.h"
+#include "rpcrdma/oncrpc/svc_rdma.h"
+
+extern "C" {
+// rpcgen's dispatchers (*_svc.c), which their headers do not declare.
+void nfs_program_3(struct svc_req* request, SVCXPRT* transport);
+void mount_program_3(struct svc_req* request, SVCXPRT* transport);
+}
+
+namespace {
+
+using rpcrdma::oncrpc::AdapterConfig;
+using rpcrdma::oncrpc::DdpPolicy;
+
+struct Options {
+  std::string export_path;
+  std::string alias;
+  std::vector<std::string> nfs_uris;
+  int nfs_tcp_port = 0;
+  int mount_port = 20048;
+  unsigned threads = 4;
+  std::string config_path;
+  uint32_t rsize = 1u << 20;
+};
+
+[[noreturn]] void Usage(const char* why) {
+  std::fprintf(stderr,
+               "nfs3d: %s\nusage: nfs3d --export DIR [--alias PATH] "
+               "[--nfs URI]... [--nfs-tcp-port N] [--mount-port N] "
+               "[--threads N] [--config FILE] [--rsize N]\n",
+               why);
+  std::exit(2);
+}
+
+Options Parse(int argc, char** argv) {
+  static const option kLong[] = {
+      {"export", required_argument, nullptr, 'e'},
+      {"alias", required_argument, nullptr, 'a'},
+      {"nfs", required_argument, nullptr, 'n'},
+      {"nfs-tcp-port", required_argument, nullptr, 't'},
+      {"mount-port", required_argument, nullptr, 'm'},
+      {"threads", required_argument, nullptr, 'j'},
+      {"config", required_argument, nullptr, 'c'},
+      {"rsize", required_argument, nullptr, 'r'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  Options o;
+  for (int c; (c = getopt_long(argc, argv, "", kLong, nullptr)) != -1;) {
+    switch (c) {
+      case 'e':
+        o.export_path = optarg;
+        break;
+      case 'a':
+        o.alias = optarg;
+        break;
+      case 'n':
+        o.nfs_uris.push_back(optarg);
+        break;
+      case 't':
+        o.nfs_tcp_port = std::atoi(optarg);
+        break;
+      case 'm':
+        o.mount_port = std::atoi(optarg);
+        break;
+      case 'j':
+        o.threads = static_cast<unsigned>(std::atoi(optarg));
+        break;
+      case 'c':
+        o.config_path = optarg;
+        break;
+      case 'r':
+        o.rsize = static_cast<uint32_t>(std::atoi(optarg));
+        break;
+      case 'h':
+        Usage("an NFSv3 server over RPC-over-RDMA");
+      default:
+        Usage("unknown option");
+    }
+  }
+  if (o.export_path.empty()) Usage("--export is required");
+  if (o.nfs_uris.empty()) o.nfs_uris.push_back("rdma://0.0.0.0:20049");
+  if (o.threads == 0) Usage("--threads must be at least 1");
+  return o;
+}
+
+// A TCP listener on every address at `port`, served by libtirpc's svc_vc.
+SVCXPRT* ServeTcp(int port, rpcprog_t program, rpcvers_t version,
+                  void (*dispatch)(svc_req*, SVCXPRT*)) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (fd < 0 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      listen(fd, 64) != 0) {
+    std::fprintf(stderr, "nfs3d: TCP port %d: %s\n", port,
+                 std::strerror(errno));
+    std::exit(1);
+  }
+  SVCXPRT* xprt = svc_vc_create(fd, 0, 0);
+  if (xprt == nullptr || !svc_reg(xprt, program, version, dispatch, nullptr)) {
+    std::fprintf(stderr, "nfs3d: cannot serve TCP port %d\n", port);
+    std::exit(1);
+  }
+  return xprt;
+}
+
+void PrintCounters(const std::vector<SVCXPRT*>& listeners) {
+  for (SVCXPRT* xprt : listeners) {
+    const rpcrdma::Counters c = rpcrdma::oncrpc::ServerOf(xprt)->counters();
+    std::printf(
+        "nfs3d: counters %s calls=%llu replies=%llu inline_calls=%llu "
+        "read_chunk_calls=%llu read_chunks=%llu write_chunks=%llu "
+        "reply_chunks=%llu long_calls=%llu long_replies=%llu "
+        "remote_invalidations=%llu errors_sent=%llu credits_granted=%u "
+        "duplicate_replies=%lu\n",
+        svc_rdma_uri(xprt), static_cast<unsigned long long>(c.calls),
+        static_cast<unsigned long long>(c.replies),
+        static_cast<unsigned long long>(c.inline_calls),
+        static_cast<unsigned long long>(c.read_chunk_calls),
+        static_cast<unsigned long long>(c.read_chunks),
+        static_cast<unsigned long long>(c.write_chunks),
+        static_cast<unsigned long long>(c.reply_chunks),
+        static_cast<unsigned long long>(c.long_calls),
+        static_cast<unsigned long long>(c.long_replies),
+        static_cast<unsigned long long>(c.remote_invalidations),
+        static_cast<unsigned long long>(c.errors_sent), c.credits_granted,
+        svc_rdma_cache_hits(xprt));
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = Parse(argc, argv);
+  // Signals are taken by one thread (below), not by the dispatchers.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<rpcrdma::nfs3d::Export>> exported =
+      rpcrdma::nfs3d::Export::Open(options.export_path);
+  if (!exported.ok()) {
+    std::fprintf(stderr, "nfs3d: %s\n", exported.status().ToString().c_str());
+    return 1;
+  }
+  rpcrdma::nfs3d::Mount3Service mount(**exported, options.alias);
+  rpcrdma::nfs3d::Mount3Service::Install(&mount);
+  rpcrdma::nfs3d::Nfs3Server nfs(
+      *std::move(exported),
+      {.max_read = options.rsize, .max_write = options.rsize});
+  rpcrdma::nfs3d::Nfs3Server::Install(&nfs);
+
+  AdapterConfig config;
+  if (!options.config_path.empty()) {
+    absl::StatusOr<AdapterConfig> loaded =
+        AdapterConfig::Load(options.config_path);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "nfs3d: %s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    config = *std::move(loaded);
+  }
+  // RFC 8267 §4: READ data into the write chunk a call offers, WRITE data
+  // from its read chunk, READDIR(PLUS) and READLINK through its reply
+  // chunk.
+  config.policies.try_emplace({NFS_PROGRAM, NFS_V3},
+                              DdpPolicy::Nfs3(options.rsize));
+
+  ServeTcp(options.mount_port, MOUNT_PROGRAM, MOUNT_V3, mount_program_3);
+  if (options.nfs_tcp_port != 0) {
+    ServeTcp(options.nfs_tcp_port, NFS_PROGRAM, NFS_V3, nfs_program_3);
+  }
+  std::vector<SVCXPRT*> listeners;
+  for (const std::string& uri : options.nfs_uris) {
+    absl::StatusOr<SVCXPRT*> xprt =
+        rpcrdma::oncrpc::CreateServerTransport(uri, config);
+    if (!xprt.ok()) {
+      std::fprintf(stderr, "nfs3d: %s: %s\n", uri.c_str(),
+                   xprt.status().ToString().c_str());
+      return 1;
+    }
+    // A call a client sends again after a reconnect must not run twice:
+    // the non-idempotent procedures' replies are kept (as nfsd's cache
+    // keeps them).
+    const rpcproc_t kNonIdempotent[] = {
+        NFSPROC3_SETATTR, NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_MKDIR,
+        NFSPROC3_SYMLINK, NFSPROC3_MKNOD, NFSPROC3_REMOVE, NFSPROC3_RMDIR,
+        NFSPROC3_RENAME,  NFSPROC3_LINK,  NFSPROC3_COMMIT};
+    if (!svc_rdma_enablecache(*xprt, 1024, 0) ||
+        !svc_rdma_cache_only(*xprt, NFS_PROGRAM, NFS_V3, kNonIdempotent,
+                             sizeof kNonIdempotent / sizeof *kNonIdempotent) ||
+        !svc_reg(*xprt, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
+        !svc_rdma_run_threads(*xprt, options.threads)) {
+      std::fprintf(stderr, "nfs3d: cannot serve %s\n", uri.c_str());
+      return 1;
+    }
+    listeners.push_back(*xprt);
+  }
+
+  std::printf("nfs3d: ready export=%s mount_port=%d",
+              options.export_path.c_str(), options.mount_port);
+  for (SVCXPRT* xprt : listeners) std::printf(" nfs=%s", svc_rdma_uri(xprt));
+  if (options.nfs_tcp_port != 0) {
+    std::printf(" nfs_tcp_port=%d", options.nfs_tcp_port);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+
+  std::thread signal_thread([&] {
+    for (;;) {
+      int signal_number = 0;
+      if (sigwait(&signals, &signal_number) != 0) continue;
+      PrintCounters(listeners);
+      if (signal_number != SIGUSR1) std::_Exit(0);
+    }
+  });
+  signal_thread.detach();
+  svc_run();  // the TCP transports; the RDMA ones have their threads
+  return 0;
+}

@@ -1,0 +1,240 @@
+// nfs3d's NFSv3 service (examples/nfs3d) through rpcgen's NFSv3 client
+// stubs over the ONC RPC adapter on the soft fabric: every procedure's
+// semantics (RFC 1813 §3.3), the file handles' guarantees, and malformed
+// requests answered with their NFSv3 errors. The kernel's client mounts the
+// same server in the VM (interop/kernel, ctest kernel.nfs3d).
+//
+// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "examples/nfs3d/export.h"
+#include "examples/nfs3d/nfs3_server.h"
+#include "gtest/gtest.h"
+#include "nfs3_prot.h"
+#include "rpcrdma/oncrpc/clnt_rdma.h"
+#include "rpcrdma/oncrpc/svc_rdma.h"
+#include "tests/nfs3d/nfs3_client.h"
+
+namespace rpcrdma::nfs3d {
+namespace {
+
+class Nfs3dTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("nfs3d-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "export");
+    absl::StatusOr<std::unique_ptr<Export>> exported =
+        Export::Open(dir_ / "export");
+    if (!exported.ok() && absl::IsFailedPrecondition(exported.status())) {
+      GTEST_SKIP() << exported.status();
+    }
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    server_ =
+        std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{});
+    Nfs3Server::Install(server_.get());
+    client_ = std::make_unique<Nfs3Client>();
+    ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
+    root_ = server_->exported().root_handle();
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_ != nullptr) Nfs3Server::Install(nullptr);
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Nfs3Server> server_;
+  std::unique_ptr<Nfs3Client> client_;
+  FileHandle root_;
+};
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_1_GetattrOfTheRootIsADirectory) {
+  fattr3 attributes{};
+  ASSERT_EQ(client_->Getattr(root_, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.type, NF3DIR);
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ / "export").c_str(), &st), 0);
+  EXPECT_EQ(attributes.fileid, st.st_ino);
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_8_CreateWriteReadBackAndCommit) {
+  FileHandle file;
+  ASSERT_EQ(client_->Create(root_, "data", UNCHECKED, file), NFS3_OK);
+  std::vector<uint8_t> data(1 << 20);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 7);
+  std::array<char, NFS3_WRITEVERFSIZE> verifier{};
+  ASSERT_EQ(client_->Write(file, 0, data, UNSTABLE, &verifier), NFS3_OK);
+  std::array<char, NFS3_WRITEVERFSIZE> committed{};
+  ASSERT_EQ(client_->Commit(file, committed), NFS3_OK);
+  EXPECT_EQ(committed, verifier);  // no restart in between
+  std::vector<uint8_t> back;
+  bool eof = false;
+  ASSERT_EQ(client_->Read(file, 0, 1 << 20, back, eof), NFS3_OK);
+  EXPECT_EQ(back, data);
+  EXPECT_TRUE(eof);
+  // A short READ at the end, through the write chunk as well.
+  ASSERT_EQ(client_->Read(file, data.size() - 5, 100, back, eof), NFS3_OK);
+  EXPECT_EQ(back.size(), 5u);
+  EXPECT_TRUE(eof);
+  // The server wrote the file.
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ / "export" / "data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 1 << 20);
+  const Counters counters = client_->server_counters();
+  EXPECT_GE(counters.read_chunk_calls, 1u);  // the WRITE's data
+  EXPECT_GE(counters.write_chunks, 2u);      // the READs'
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_8_ExclusiveCreateRecognisesItsRetransmission) {
+  FileHandle first, again, other;
+  ASSERT_EQ(client_->CreateExclusive(root_, "once", "verifier", first),
+            NFS3_OK);
+  ASSERT_EQ(client_->CreateExclusive(root_, "once", "verifier", again),
+            NFS3_OK);
+  EXPECT_EQ(first, again);
+  EXPECT_EQ(client_->CreateExclusive(root_, "once", "another!", other),
+            NFS3ERR_EXIST);
+  EXPECT_EQ(client_->Create(root_, "once", GUARDED, other), NFS3ERR_EXIST);
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_NamesLinksAndDirectories) {
+  FileHandle a, b, sub, link;
+  ASSERT_EQ(client_->Mkdir(root_, "a", a), NFS3_OK);
+  ASSERT_EQ(client_->Mkdir(root_, "b", b), NFS3_OK);
+  FileHandle file;
+  ASSERT_EQ(client_->Create(a, "f", UNCHECKED, file), NFS3_OK);
+  // RENAME across directories keeps the file (its handle still works).
+  ASSERT_EQ(client_->Rename(a, "f", b, "g"), NFS3_OK);
+  FileHandle found;
+  ASSERT_EQ(client_->Lookup(b, "g", found), NFS3_OK);
+  EXPECT_EQ(found, file);
+  EXPECT_EQ(client_->Lookup(a, "f", found), NFS3ERR_NOENT);
+  // LINK, SYMLINK, READLINK.
+  ASSERT_EQ(client_->Link(file, a, "hard"), NFS3_OK);
+  fattr3 attributes{};
+  ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.nlink, 2u);
+  ASSERT_EQ(client_->Symlink(a, "sym", "../b/g", link), NFS3_OK);
+  std::string target;
+  ASSERT_EQ(client_->Readlink(link, target), NFS3_OK);
+  EXPECT_EQ(target, "../b/g");
+  EXPECT_EQ(client_->Readlink(file, target), NFS3ERR_INVAL);
+  // RMDIR of a non-empty directory; REMOVE then RMDIR.
+  EXPECT_EQ(client_->Rmdir(root_, "b"), NFS3ERR_NOTEMPTY);
+  EXPECT_EQ(client_->Remove(b, "g"), NFS3_OK);
+  EXPECT_EQ(client_->Rmdir(root_, "b"), NFS3_OK);
+  // The removed file's other link keeps it alive; the handle is the same.
+  ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.nlink, 1u);
+  ASSERT_EQ(client_->Remove(a, "hard"), NFS3_OK);
+  // Now it is gone: its handle is stale (RFC 1813 §2.3.3).
+  EXPECT_EQ(client_->Getattr(file, attributes), NFS3ERR_STALE);
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_2_SetattrModeSizeAndTheGuard) {
+  FileHandle file;
+  ASSERT_EQ(client_->Create(root_, "f", UNCHECKED, file), NFS3_OK);
+  std::vector<uint8_t> data(10000, 1);
+  ASSERT_EQ(client_->Write(file, 0, data, FILE_SYNC, nullptr), NFS3_OK);
+  fattr3 attributes{};
+  ASSERT_EQ(client_->Setattr(file, 0600, 100, nullptr), NFS3_OK);
+  ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.mode, 0600u);
+  EXPECT_EQ(attributes.size, 100u);
+  const nfstime3 stale{1, 2};
+  EXPECT_EQ(client_->Setattr(file, 0644, std::nullopt, &stale),
+            NFS3ERR_NOT_SYNC);
+  EXPECT_EQ(client_->Setattr(file, 0644, std::nullopt, &attributes.ctime),
+            NFS3_OK);
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_17_LargeDirectoriesListCompletely) {
+  FileHandle dir;
+  ASSERT_EQ(client_->Mkdir(root_, "many", dir), NFS3_OK);
+  std::set<std::string> made;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = "entry-" + std::to_string(i);
+    std::ofstream(dir_ / "export" / "many" / name) << i;
+    made.insert(name);
+  }
+  made.insert(".");
+  made.insert("..");
+  for (bool plus : {false, true}) {
+    std::set<std::string> listed;
+    size_t pages = 0;
+    ASSERT_EQ(client_->ListAll(dir, plus, 4096, listed, pages), NFS3_OK);
+    EXPECT_EQ(listed, made) << (plus ? "READDIRPLUS" : "READDIR");
+    EXPECT_GT(pages, 10u);  // cookies carried the listing across pages
+  }
+  std::set<std::string> none;
+  size_t pages = 0;
+  EXPECT_EQ(client_->ListAll(dir, false, 40, none, pages), NFS3ERR_TOOSMALL);
+}
+
+TEST_F(Nfs3dTest, HandlesNeverLeaveTheExport) {
+  // ".." of the root is the root.
+  FileHandle up;
+  ASSERT_EQ(client_->Lookup(root_, "..", up), NFS3_OK);
+  EXPECT_EQ(up, root_);
+  // A name with a slash, a handle of garbage, and the handle of a file
+  // beside the export on the same file system.
+  EXPECT_EQ(client_->Lookup(root_, "../outside", up), NFS3ERR_ACCES);
+  FileHandle garbage(20, 0x5a);
+  fattr3 attributes{};
+  EXPECT_EQ(client_->Getattr(garbage, attributes), NFS3ERR_BADHANDLE);
+  std::ofstream(dir_ / "outside") << "secret";
+  UniqueFd outside(open((dir_ / "outside").c_str(), O_PATH | O_CLOEXEC));
+  FileHandle escaped;
+  ASSERT_EQ(server_->exported().HandleOf(outside.get(), escaped), NFS3_OK);
+  EXPECT_EQ(client_->Getattr(escaped, attributes), NFS3ERR_STALE);
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(escaped, 0, 100, back, eof), NFS3ERR_STALE);
+}
+
+TEST_F(Nfs3dTest, HandlesSurviveARestart) {
+  FileHandle file;
+  ASSERT_EQ(client_->Create(root_, "kept", UNCHECKED, file), NFS3_OK);
+  std::array<char, NFS3_WRITEVERFSIZE> before{}, after{};
+  std::vector<uint8_t> data(100, 3);
+  ASSERT_EQ(client_->Write(file, 0, data, UNSTABLE, &before), NFS3_OK);
+  // A new server on the same directory.
+  absl::StatusOr<std::unique_ptr<Export>> again = Export::Open(dir_ / "export");
+  ASSERT_TRUE(again.ok()) << again.status();
+  server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{});
+  Nfs3Server::Install(server_.get());
+  fattr3 attributes{};
+  EXPECT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.size, 100u);
+  // A new write verifier: the client must write again what it had not
+  // committed (RFC 1813 §3.3.7).
+  ASSERT_EQ(client_->Write(file, 0, data, UNSTABLE, &after), NFS3_OK);
+  EXPECT_NE(before, after);
+}
+
+TEST_F(Nfs3dTest, Rfc1813_3_3_18_FileSystemInformation) {
+  FSINFO3resok info{};
+  ASSERT_EQ(client_->Fsinfo(root_, info), NFS3_OK);
+  EXPECT_EQ(info.rtmax, 1u << 20);
+  EXPECT_NE(info.properties & FSF3_SYMLINK, 0u);
+  FSSTAT3resok stat{};
+  ASSERT_EQ(client_->Fsstat(root_, stat), NFS3_OK);
+  EXPECT_GT(stat.tbytes, 0u);
+}
+
+}  // namespace
+}  // namespace rpcrdma::nfs3d
