@@ -21,8 +21,11 @@
 //                     AdapterConfig text: transport, DDP policies); NFSv3
 //                     gets the NFSv3 binding unless the file gives one
 //   --rsize N         FSINFO rtmax and wtmax (default 1048576)
-// It prints "nfs3d: ready" with its URIs once it serves, and, on SIGUSR1
-// and when it ends (SIGTERM, SIGINT), each RDMA listener's counters.
+// It prints "nfs3d: ready" with its URIs once it serves, a line for each
+// connection it accepts and loses, and, on SIGUSR1 and when it ends
+// (SIGTERM, SIGINT), each RDMA listener's counters and what each live
+// connection settled (RFC 8797 private data, thresholds, remote
+// invalidation).
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -34,6 +37,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,7 +157,46 @@ SVCXPRT* ServeTcp(int port, rpcprog_t program, rpcvers_t version,
   return xprt;
 }
 
+// The connections alive now, by listener (for what they settled).
+std::mutex connections_mu;
+std::map<uint64_t, std::string> connections;
+
+void NoteConnection(const rpcrdma::ServerConnectionEvent& event) {
+  std::lock_guard<std::mutex> lock(connections_mu);
+  if (event.type == rpcrdma::ServerConnectionEvent::Type::kAccepted) {
+    connections[event.connection] = event.peer;
+    std::printf("nfs3d: connection %llu from %s\n",
+                static_cast<unsigned long long>(event.connection),
+                event.peer.c_str());
+  } else {
+    connections.erase(event.connection);
+    std::printf("nfs3d: connection %llu closed: %s\n",
+                static_cast<unsigned long long>(event.connection),
+                event.status.ToString().c_str());
+  }
+  std::fflush(stdout);
+}
+
 void PrintCounters(const std::vector<SVCXPRT*>& listeners) {
+  {
+    std::lock_guard<std::mutex> lock(connections_mu);
+    for (const auto& [id, peer] : connections) {
+      for (SVCXPRT* xprt : listeners) {
+        absl::StatusOr<rpcrdma::ConnectionInfo> i =
+            rpcrdma::oncrpc::ServerOf(xprt)->connection_info(id);
+        if (!i.ok()) continue;
+        std::printf(
+            "nfs3d: settled connection=%llu peer=%s version=%u "
+            "peer_private_data=%d peer_send_size=%u peer_receive_size=%u "
+            "peer_remote_invalidation=%d send_threshold=%u "
+            "receive_threshold=%u remote_invalidation=%d\n",
+            static_cast<unsigned long long>(id), peer.c_str(), i->version,
+            i->peer_private_data, i->peer_send_size, i->peer_receive_size,
+            i->peer_remote_invalidation, i->send_threshold,
+            i->receive_threshold, i->remote_invalidation);
+      }
+    }
+  }
   for (SVCXPRT* xprt : listeners) {
     const rpcrdma::Counters c = rpcrdma::oncrpc::ServerOf(xprt)->counters();
     std::printf(
@@ -216,6 +260,7 @@ int main(int argc, char** argv) {
   // chunk.
   config.policies.try_emplace({NFS_PROGRAM, NFS_V3},
                               DdpPolicy::Nfs3(options.rsize));
+  config.on_connection = NoteConnection;
 
   ServeTcp(options.mount_port, MOUNT_PROGRAM, MOUNT_V3, mount_program_3);
   if (options.nfs_tcp_port != 0) {

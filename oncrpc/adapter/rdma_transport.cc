@@ -449,6 +449,7 @@ uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
 }
 
 void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
+  if (config_.on_connection) config_.on_connection(event);
   std::lock_guard<std::mutex> lock(peers_mu_);
   if (event.type == ServerConnectionEvent::Type::kClosed) {
     peers_.erase(event.connection);

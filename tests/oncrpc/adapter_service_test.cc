@@ -311,6 +311,47 @@ TEST_P(AdapterServiceTest,
   clnt_destroy(first);
 }
 
+TEST_P(AdapterServiceTest, ConnectionEventsReachTheConfiguration) {
+  std::mutex mu;
+  std::vector<ServerConnectionEvent> events;
+  AdapterConfig config = TestConfig();
+  config.on_connection = [&](const ServerConnectionEvent& event) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(event);
+  };
+  StopServer();
+  StartServer(config, /*threads=*/2);
+  ASSERT_TRUE(
+      svc_reg(xprt_, kInfoProgram, kInfoVersion, InfoDispatch, nullptr));
+  CLIENT* info = Connect(TestConfig(), kInfoVersion, kInfoProgram);
+  ASSERT_NE(info, nullptr);
+  u_quad_t connection = 0;
+  timeval timeout{5, 0};
+  ASSERT_EQ(clnt_call(info, kConnection, AsXdrProc(&xdr_void), nullptr,
+                      AsXdrProc(&xdr_u_quad_t),
+                      reinterpret_cast<caddr_t>(&connection), timeout),
+            RPC_SUCCESS);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].type, ServerConnectionEvent::Type::kAccepted);
+    EXPECT_EQ(events[0].connection, connection);
+  }
+  absl::StatusOr<ConnectionInfo> settled =
+      ServerOf(xprt_)->connection_info(connection);
+  ASSERT_TRUE(settled.ok()) << settled.status();
+  EXPECT_EQ(settled->version, 1u);
+  clnt_destroy(info);
+  for (int i = 0; i < 500; ++i) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (events.size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].type, ServerConnectionEvent::Type::kClosed);
+}
+
 // A TCP listener on loopback that libtirpc's own svc_vc serves.
 int ListenTcp(uint16_t& port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -55,6 +55,7 @@ void rdma_oncrpc_config_set_backchannel(rdma_oncrpc_config *config,
 }
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,6 +65,7 @@ void rdma_oncrpc_config_set_backchannel(rdma_oncrpc_config *config,
 #include "absl/strings/string_view.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/runtime.h"
+#include "rpcrdma/server.h"
 
 namespace rpcrdma::oncrpc {
 
@@ -83,6 +85,11 @@ struct AdapterConfig {
   // The runtime whose loops drive the handles; Runtime::Default() when
   // null.
   std::shared_ptr<Runtime> runtime;
+  // An SVCXPRT's connections as they come and go (ServerOptions::
+  // on_connection, rpcrdma/server.h: on a loop thread, must not block);
+  // ServerOf(xprt)->connection_info(event.connection) says what each
+  // settled.
+  std::function<void(const ServerConnectionEvent &)> on_connection;
 
   // From its text form (rpcrdma.oncrpc.config.AdapterConfig); errors name
   // `source_name` and the line, or the field ("<source>: transport:
