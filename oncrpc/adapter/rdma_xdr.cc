@@ -250,6 +250,7 @@ bool_t RdmaXdrDecoder::GetBytes(XDR* xdrs, char* data, u_int length) {
         self.chunks_[self.next_chunk_].size() == length &&
         (marked || length >= self.min_chunked_length_)) {
       const uint8_t* chunk = self.chunks_[self.next_chunk_++].data();
+      ++self.chunks_taken_;
       if (reinterpret_cast<const uint8_t*>(data) != chunk) {
         std::memcpy(data, chunk, length);
       }
@@ -300,6 +301,10 @@ bool_t RdmaXdrDecoder::Control(XDR* xdrs, int request, void* argument) {
       return TRUE;
     case XDR_RDMA_DDP_NEXT:
       self.marked_ = true;
+      return TRUE;
+    case XDR_RDMA_WRITE_CHUNKS_TAKEN:
+      if (argument == nullptr) return FALSE;
+      *static_cast<u_int*>(argument) = self.chunks_taken_;
       return TRUE;
     default:
       return FALSE;

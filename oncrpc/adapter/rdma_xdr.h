@@ -128,6 +128,7 @@ class RdmaXdrDecoder {
   size_t cursor_ = 0;
   std::vector<Chunk> chunks_;
   size_t next_chunk_ = 0;
+  u_int chunks_taken_ = 0;  // XDR_RDMA_WRITE_CHUNKS_TAKEN
   uint32_t min_chunked_length_;
   uint32_t threshold_;
   std::optional<uint32_t> length_word_;

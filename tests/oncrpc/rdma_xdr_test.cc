@@ -299,6 +299,39 @@ TEST_F(RdmaXdrDecoderTest, AShortBoundResultTakesItsChunk) {
   xdr_free(AsXdrProc(&xdr_blob), &none);
 }
 
+// A routine learns which opaques a write chunk carried (the placement is
+// the responder's choice, RFC 8166 §3.4.7): XDR_RDMA_WRITE_CHUNKS_TAKEN
+// counts them as they are decoded; the encoder refuses the request.
+TEST_F(RdmaXdrDecoderTest, Rfc8166_3_4_7_ChunksTakenCountsPlacedOpaques) {
+  std::vector<uint8_t> first = Bytes(5000, 4), second = Bytes(20, 5);
+  char label[] = "label";
+  pair value{label, BlobOf(first), 3, BlobOf(second)};
+  EncodeReply(&value);  // the first is an item, the second stays inline
+  ASSERT_EQ(landed_.size(), 1u);
+  RdmaXdrDecoder decoder(stream_, Chunks(), 1024, 1024);
+  u_int taken = 99;
+  ASSERT_TRUE(
+      xdr_rdma_control(decoder.xdr(), XDR_RDMA_WRITE_CHUNKS_TAKEN, &taken));
+  EXPECT_EQ(taken, 0u);
+  pair out{};
+  ASSERT_TRUE(xdr_string(decoder.xdr(), &out.label, ~0u));
+  ASSERT_TRUE(xdr_blob(decoder.xdr(), &out.first));
+  ASSERT_TRUE(
+      xdr_rdma_control(decoder.xdr(), XDR_RDMA_WRITE_CHUNKS_TAKEN, &taken));
+  EXPECT_EQ(taken, 1u) << "the first blob came from the chunk";
+  ASSERT_TRUE(xdr_int(decoder.xdr(), &out.tag));
+  ASSERT_TRUE(xdr_blob(decoder.xdr(), &out.second));
+  ASSERT_TRUE(
+      xdr_rdma_control(decoder.xdr(), XDR_RDMA_WRITE_CHUNKS_TAKEN, &taken));
+  EXPECT_EQ(taken, 1u) << "the second came inline";
+  EXPECT_FALSE(
+      xdr_rdma_control(decoder.xdr(), XDR_RDMA_WRITE_CHUNKS_TAKEN, nullptr));
+  xdr_free(AsXdrProc(&xdr_pair), &out);
+  RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kCall);
+  EXPECT_FALSE(
+      xdr_rdma_control(encoder.xdr(), XDR_RDMA_WRITE_CHUNKS_TAKEN, &taken));
+}
+
 TEST_F(RdmaXdrDecoderTest, AnEmptyChunkLeavesItsOpaqueInline) {
   std::vector<uint8_t> first = Bytes(3000, 2), second;
   char label[] = "z";

@@ -52,7 +52,12 @@ enum {
   XDR_RDMA_GET_DDP_THRESHOLD = 0x52440003,
   /* Encoding or decoding: the next variable-length opaque is DDP-eligible
    * whatever its length. Argument: ignored (may be NULL). */
-  XDR_RDMA_DDP_NEXT = 0x52440004
+  XDR_RDMA_DDP_NEXT = 0x52440004,
+  /* Decoding a reply: *(u_int *)arg is set to how many opaques so far took
+   * their content from a write chunk (RFC 8166 §3.4.7). Asked before and
+   * after an opaque, it tells whether the responder placed that one by
+   * DDP or sent it inline (its length is then the opaque's). */
+  XDR_RDMA_WRITE_CHUNKS_TAKEN = 0x52440005
 };
 
 struct xdr_rdma_write_chunk {
