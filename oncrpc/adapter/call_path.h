@@ -5,7 +5,9 @@
 #define RPCRDMA_ONCRPC_ADAPTER_CALL_PATH_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "rpcrdma/address.h"
@@ -19,9 +21,15 @@ class CallPath {
   virtual ~CallPath() = default;
   // Sends the call and waits for its reply, on the calling thread.
   virtual absl::StatusOr<Reply> Call(CallRequest request) = 0;
+  // Sends the call; `done` runs once with its outcome, on the connection's
+  // loop thread (or on this one when the call fails at once).
+  virtual void CallAsync(CallRequest request,
+                         std::function<void(absl::StatusOr<Reply>)> done) = 0;
   // Sends the call and discards its reply (libtirpc's message passing:
   // the request owns everything it sends).
-  virtual void Send(CallRequest request) = 0;
+  void Send(CallRequest request) {
+    CallAsync(std::move(request), [](absl::StatusOr<Reply>) {});
+  }
   // The largest reduced reply that comes back inline (a smaller
   // max_reply_size offers no reply chunk).
   virtual uint32_t max_inline_reply() const = 0;

@@ -23,8 +23,9 @@ class ChannelPath final : public CallPath {
   absl::StatusOr<Reply> Call(CallRequest request) override {
     return channel_->BlockingCall(std::move(request));
   }
-  void Send(CallRequest request) override {
-    channel_->Call(std::move(request), [](absl::StatusOr<Reply>) {});
+  void CallAsync(CallRequest request,
+                 std::function<void(absl::StatusOr<Reply>)> done) override {
+    channel_->Call(std::move(request), std::move(done));
   }
   uint32_t max_inline_reply() const override {
     return channel_->connection_info().max_inline_reply;
@@ -109,6 +110,21 @@ CLIENT* clnt_rdma_create(const char* uri, rpcprog_t prog, rpcvers_t vers,
     return nullptr;
   }
   return *client;
+}
+
+bool_t clnt_rdma_call_async(CLIENT* clnt, rpcproc_t proc, xdrproc_t xargs,
+                            void* args, xdrproc_t xres, void* res,
+                            struct timeval timeout,
+                            void (*done)(enum clnt_stat, void*),
+                            void* done_arg) {
+  rpcrdma::oncrpc::RdmaClient* client = rpcrdma::oncrpc::RdmaClient::Of(clnt);
+  if (client == nullptr) {
+    rpcrdma::oncrpc::SetLastError(
+        "clnt_rdma_call_async: not an RPC-over-RDMA CLIENT");
+    return FALSE;
+  }
+  return client->CallAsync(proc, xargs, args, xres, res, timeout, done,
+                           done_arg);
 }
 
 SVCXPRT* svc_rdma_backchannel(CLIENT* clnt) {

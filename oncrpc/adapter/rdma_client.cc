@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -123,23 +124,76 @@ clnt_stat RdmaClient::CallOp(CLIENT* client, rpcproc_t procedure,
   return error.re_status;
 }
 
+timeval RdmaClient::EffectiveTimeout(timeval timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timeout_set_ ? timeout_ : timeout;
+}
+
 rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
                          void* arguments, xdrproc_t decode_results,
                          void* results, timeval timeout, uint32_t xid) {
+  timeout = EffectiveTimeout(timeout);
+  // libtirpc's message passing: a zero timeout sends the call and returns
+  // without waiting for the reply.
+  const bool wait = !IsZero(timeout);
+  Prepared prepared;
+  rpc_err error = Prepare(procedure, encode_arguments, arguments, timeout, xid,
+                          wait, prepared);
+  if (error.re_status != RPC_SUCCESS) return error;
+  if (!wait) {
+    path_->Send(std::move(prepared.request));
+    SetLastError("clnt_call: sent without waiting (zero timeout)");
+    return ErrorOf(RPC_TIMEDOUT);
+  }
+  absl::StatusOr<Reply> reply = path_->Call(std::move(prepared.request));
+  return Complete(prepared, std::move(reply), decode_results, results);
+}
+
+bool_t RdmaClient::CallAsync(rpcproc_t procedure, xdrproc_t encode_arguments,
+                             void* arguments, xdrproc_t decode_results,
+                             void* results, timeval timeout, AsyncDone done,
+                             void* done_argument) {
+  timeout = EffectiveTimeout(timeout);
+  if (done == nullptr || IsZero(timeout) || !ValidTimeout(timeout)) {
+    SetLastError(
+        "clnt_rdma_call_async: needs a completion and a nonzero timeout");
+    return FALSE;
+  }
+  const uint32_t xid = next_xid_.fetch_add(1, std::memory_order_relaxed);
+  auto prepared = std::make_shared<Prepared>();
+  const rpc_err error = Prepare(procedure, encode_arguments, arguments, timeout,
+                                xid, /*wait=*/true, *prepared);
+  if (error.re_status != RPC_SUCCESS) {
+    done(error.re_status, done_argument);
+    return TRUE;
+  }
+  // The prepared call keeps the write chunks' spans and the memory behind
+  // them until the reply is decoded.
+  CallRequest request = std::move(prepared->request);
+  path_->CallAsync(
+      std::move(request), [prepared, decode_results, results, done,
+                           done_argument](absl::StatusOr<Reply> reply) {
+        const rpc_err e =
+            Complete(*prepared, std::move(reply), decode_results, results);
+        done(e.re_status, done_argument);
+      });
+  return TRUE;
+}
+
+rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
+                            void* arguments, timeval timeout, uint32_t xid,
+                            bool wait, Prepared& prepared) {
   AUTH* const auth = client_.cl_auth;
   const uint32_t program = program_.load(std::memory_order_relaxed);
   const uint32_t version = version_.load(std::memory_order_relaxed);
   const DdpPolicy& policy = config_.PolicyFor(program, version);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (timeout_set_) timeout = timeout_;
-  }
-  // libtirpc's message passing: no results, or a zero timeout, sends the
-  // call and returns without waiting for the reply.
-  const bool wait = !IsZero(timeout);
   // Under RPCSEC_GSS the arguments and results are wrapped: no DDP (Linux
   // switches it off under integrity and privacy, RFC 8166 §9.2).
   const bool ddp = wait && auth->ah_cred.oa_flavor != RPCSEC_GSS;
+  prepared.auth = auth;
+  prepared.procedure = procedure;
+  prepared.xid = xid;
+  prepared.ddp = ddp;
 
   RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kCall);
   rpc_msg call{};
@@ -165,7 +219,7 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
     return ErrorOf(RPC_CANTENCODEARGS);
   }
 
-  CallRequest request;
+  CallRequest& request = prepared.request;
   request.xdr = encoder.TakeStream();
   request.retry_on_reconnect = retry_on_reconnect_.load();
   for (const DdpItem& item : encoder.items()) {
@@ -173,24 +227,21 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
   }
   if (!wait) {
     request.max_reply_size = path_->max_inline_reply();
-    path_->Send(std::move(request));
-    SetLastError("clnt_call: sent without waiting (zero timeout)");
-    return ErrorOf(RPC_TIMEDOUT);
+    return ErrorOf(RPC_SUCCESS);
   }
 
   // Write chunks: the one the policy binds to the procedure, then those
   // the arguments' routine asked for. Memory the caller did not provide
   // comes from the buffer pool, uninitialised.
-  std::vector<Buffer> owned_results;
   auto offer = [&](u_int length, void* buffer) {
     if (buffer == nullptr) {
-      owned_results.emplace_back(length);
-      buffer = owned_results.back().data();
+      prepared.owned_results.emplace_back(length);
+      buffer = prepared.owned_results.back().data();
     }
     request.results.push_back(
         absl::MakeSpan(static_cast<uint8_t*>(buffer), length));
   };
-  owned_results.reserve(1 + encoder.write_chunks().size());
+  prepared.owned_results.reserve(1 + encoder.write_chunks().size());
   const uint32_t bound_write_chunk =
       ddp ? policy.WriteChunkOctets(procedure) : 0;
   if (bound_write_chunk != 0) offer(bound_write_chunk, nullptr);
@@ -201,14 +252,19 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
       std::max({policy.MaxReplyOctets(procedure),
                 encoder.reply_chunk().value_or(0), path_->max_inline_reply()});
   request.deadline = DeadlineAfter(timeout);
-  const std::vector<absl::Span<uint8_t>> offered = request.results;
+  prepared.offered = request.results;
+  prepared.bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();
+  prepared.result_threshold = policy.result_threshold;
+  return ErrorOf(RPC_SUCCESS);
+}
 
-  absl::StatusOr<Reply> reply = path_->Call(std::move(request));
+rpc_err RdmaClient::Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
+                             xdrproc_t decode_results, void* results) {
   if (!reply.ok()) {
     SetLastError(reply.status());
     return RpcErrorOf(reply.status());
   }
-
+  const std::vector<absl::Span<uint8_t>>& offered = prepared.offered;
   std::vector<RdmaXdrDecoder::Chunk> chunks;
   for (size_t i = 0; i < reply->result_lengths.size() && i < offered.size();
        ++i) {
@@ -217,19 +273,21 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
   // Results the call bound to a write chunk may be short (nfsd places a
   // READ of any length there); other opaques take chunk data only from the
   // threshold up, as the responder's encoder put them (xdr_rdma.h).
-  const bool bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();
-  const uint32_t min_chunked =
-      bound ? 1
-            : (policy.result_threshold != 0 ? policy.result_threshold
-                                            : UINT32_MAX);
+  const uint32_t min_chunked = prepared.bound ? 1
+                                              : (prepared.result_threshold != 0
+                                                     ? prepared.result_threshold
+                                                     : UINT32_MAX);
   RdmaXdrDecoder decoder(reply->xdr.span(), std::move(chunks), min_chunked,
-                         ddp ? policy.result_threshold : 0);
+                         prepared.ddp ? prepared.result_threshold : 0);
+  AUTH* const auth = prepared.auth;
+  const rpcproc_t procedure = prepared.procedure;
   rpc_msg reply_msg{};
   reply_msg.acpted_rply.ar_verf = _null_auth;
   reply_msg.acpted_rply.ar_results.where = nullptr;
   reply_msg.acpted_rply.ar_results.proc =
       reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_void));
-  if (!xdr_replymsg(decoder.xdr(), &reply_msg) || reply_msg.rm_xid != xid) {
+  if (!xdr_replymsg(decoder.xdr(), &reply_msg) ||
+      reply_msg.rm_xid != prepared.xid) {
     FreeVerifier(reply_msg);
     SetLastError("clnt_call: the reply's RPC header does not decode");
     return ErrorOf(RPC_CANTDECODERES);

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "oncrpc/adapter/call_path.h"
+#include "rpcrdma/buffer.h"
 #include "rpcrdma/oncrpc/config.h"
 
 namespace rpcrdma::oncrpc {
@@ -39,10 +40,30 @@ class RdmaClient {
   RdmaTransport* backchannel() { return backchannel_.get(); }
   CallPath& path() { return *path_; }
 
+  // clnt_rdma_call_async (clnt_rdma.h).
+  using AsyncDone = void (*)(clnt_stat, void*);
+  bool_t CallAsync(rpcproc_t procedure, xdrproc_t encode_arguments,
+                   void* arguments, xdrproc_t decode_results, void* results,
+                   timeval timeout, AsyncDone done, void* done_argument);
+
  private:
   struct Outcome {
     rpc_err error{};
     uint32_t xid = 0;
+  };
+  // A call encoded and ready to send, with what decoding its reply needs.
+  struct Prepared {
+    CallRequest request;
+    AUTH* auth = nullptr;
+    rpcproc_t procedure = 0;
+    uint32_t xid = 0;
+    bool ddp = false;
+    // Where the write chunks are (the request's results), and the memory
+    // the adapter provides for those the caller did not.
+    std::vector<absl::Span<uint8_t>> offered;
+    std::vector<Buffer> owned_results;
+    bool bound = false;  // a write chunk was bound or asked for
+    uint32_t result_threshold = 0;
   };
 
   static clnt_stat CallOp(CLIENT* client, rpcproc_t procedure,
@@ -59,6 +80,15 @@ class RdmaClient {
   rpc_err Call(rpcproc_t procedure, xdrproc_t encode_arguments, void* arguments,
                xdrproc_t decode_results, void* results, timeval timeout,
                uint32_t xid);
+  // Encodes the call (`wait` false: to be sent without waiting for the
+  // reply, no DDP). An error leaves `prepared` unusable.
+  rpc_err Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
+                  void* arguments, timeval timeout, uint32_t xid, bool wait,
+                  Prepared& prepared);
+  // Decodes `reply` into `results`.
+  static rpc_err Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
+                          xdrproc_t decode_results, void* results);
+  timeval EffectiveTimeout(timeval timeout);
   bool Control(u_int request, void* info);
   void Record(const rpc_err& error, uint32_t xid);
   Outcome LastOutcome() const;

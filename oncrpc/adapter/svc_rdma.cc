@@ -25,8 +25,9 @@ class BackwardPath final : public CallPath {
   absl::StatusOr<Reply> Call(CallRequest request) override {
     return server_.Call(connection_, std::move(request)).get();
   }
-  void Send(CallRequest request) override {
-    server_.Call(connection_, std::move(request), [](absl::StatusOr<Reply>) {});
+  void CallAsync(CallRequest request,
+                 std::function<void(absl::StatusOr<Reply>)> done) override {
+    server_.Call(connection_, std::move(request), std::move(done));
   }
   uint32_t max_inline_reply() const override {
     absl::StatusOr<ConnectionInfo> info = server_.connection_info(connection_);

@@ -74,6 +74,28 @@ extern "C" {
 CLIENT *clnt_rdma_create(const char *uri, rpcprog_t prog, rpcvers_t vers,
                          const rdma_oncrpc_config *config);
 
+/* clnt_call() without waiting for the reply, for a caller that keeps many
+ * calls in flight from one thread (libtirpc has no such call; rpcgen's
+ * stubs use clnt_call). The call is encoded and sent before this returns;
+ * `done(stat, done_arg)` then runs exactly once with what clnt_call() would
+ * have returned, once the reply is decoded into `results`: on the
+ * connection's loop thread, or on the calling thread before this returns
+ * when the call fails at once (it cannot be encoded or sent). In `done`,
+ * rdma_oncrpc_error() says why a call failed; clnt_geterr() and CLGET_XID
+ * do not report these calls. `done` must not block, nor destroy the
+ * CLIENT, nor call clnt_call(); it may start calls with this function.
+ * The arguments' bulk data (their DDP items, sent from the caller's
+ * memory), the write chunks offered in caller memory and `results` must
+ * stay valid until `done` has run. The timeout (CLSET_TIMEOUT overrides
+ * it) must not be zero. FALSE, with nothing sent and `done` not run, for
+ * a handle that is not an RPC-over-RDMA CLIENT, a zero timeout or a NULL
+ * `done`. */
+bool_t clnt_rdma_call_async(CLIENT *clnt, rpcproc_t proc, xdrproc_t xargs,
+                            void *args, xdrproc_t xres, void *res,
+                            struct timeval timeout,
+                            void (*done)(enum clnt_stat stat, void *done_arg),
+                            void *done_arg);
+
 /* For a CLIENT made with rdma_oncrpc_config_set_backchannel: the SVCXPRT
  * that serves the calls its server makes on this connection (RFC 8167).
  * svc_reg(xprt, PROG, VERS, dispatch, NULL) and svc_run() (or
