@@ -47,11 +47,16 @@ void SetCreateError(const absl::Status& status) {
     rpc_createerr.cf_stat = RPC_UNKNOWNHOST;
     rpc_createerr.cf_error.re_errno = EINVAL;
   } else {
+    // FAILED_PRECONDITION: the server refused our RPC-over-RDMA version
+    // (RDMA_ERROR ERR_VERS, RFC 8166 §4.5.1), as a call fails on ERR_VERS
+    // (rpc_error.cc); it is there, so not ECONNREFUSED.
     rpc_createerr.cf_stat = RPC_SYSTEMERROR;
     rpc_createerr.cf_error.re_errno =
         status.code() == absl::StatusCode::kDeadlineExceeded    ? ETIMEDOUT
         : status.code() == absl::StatusCode::kResourceExhausted ? ENOMEM
-                                                                : ECONNREFUSED;
+        : status.code() == absl::StatusCode::kFailedPrecondition
+            ? EPROTONOSUPPORT
+            : ECONNREFUSED;
   }
   rpc_createerr.cf_error.re_status = rpc_createerr.cf_stat;
 }

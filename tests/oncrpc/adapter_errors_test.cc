@@ -204,6 +204,25 @@ TEST(AdapterCreate, BadUrisAndUnreachableServersSetRpcCreateErr) {
   EXPECT_NE(std::string(rdma_oncrpc_error()), "");
 }
 
+// A version-two-only client and a version-one server (RFC 8166 §4.5.1: the
+// server answers RDMA_ERROR ERR_VERS with its range, 1 to 1): no
+// connection, and the same errno as a call that meets ERR_VERS
+// (EPROTONOSUPPORT), not the ECONNREFUSED of a server that is not there.
+TEST(AdapterCreate, Rfc8166_4_5_1_ErrVersAtConnectIsProtoNotSupported) {
+  const std::string uri = ListenUri("soft+unix");
+  auto server = Server::Create(uri, {}, [](IncomingCall, Responder) {});
+  ASSERT_TRUE(server.ok()) << server.status();
+  rdma_oncrpc_config* config = rdma_oncrpc_config_create();
+  ASSERT_TRUE(rdma_oncrpc_config_parse_transport(config, "version_policy: V2"))
+      << rdma_oncrpc_error();
+  EXPECT_EQ(clnt_rdma_create(uri.c_str(), TESTPROG, TESTVERS, config), nullptr);
+  rdma_oncrpc_config_destroy(config);
+  EXPECT_EQ(rpc_createerr.cf_stat, RPC_SYSTEMERROR);
+  EXPECT_EQ(rpc_createerr.cf_error.re_errno, EPROTONOSUPPORT);
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "versions 1 to 1"))
+      << rdma_oncrpc_error();
+}
+
 INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterErrorTest,
                          ::testing::Values("soft+unix", "soft+tcp"),
                          SchemeName);

@@ -69,7 +69,9 @@ extern "C" {
  * program `prog` version `vers`, or NULL with rpc_createerr set
  * (clnt_pcreateerror prints it) and rdma_oncrpc_error() saying why:
  * RPC_UNKNOWNHOST for a URI that does not parse or resolve, RPC_SYSTEMERROR
- * (cf_error.re_errno ECONNREFUSED, ETIMEDOUT, EINVAL...) otherwise.
+ * (cf_error.re_errno ECONNREFUSED, ETIMEDOUT, EINVAL...) otherwise;
+ * EPROTONOSUPPORT when the server refused the configuration's
+ * RPC-over-RDMA version (RDMA_ERROR ERR_VERS).
  * `config` may be NULL (every default); it is copied. */
 CLIENT *clnt_rdma_create(const char *uri, rpcprog_t prog, rpcvers_t vers,
                          const rdma_oncrpc_config *config);
