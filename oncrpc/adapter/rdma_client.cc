@@ -30,6 +30,26 @@ rpc_err ErrorOf(clnt_stat stat, int error = 0) {
 
 bool IsZero(const timeval& t) { return t.tv_sec == 0 && t.tv_usec == 0; }
 
+// The largest reduced reply that comes back inline to a call offering
+// `write_chunks`: max_inline_reply less the write list the reply's
+// transport header echoes (RFC 8166 §3.4.7, §3.5.4), each chunk a list
+// entry and a segment count (8 octets) and its segments (16 each). Asking
+// for more would make the transport offer a reply chunk as well. Segments
+// are counted as if cut at 1 MiB, at least as many as the transport cuts
+// (it cuts at the device's largest RDMA transfer, 8 MiB and up).
+uint32_t InlineReplyRoom(uint32_t max_inline_reply,
+                         const std::vector<absl::Span<uint8_t>>& write_chunks) {
+  constexpr size_t kSegment = size_t{1} << 20;
+  size_t echo = 0;
+  for (absl::Span<uint8_t> chunk : write_chunks) {
+    echo +=
+        8 + 16 * std::max<size_t>(1, (chunk.size() + kSegment - 1) / kSegment);
+  }
+  return max_inline_reply > echo
+             ? static_cast<uint32_t>(max_inline_reply - echo)
+             : 0;
+}
+
 // libtirpc's own check (time_not_ok in clnt_vc.c).
 bool ValidTimeout(const timeval& t) {
   return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_usec < 1000000;
@@ -248,9 +268,9 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
   for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
     if (ddp) offer(chunk.length, chunk.buffer);
   }
-  request.max_reply_size =
-      std::max({policy.MaxReplyOctets(procedure),
-                encoder.reply_chunk().value_or(0), path_->max_inline_reply()});
+  request.max_reply_size = std::max(
+      {policy.MaxReplyOctets(procedure), encoder.reply_chunk().value_or(0),
+       InlineReplyRoom(path_->max_inline_reply(), request.results)});
   request.deadline = DeadlineAfter(timeout);
   prepared.offered = request.results;
   prepared.bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();

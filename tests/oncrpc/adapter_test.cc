@@ -101,6 +101,30 @@ TEST_P(AdapterCallTest, Rfc8166_3_4_7_BoundResultComesInTheWriteChunk) {
   EXPECT_EQ(server_counters().write_chunks, 6u);
 }
 
+// A policy that says READ's reply fits inline (no reply chunk beside the
+// bound write chunk): the call offers the write chunk alone, although the
+// reply's transport header echoes that write list and so leaves less room
+// inline than max_inline_reply (RFC 8166 §3.5.4). The Linux client offers
+// READ a write chunk only; svcrdma uses any reply chunk it is offered.
+TEST_P(AdapterCallTest, Rfc8166_3_5_4_AWriteChunkAloneWhenTheReplyFitsInline) {
+  AdapterConfig config = TestConfig();
+  config.policies[{TESTPROG, TESTVERS}].default_reply_octets = 0;
+  CLIENT* c = Connect(config);
+  ASSERT_NE(c, nullptr);
+  read_args args{7, 70000};
+  read_res res{};
+  ASSERT_EQ(testproc_read_1(&args, &res, c), RPC_SUCCESS)
+      << rdma_oncrpc_error();
+  ASSERT_EQ(res.status, 0);
+  EXPECT_EQ(Octets(res.read_res_u.ok.data), Pattern(70000, 7));
+  xdr_free(AsXdrProc(&xdr_read_res), &res);
+  const Counters counters = ChannelOf(c)->counters();
+  EXPECT_EQ(counters.write_chunks, 1u);
+  EXPECT_EQ(counters.reply_chunks, 0u);
+  EXPECT_EQ(counters.long_replies, 0u);
+  clnt_destroy(c);
+}
+
 TEST_P(AdapterCallTest, Rfc8166_3_4_5_WriteDataGoesAsAReadChunk) {
   std::vector<uint8_t> data = Pattern(1 << 20, 99);
   write_args args{99, BlobOf(data)};
