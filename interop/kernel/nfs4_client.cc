@@ -4,151 +4,355 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "rpcrdma/oncrpc/config.h"
+#include "rpcrdma/oncrpc/xdr_rdma.h"
 
 namespace rpcrdma::nfs4 {
 namespace {
 
-// Largest reduced replies of the COMPOUNDs below: the RPC reply header (24
-// octets with an AUTH_NONE verifier, at most 424 with any verifier) plus
-// the COMPOUND4res, whose largest here is a LOOKUP walk ending in a file
-// handle of at most 128 octets. Results that go through a write chunk are
-// not counted (types.h).
-constexpr uint32_t kSmallReply = 1024;
-// READDIR4resok holds at most maxcount octets (RFC 7530 §16.24.4); the
-// headers around it fit in this.
+// READDIR4resok holds at most maxcount octets (RFC 7530 §16.24.4); the RPC
+// reply header (at most 424 octets with any verifier) and COMPOUND4res
+// around it fit in this.
 constexpr uint32_t kReplyOverhead = 1024;
 // Linux limits symbolic link text to PATH_MAX.
 constexpr uint32_t kMaxLinkText = 4096;
+// The longest rest of a reply DecodeCompoundReply reads to report it.
+constexpr size_t kMaxTrailing = 1 << 16;
+// clnt_call's timeout (the Linux client's NFS timeo is 60 s).
+constexpr timeval kTimeout{25, 0};
 
-uint32_t XidOf(const std::vector<uint8_t>& stream) {
-  return wire::LoadBigEndian32(stream.data());
+template <typename Function>
+xdrproc_t AsXdrProc(Function* function) {
+  return reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(function));
+}
+
+// The adapter's XDR stream under DecodeCompoundReply, as a ReplyStream:
+// write-chunk data is put back by the stream itself (rpcrdma/oncrpc/
+// xdr_rdma.h), so a DDP-eligible result is an ordinary opaque here, and
+// XDR_RDMA_WRITE_CHUNKS_TAKEN tells whether a chunk carried it.
+class XdrReplyStream final : public ReplyStream {
+ public:
+  XdrReplyStream(XDR* xdrs, ReplyShape* shape)
+      : xdrs_(xdrs), start_(xdr_getpos(xdrs)), shape_(shape) {}
+
+  absl::Status ReadUint32(absl::string_view field, uint32_t* out) override {
+    u_int v = 0;
+    if (!xdr_u_int(xdrs_, &v)) return Truncated(field);
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status ReadUint64(absl::string_view field, uint64_t* out) override {
+    u_quad_t v = 0;
+    if (!xdr_u_quad_t(xdrs_, &v)) return Truncated(field);
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status ReadVarOpaque(absl::string_view field, uint32_t max_length,
+                             std::vector<uint8_t>* out) override {
+    uint32_t length = 0;
+    absl::Status s = ReadUint32(field, &length);
+    if (!s.ok()) return s;
+    if (length > max_length) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": length ", length, " exceeds ", max_length,
+                       " (offset ", offset() - 4, ")"));
+    }
+    return ReadFixedOpaque(field, length, out);
+  }
+  absl::Status ReadFixedOpaque(absl::string_view field, size_t length,
+                               std::vector<uint8_t>* out) override {
+    out->resize(length);
+    if (!xdr_opaque(xdrs_, reinterpret_cast<char*>(out->data()),
+                    static_cast<u_int>(length))) {
+      return Truncated(field);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> ReadDdpData(absl::string_view field, bool,
+                                   absl::Span<uint8_t> into) override {
+    const u_int before = Taken();
+    // The stream puts the chunk's data here, without a copy when `into` is
+    // the chunk's memory, or reads the octets inline.
+    if (!xdr_opaque(xdrs_, reinterpret_cast<char*>(into.data()),
+                    static_cast<u_int>(into.size()))) {
+      return Truncated(field);
+    }
+    const bool via_chunk = Taken() != before;
+    if (via_chunk) {
+      shape_->chunk_lengths.push_back(static_cast<uint32_t>(into.size()));
+    }
+    return via_chunk;
+  }
+  std::vector<uint8_t> ReadRest() override {
+    std::vector<uint8_t> rest;
+    u_int word = 0;
+    while (rest.size() < kMaxTrailing && xdr_u_int(xdrs_, &word)) {
+      for (int shift = 24; shift >= 0; shift -= 8) {
+        rest.push_back(static_cast<uint8_t>(word >> shift));
+      }
+    }
+    return rest;
+  }
+  size_t offset() const override { return xdr_getpos(xdrs_) - start_; }
+  // The adapter fails the call itself (RPC_CANTDECODERES) when a write
+  // chunk's data was not taken.
+  absl::Status CheckChunksTaken() const override { return absl::OkStatus(); }
+
+ private:
+  u_int Taken() const {
+    u_int taken = 0;
+    (void)xdr_rdma_control(xdrs_, XDR_RDMA_WRITE_CHUNKS_TAKEN, &taken);
+    return taken;
+  }
+  absl::Status Truncated(absl::string_view field) const {
+    return absl::OutOfRangeError(absl::StrCat(
+        field, ": the reply ends at offset ", offset(), " (XDR decode)"));
+  }
+
+  XDR* const xdrs_;
+  const u_int start_;
+  ReplyShape* const shape_;
+};
+
+// NULL's results: none (RFC 7530 §16.1). Records the reply's size and
+// anything after the header.
+bool_t DecodeNullReply(XDR* xdrs, ReplyShape* shape) {
+  XdrReplyStream stream(xdrs, shape);
+  shape->trailing = stream.ReadRest();
+  shape->reduced_octets = xdr_getpos(xdrs);
+  return shape->trailing.empty() ? TRUE : FALSE;
+}
+
+// clnt_call's outcome as a Status (the CallOutcome keeps the details).
+absl::Status StatusOf(const CallOutcome& o) {
+  const std::string what = absl::StrCat(clnt_sperrno(o.stat), " (errno ",
+                                        o.error_number, "): ", o.message);
+  switch (o.stat) {
+    case RPC_TIMEDOUT:
+      return absl::DeadlineExceededError(what);
+    case RPC_CANTRECV:
+      return absl::UnavailableError(what);
+    case RPC_CANTSEND:
+    case RPC_CANTENCODEARGS:
+      return absl::FailedPreconditionError(what);
+    case RPC_CANTDECODERES:
+      return absl::DataLossError(what);
+    default:
+      return absl::InternalError(what);
+  }
 }
 
 absl::Status Annotate(const absl::Status& s, absl::string_view what) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
 
-// Checks the reply and starts decoding its COMPOUND4res.
-absl::StatusOr<CompoundReplyDecoder> StartDecoding(const Reply& reply,
-                                                   uint32_t xid,
-                                                   const std::vector<Op>& ops) {
-  absl::StatusOr<size_t> body = CheckRpcReply(reply, xid);
-  if (!body.ok()) return body.status();
-  return CompoundReplyDecoder::Start(
-      absl::MakeConstSpan(reply.xdr).subspan(*body), reply.result_lengths, ops);
+// The COMPOUND that READs into `chunk` (DecodeCompoundReply's `read`).
+absl::StatusOr<ReadResult> ReadOne(CompoundReplyDecoder& d,
+                                   absl::Span<uint8_t> chunk) {
+  absl::Status s = d.Putfh();
+  if (!s.ok()) return s;
+  return d.Read(/*offered_chunk=*/true, chunk);
 }
 
-absl::StatusOr<ReadResult> DecodeRead(const absl::StatusOr<Reply>& reply,
-                                      uint32_t xid, const std::vector<Op>& ops,
-                                      absl::Span<uint8_t> into) {
-  if (!reply.ok()) return reply.status();
-  absl::StatusOr<CompoundReplyDecoder> d = StartDecoding(*reply, xid, ops);
-  if (!d.ok()) return d.status();
-  absl::Status s = d->Putfh();
-  if (!s.ok()) return s;
-  absl::StatusOr<ReadResult> r =
-      d->Read(/*offered_chunk=*/true, static_cast<uint32_t>(into.size()));
-  if (!r.ok()) return r.status();
-  s = d->Finish();
-  if (!s.ok()) return s;
-  // Data the server sent inline instead of through the chunk ends up in
-  // `into` all the same.
-  if (!r->via_chunk) {
-    std::copy(r->inline_data.begin(), r->inline_data.end(), into.begin());
+// An asynchronous READ: its COMPOUND, results and completion, freed when
+// the completion has run.
+struct AsyncReadCall {
+  CompoundCall call;
+  CompoundReply reply;
+  absl::Span<uint8_t> into;
+  std::optional<ReadResult> result;
+  std::function<void(absl::StatusOr<ReadResult>)> done;
+};
+
+void OnAsyncRead(clnt_stat stat, void* argument) {
+  std::unique_ptr<AsyncReadCall> c(static_cast<AsyncReadCall*>(argument));
+  if (stat != RPC_SUCCESS && c->reply.status.ok()) {
+    CallOutcome o{stat, 0, rdma_oncrpc_error(), {}};
+    c->done(StatusOf(o));
+  } else if (!c->reply.status.ok()) {
+    c->done(c->reply.status);
+  } else {
+    c->done(*c->result);
   }
-  return r;
 }
 
 }  // namespace
 
-absl::StatusOr<size_t> CheckRpcReply(const Reply& reply, uint32_t xid) {
-  absl::StatusOr<oncrpc::DecodedReply> d = oncrpc::DecodeReplyHeader(reply.xdr);
-  if (!d.ok()) return Annotate(d.status(), "RPC reply header");
-  if (d->header.xid != xid) {
-    return absl::DataLossError(
-        absl::StrCat("reply XID ", d->header.xid, " for call XID ", xid));
+bool_t EncodeCompoundCall(XDR* xdrs, CompoundCall* call) {
+  for (absl::Span<uint8_t> chunk : call->write_chunks) {
+    xdr_rdma_write_chunk offer{static_cast<u_int>(chunk.size()), chunk.data()};
+    if (!xdr_rdma_control(xdrs, XDR_RDMA_WRITE_CHUNK, &offer)) return FALSE;
   }
-  absl::Status s = oncrpc::ReplyStatus(d->header);
-  if (!s.ok()) return s;
-  return d->body_offset;
+  if (call->reply_chunk != 0) {
+    u_int octets = call->reply_chunk;
+    if (!xdr_rdma_control(xdrs, XDR_RDMA_REPLY_CHUNK, &octets)) return FALSE;
+  }
+  // The octets up to each item's length word, the length word itself (the
+  // stream recognises a variable-length opaque by it), the item marked as
+  // DDP-eligible, then the rest.
+  const std::vector<uint8_t>& stream = call->stream;
+  u_int at = 0;
+  auto put = [&](u_int to) {
+    const bool ok =
+        to == at ||
+        xdr_opaque(xdrs,
+                   reinterpret_cast<char*>(const_cast<uint8_t*>(&stream[at])),
+                   to - at);
+    at = to;
+    return ok;
+  };
+  for (const DdpItem& item : call->items) {
+    u_int length = static_cast<u_int>(item.data.size());
+    if (item.position < at + 4 || !put(item.position - 4) ||
+        !xdr_u_int(xdrs, &length) ||
+        !xdr_rdma_control(xdrs, XDR_RDMA_DDP_NEXT, nullptr) ||
+        !xdr_opaque(
+            xdrs,
+            reinterpret_cast<char*>(const_cast<uint8_t*>(item.data.data())),
+            length)) {
+      return FALSE;
+    }
+    at = item.position;
+  }
+  return put(static_cast<u_int>(stream.size())) ? TRUE : FALSE;
 }
 
-Client::Client(Channel& channel, oncrpc::OpaqueAuth credential,
-               uint32_t first_xid)
-    : channel_(channel),
-      credential_(std::move(credential)),
-      next_xid_(first_xid) {}
+bool_t DecodeCompoundReply(XDR* xdrs, CompoundReply* reply) {
+  reply->shape = {};
+  absl::StatusOr<CompoundReplyDecoder> d = CompoundReplyDecoder::Start(
+      std::make_unique<XdrReplyStream>(xdrs, &reply->shape), reply->ops);
+  if (!d.ok()) {
+    reply->status = d.status();
+  } else {
+    reply->status = reply->read(*d);
+    if (reply->status.ok()) reply->status = d->Finish();
+    reply->shape.trailing = d->trailing();
+  }
+  reply->shape.reduced_octets = xdr_getpos(xdrs);
+  // An operation's NFS error is a result (FAILED_PRECONDITION, RFC 7530
+  // §15.2); anything else means the reply did not decode.
+  return reply->status.ok() ||
+                 reply->status.code() == absl::StatusCode::kFailedPrecondition
+             ? TRUE
+             : FALSE;
+}
+
+CompoundCall BuildCompound(const std::function<void(CompoundEncoder&)>& build,
+                           std::vector<Op>* ops) {
+  CompoundCall call;
+  CompoundEncoder enc(call.stream, "");
+  build(enc);
+  *ops = enc.Finish();
+  call.items = enc.ddp_items();
+  return call;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    absl::string_view uri, const config::TransportConfig& transport,
+    uint32_t first_xid) {
+  oncrpc::AdapterConfig config;
+  config.transport = transport;
+  // The routines above choose every chunk: nothing is DDP-eligible unless
+  // marked, no write chunk is bound, no reply chunk offered unless asked.
+  oncrpc::DdpPolicy policy;
+  policy.argument_threshold = 0;
+  policy.result_threshold = 0;
+  policy.default_reply_octets = 0;
+  config.policies[{kProgram, kVersion}] = policy;
+  absl::StatusOr<CLIENT*> clnt =
+      oncrpc::CreateClient(uri, kProgram, kVersion, config);
+  if (!clnt.ok()) return clnt.status();
+  // AUTH_SYS root: the export has no_root_squash.
+  char machine[] = "rpcrdma-kernel-interop";
+  AUTH* auth = authsys_create(machine, 0, 0, 0, nullptr);
+  if (auth == nullptr) {
+    clnt_destroy(*clnt);
+    return absl::InternalError("authsys_create failed");
+  }
+  (*clnt)->cl_auth = auth;
+  (void)clnt_control(*clnt, CLSET_XID, reinterpret_cast<char*>(&first_xid));
+  return std::unique_ptr<Client>(new Client(*clnt, auth));
+}
+
+Client::~Client() {
+  clnt_destroy(clnt_);
+  auth_destroy(auth_);
+}
+
+namespace {
+thread_local CallOutcome last_outcome;
+}  // namespace
+
+const CallOutcome& Client::last() const { return last_outcome; }
+
+absl::Status Client::Call(rpcproc_t procedure, xdrproc_t encode,
+                          void* arguments, xdrproc_t decode, void* results,
+                          const ReplyShape* shape,
+                          const absl::Status* decoded) {
+  CallOutcome& o = last_outcome;
+  o = {};
+  o.stat = clnt_call(clnt_, procedure, encode, static_cast<caddr_t>(arguments),
+                     decode, static_cast<caddr_t>(results), kTimeout);
+  if (shape != nullptr) o.shape = *shape;
+  if (o.stat == RPC_SUCCESS) return absl::OkStatus();
+  rpc_err e{};
+  clnt_geterr(clnt_, &e);
+  o.error_number = e.re_errno;
+  o.message = rdma_oncrpc_error();
+  // A reply our decoder refused: its own words are the most precise.
+  if (o.stat == RPC_CANTDECODERES && decoded != nullptr && !decoded->ok()) {
+    return *decoded;
+  }
+  return StatusOf(o);
+}
 
 absl::Status Client::Null() {
-  CallRequest r;
-  absl::Status s =
-      oncrpc::EncodeCallHeader({next_xid_++, kProgram, kVersion, kProcNull,
-                                credential_, oncrpc::AuthNone()},
-                               r.xdr);
-  if (!s.ok()) return s;
-  r.max_reply_size = kSmallReply;
-  const uint32_t xid = XidOf(r.xdr);
-  absl::StatusOr<Reply> reply = channel_.Call(std::move(r)).get();
-  if (!reply.ok()) return reply.status();
-  last_reply_ = *reply;
-  absl::StatusOr<size_t> body = CheckRpcReply(*reply, xid);
-  if (!body.ok()) return body.status();
-  // NULL has void results (RFC 7530 §16.1).
-  if (*body != reply->xdr.size()) {
+  ReplyShape shape;
+  absl::Status s = Call(kProcNull, AsXdrProc(&xdr_void), nullptr,
+                        AsXdrProc(&DecodeNullReply), &shape, &shape, nullptr);
+  if (!s.ok() && !shape.trailing.empty()) {
+    // NULL has void results (RFC 7530 §16.1).
     return absl::DataLossError(absl::StrCat(
-        "NULL reply carries ", reply->xdr.size() - *body, " result octets"));
+        "NULL reply carries ", shape.trailing.size(), " result octets"));
   }
-  return absl::OkStatus();
-}
-
-Client::Prepared Client::Compound(
-    const std::function<void(CompoundEncoder&)>& build,
-    uint32_t max_reply_size) {
-  Prepared p;
-  // Encoding fails only for an auth body over 400 octets, which an
-  // OpaqueAuth from oncrpc::AuthSys/AuthNone never has.
-  (void)oncrpc::EncodeCallHeader(
-      {next_xid_++, kProgram, kVersion, kProcCompound, credential_,
-       oncrpc::AuthNone()},
-      p.request.xdr);
-  CompoundEncoder enc(p.request.xdr, "");
-  build(enc);
-  p.ops = enc.Finish();
-  for (const DdpItem& item : enc.ddp_items()) {
-    p.request.arguments.push_back({item.position, item.data});
-  }
-  p.request.max_reply_size = max_reply_size;
-  return p;
+  return s;
 }
 
 template <typename T>
 absl::StatusOr<T> Client::Exchange(
-    Prepared p,
+    const std::function<void(CompoundEncoder&)>& build, CompoundCall call,
     const std::function<absl::StatusOr<T>(CompoundReplyDecoder&)>& read) {
-  const uint32_t xid = XidOf(p.request.xdr);
-  absl::StatusOr<Reply> reply = channel_.Call(std::move(p.request)).get();
-  if (!reply.ok()) return reply.status();
-  last_reply_ = *reply;
-  absl::StatusOr<CompoundReplyDecoder> d = StartDecoding(*reply, xid, p.ops);
-  if (!d.ok()) return d.status();
-  absl::StatusOr<T> result = read(*d);
-  if (!result.ok()) return result.status();
-  absl::Status s = d->Finish();
+  std::vector<Op> ops;
+  CompoundCall built = BuildCompound(build, &ops);
+  call.stream = std::move(built.stream);
+  call.items = std::move(built.items);
+  std::optional<T> value;
+  CompoundReply reply;
+  reply.ops = std::move(ops);
+  reply.read = [&](CompoundReplyDecoder& d) -> absl::Status {
+    absl::StatusOr<T> r = read(d);
+    if (!r.ok()) return r.status();
+    value = *std::move(r);
+    return absl::OkStatus();
+  };
+  absl::Status s = Call(kProcCompound, AsXdrProc(&EncodeCompoundCall), &call,
+                        AsXdrProc(&DecodeCompoundReply), &reply, &reply.shape,
+                        &reply.status);
   if (!s.ok()) return s;
-  return result;
+  if (!reply.status.ok()) return reply.status;
+  return *std::move(value);
 }
 
 absl::StatusOr<FileHandle> Client::Lookup(
     const std::vector<std::string>& path) {
-  Prepared p = Compound(
+  return Exchange<FileHandle>(
       [&](CompoundEncoder& e) {
         e.Putrootfh();
         for (const std::string& c : path) e.Lookup(c);
         e.Getfh();
       },
-      kSmallReply);
-  return Exchange<FileHandle>(
-      std::move(p), [&](CompoundReplyDecoder& d) -> absl::StatusOr<FileHandle> {
+      {},
+      [&](CompoundReplyDecoder& d) -> absl::StatusOr<FileHandle> {
         absl::Status s = d.Putrootfh();
         for (size_t i = 0; s.ok() && i < path.size(); ++i) {
           s = d.Lookup();
@@ -161,14 +365,13 @@ absl::StatusOr<FileHandle> Client::Lookup(
 
 absl::StatusOr<Attributes> Client::Getattr(const FileHandle& fh,
                                            const Bitmap& attrs) {
-  Prepared p = Compound(
+  return Exchange<Attributes>(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
         e.Getattr(attrs);
       },
-      kSmallReply);
-  return Exchange<Attributes>(
-      std::move(p), [](CompoundReplyDecoder& d) -> absl::StatusOr<Attributes> {
+      {},
+      [](CompoundReplyDecoder& d) -> absl::StatusOr<Attributes> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
         return d.Getattr();
@@ -177,40 +380,60 @@ absl::StatusOr<Attributes> Client::Getattr(const FileHandle& fh,
 
 absl::StatusOr<ReadResult> Client::Read(const FileHandle& fh, uint64_t offset,
                                         absl::Span<uint8_t> into) {
-  Prepared p = Compound(
+  return ReadIntoChunk(fh, offset, static_cast<uint32_t>(into.size()), into);
+}
+
+absl::StatusOr<ReadResult> Client::ReadIntoChunk(const FileHandle& fh,
+                                                 uint64_t offset,
+                                                 uint32_t count,
+                                                 absl::Span<uint8_t> chunk) {
+  CompoundCall call;
+  call.write_chunks.push_back(chunk);
+  return Exchange<ReadResult>(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
-        e.Read(Stateid{}, offset, static_cast<uint32_t>(into.size()));
+        e.Read(Stateid{}, offset, count);
       },
-      kSmallReply);
-  p.request.results.push_back(into);
-  const uint32_t xid = XidOf(p.request.xdr);
-  absl::StatusOr<Reply> reply = channel_.Call(std::move(p.request)).get();
-  if (reply.ok()) last_reply_ = *reply;
-  return DecodeRead(reply, xid, p.ops, into);
+      std::move(call),
+      [chunk](CompoundReplyDecoder& d) { return ReadOne(d, chunk); });
 }
 
 void Client::ReadAsync(const FileHandle& fh, uint64_t offset,
                        absl::Span<uint8_t> into,
                        std::function<void(absl::StatusOr<ReadResult>)> done) {
-  Prepared p = Compound(
+  auto c = std::make_unique<AsyncReadCall>();
+  c->call = BuildCompound(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
         e.Read(Stateid{}, offset, static_cast<uint32_t>(into.size()));
       },
-      kSmallReply);
-  p.request.results.push_back(into);
-  const uint32_t xid = XidOf(p.request.xdr);
-  channel_.Call(std::move(p.request),
-                [xid, ops = std::move(p.ops), into,
-                 done = std::move(done)](absl::StatusOr<Reply> reply) {
-                  done(DecodeRead(reply, xid, ops, into));
-                });
+      &c->reply.ops);
+  c->call.write_chunks.push_back(into);
+  c->into = into;
+  c->done = std::move(done);
+  AsyncReadCall* raw = c.get();
+  c->reply.read = [raw](CompoundReplyDecoder& d) -> absl::Status {
+    absl::StatusOr<ReadResult> r = ReadOne(d, raw->into);
+    if (!r.ok()) return r.status();
+    raw->result = *r;
+    return absl::OkStatus();
+  };
+  if (!clnt_rdma_call_async(clnt_, kProcCompound,
+                            AsXdrProc(&EncodeCompoundCall), &c->call,
+                            AsXdrProc(&DecodeCompoundReply), &c->reply,
+                            kTimeout, &OnAsyncRead, raw)) {
+    c->done(absl::InternalError(
+        absl::StrCat("clnt_rdma_call_async: ", rdma_oncrpc_error())));
+    return;
+  }
+  (void)c.release();  // OnAsyncRead frees it
 }
 
 absl::StatusOr<std::vector<ReadResult>> Client::ReadPieces(
     const FileHandle& fh, const std::vector<ReadPiece>& pieces) {
-  Prepared p = Compound(
+  CompoundCall call;
+  for (const ReadPiece& piece : pieces) call.write_chunks.push_back(piece.into);
+  return Exchange<std::vector<ReadResult>>(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
         for (const ReadPiece& piece : pieces) {
@@ -218,23 +441,15 @@ absl::StatusOr<std::vector<ReadResult>> Client::ReadPieces(
                  static_cast<uint32_t>(piece.into.size()));
         }
       },
-      kSmallReply);
-  for (const ReadPiece& piece : pieces) p.request.results.push_back(piece.into);
-  return Exchange<std::vector<ReadResult>>(
-      std::move(p),
+      std::move(call),
       [&](CompoundReplyDecoder& d) -> absl::StatusOr<std::vector<ReadResult>> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
         std::vector<ReadResult> results;
         for (const ReadPiece& piece : pieces) {
-          absl::StatusOr<ReadResult> r =
-              d.Read(true, static_cast<uint32_t>(piece.into.size()));
+          absl::StatusOr<ReadResult> r = d.Read(true, piece.into);
           if (!r.ok()) return r.status();
-          if (!r->via_chunk) {
-            std::copy(r->inline_data.begin(), r->inline_data.end(),
-                      piece.into.begin());
-          }
-          results.push_back(*std::move(r));
+          results.push_back(*r);
         }
         return results;
       });
@@ -243,14 +458,13 @@ absl::StatusOr<std::vector<ReadResult>> Client::ReadPieces(
 absl::StatusOr<WriteResult> Client::Write(const FileHandle& fh, uint64_t offset,
                                           absl::Span<const uint8_t> data,
                                           StableHow stable) {
-  Prepared p = Compound(
+  return Exchange<WriteResult>(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
         e.Write(Stateid{}, offset, stable, data);
       },
-      kSmallReply);
-  return Exchange<WriteResult>(
-      std::move(p), [](CompoundReplyDecoder& d) -> absl::StatusOr<WriteResult> {
+      {},
+      [](CompoundReplyDecoder& d) -> absl::StatusOr<WriteResult> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
         return d.Write();
@@ -260,15 +474,15 @@ absl::StatusOr<WriteResult> Client::Write(const FileHandle& fh, uint64_t offset,
 absl::StatusOr<ReaddirResult> Client::Readdir(
     const FileHandle& dir, uint64_t cookie,
     const std::array<uint8_t, 8>& cookieverf, uint32_t maxcount,
-    const Bitmap& attrs) {
-  Prepared p = Compound(
+    const Bitmap& attrs, std::optional<uint32_t> reply_chunk) {
+  CompoundCall call;
+  call.reply_chunk = reply_chunk.value_or(maxcount + kReplyOverhead);
+  return Exchange<ReaddirResult>(
       [&](CompoundEncoder& e) {
         e.Putfh(dir);
         e.Readdir(cookie, cookieverf, maxcount, maxcount, attrs);
       },
-      maxcount + kReplyOverhead);
-  return Exchange<ReaddirResult>(
-      std::move(p),
+      std::move(call),
       [](CompoundReplyDecoder& d) -> absl::StatusOr<ReaddirResult> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
@@ -279,14 +493,13 @@ absl::StatusOr<ReaddirResult> Client::Readdir(
 absl::StatusOr<ChangeInfo> Client::CreateSymlink(const FileHandle& dir,
                                                  absl::string_view name,
                                                  absl::string_view text) {
-  Prepared p = Compound(
+  return Exchange<ChangeInfo>(
       [&](CompoundEncoder& e) {
         e.Putfh(dir);
         e.CreateSymlink(name, text);
       },
-      kSmallReply);
-  return Exchange<ChangeInfo>(
-      std::move(p), [](CompoundReplyDecoder& d) -> absl::StatusOr<ChangeInfo> {
+      {},
+      [](CompoundReplyDecoder& d) -> absl::StatusOr<ChangeInfo> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
         return d.CreateSymlink();
@@ -296,38 +509,35 @@ absl::StatusOr<ChangeInfo> Client::CreateSymlink(const FileHandle& dir,
 absl::StatusOr<LinkResult> Client::Readlink(const FileHandle& fh,
                                             absl::Span<uint8_t> chunk) {
   const bool offered = !chunk.empty();
-  // Without a chunk the link text comes inline or through a reply chunk.
-  Prepared p = Compound(
+  CompoundCall call;
+  if (offered) {
+    call.write_chunks.push_back(chunk);
+  } else {
+    // Without a chunk the link text comes inline or through a reply chunk.
+    call.reply_chunk = kReplyOverhead + kMaxLinkText;
+  }
+  return Exchange<LinkResult>(
       [&](CompoundEncoder& e) {
         e.Putfh(fh);
         e.Readlink();
       },
-      offered ? kSmallReply : kSmallReply + kMaxLinkText);
-  if (offered) p.request.results.push_back(chunk);
-  absl::StatusOr<LinkResult> l = Exchange<LinkResult>(
-      std::move(p),
-      [offered](CompoundReplyDecoder& d) -> absl::StatusOr<LinkResult> {
+      std::move(call),
+      [offered, chunk](CompoundReplyDecoder& d) -> absl::StatusOr<LinkResult> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
-        return d.Readlink(offered);
+        return d.Readlink(offered, chunk);
       });
-  if (l.ok() && l->via_chunk) {
-    l->text.assign(reinterpret_cast<const char*>(chunk.data()),
-                   last_reply_.result_lengths.at(0));
-  }
-  return l;
 }
 
 absl::StatusOr<ChangeInfo> Client::Remove(const FileHandle& dir,
                                           absl::string_view name) {
-  Prepared p = Compound(
+  return Exchange<ChangeInfo>(
       [&](CompoundEncoder& e) {
         e.Putfh(dir);
         e.Remove(name);
       },
-      kSmallReply);
-  return Exchange<ChangeInfo>(
-      std::move(p), [](CompoundReplyDecoder& d) -> absl::StatusOr<ChangeInfo> {
+      {},
+      [](CompoundReplyDecoder& d) -> absl::StatusOr<ChangeInfo> {
         absl::Status s = d.Putfh();
         if (!s.ok()) return s;
         return d.Remove();

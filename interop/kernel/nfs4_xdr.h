@@ -14,12 +14,15 @@
 // client does (it marks only WRITE payloads for a read chunk at their
 // position; any other long call goes as a position-zero read chunk).
 //
-// The decoder reads COMPOUND4res from the reduced reply stream: results in
-// the order of the operations sent, each checked against the operation it
-// answers. DDP-eligible results are read from their write chunk when the
-// responder used it (the stream holds only the length word, RFC 8166
-// §3.4.6), otherwise inline. Every length is checked against what is left
-// of the stream and against a protocol bound before it is used.
+// The decoder reads COMPOUND4res from a ReplyStream: results in the order
+// of the operations sent, each checked against the operation it answers.
+// DDP-eligible results are read from their write chunk when the responder
+// used it (the stream holds only the length word, RFC 8166 §3.4.6),
+// otherwise inline. Every length is checked against what is left of the
+// stream and against a protocol bound before it is used. The stream is the
+// reduced reply and its write chunks' lengths (tests), or an XDR stream of
+// libtirpc, over which an RPC-over-RDMA CLIENT puts write-chunk data back
+// itself (nfs4_client.h).
 #ifndef RPCRDMA_INTEROP_KERNEL_NFS4_XDR_H_
 #define RPCRDMA_INTEROP_KERNEL_NFS4_XDR_H_
 
@@ -27,8 +30,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -180,8 +185,6 @@ struct ReadResult {
   bool eof = false;
   uint32_t length = 0;     // data octets returned
   bool via_chunk = false;  // the responder put them in the write chunk
-  // The data when it came inline (empty when it came through the chunk).
-  std::vector<uint8_t> inline_data;
 };
 
 struct WriteResult {
@@ -213,6 +216,64 @@ struct LinkResult {
   bool via_chunk = false;
 };
 
+// What CompoundReplyDecoder reads a reply from. Each Read* consumes its
+// item only on success; failures name the field (OUT_OF_RANGE when the
+// stream ends first, INVALID_ARGUMENT for a bad value).
+class ReplyStream {
+ public:
+  virtual ~ReplyStream() = default;
+  virtual absl::Status ReadUint32(absl::string_view field, uint32_t* out) = 0;
+  virtual absl::Status ReadUint64(absl::string_view field, uint64_t* out) = 0;
+  // RFC 4506 §4.4: 0 or 1.
+  absl::Status ReadBool(absl::string_view field, bool* out);
+  // A variable-length opaque of at most `max_length` octets (RFC 4506
+  // §4.10), and a fixed-length one (§4.9), without their roundup.
+  virtual absl::Status ReadVarOpaque(absl::string_view field,
+                                     uint32_t max_length,
+                                     std::vector<uint8_t>* out) = 0;
+  virtual absl::Status ReadFixedOpaque(absl::string_view field, size_t length,
+                                       std::vector<uint8_t>* out) = 0;
+  // The content of a DDP-eligible opaque whose length word (into.size())
+  // was just read, into `into`; true when a write chunk carried it (RFC
+  // 8166 §3.4.6: the stream then holds neither the content nor its
+  // roundup). `chunk_offered`: the call offered a write chunk for it.
+  virtual absl::StatusOr<bool> ReadDdpData(absl::string_view field,
+                                           bool chunk_offered,
+                                           absl::Span<uint8_t> into) = 0;
+  // Consumes and returns what is left of the stream.
+  virtual std::vector<uint8_t> ReadRest() = 0;
+  // Octets consumed since the start of the COMPOUND4res.
+  virtual size_t offset() const = 0;
+  // OK when every write chunk the responder filled was taken by a result.
+  virtual absl::Status CheckChunksTaken() const = 0;
+};
+
+// A reduced reply in memory with the lengths the responder wrote into each
+// write chunk the call offered, in order. It has the chunks' lengths only:
+// data that came through a chunk is wherever the chunk's memory was.
+class SpanReplyStream final : public ReplyStream {
+ public:
+  SpanReplyStream(absl::Span<const uint8_t> body,
+                  std::vector<uint32_t> chunk_lengths)
+      : reader_(body), chunk_lengths_(std::move(chunk_lengths)) {}
+  absl::Status ReadUint32(absl::string_view field, uint32_t* out) override;
+  absl::Status ReadUint64(absl::string_view field, uint64_t* out) override;
+  absl::Status ReadVarOpaque(absl::string_view field, uint32_t max_length,
+                             std::vector<uint8_t>* out) override;
+  absl::Status ReadFixedOpaque(absl::string_view field, size_t length,
+                               std::vector<uint8_t>* out) override;
+  absl::StatusOr<bool> ReadDdpData(absl::string_view field, bool chunk_offered,
+                                   absl::Span<uint8_t> into) override;
+  std::vector<uint8_t> ReadRest() override;
+  size_t offset() const override { return reader_.offset(); }
+  absl::Status CheckChunksTaken() const override;
+
+ private:
+  wire::XdrReader reader_;
+  std::vector<uint32_t> chunk_lengths_;
+  size_t next_chunk_ = 0;
+};
+
 // Reads COMPOUND4res. Each Read* call consumes the next result, which must
 // answer the operation named (the order of CompoundEncoder::Finish()); a
 // result whose nfsstat4 is not NFS4_OK yields FAILED_PRECONDITION naming
@@ -220,9 +281,12 @@ struct LinkResult {
 // reply ends there (RFC 7530 §15.2: a COMPOUND stops at the first error).
 class CompoundReplyDecoder {
  public:
+  // Reads from `stream`; `ops` are the operations sent.
+  static absl::StatusOr<CompoundReplyDecoder> Start(
+      std::unique_ptr<ReplyStream> stream, std::vector<Op> ops);
   // `body` is the reply from the RPC results on (the reduced stream);
   // `chunk_lengths` the octets the responder wrote into each write chunk
-  // the call offered, in order; `ops` the operations sent.
+  // the call offered, in order (a SpanReplyStream).
   static absl::StatusOr<CompoundReplyDecoder> Start(
       absl::Span<const uint8_t> body, std::vector<uint32_t> chunk_lengths,
       std::vector<Op> ops);
@@ -236,37 +300,36 @@ class CompoundReplyDecoder {
   absl::StatusOr<std::vector<uint8_t>> Getfh();
   absl::StatusOr<Attributes> Getattr();
   // `offered_chunk`: the call offered a write chunk for this result.
-  // `max_count`: the count the READ asked for.
-  absl::StatusOr<ReadResult> Read(bool offered_chunk, uint32_t max_count);
+  // The data goes into `into`, whose size is the count the READ asked for
+  // (no copy when `into` is the chunk's memory).
+  absl::StatusOr<ReadResult> Read(bool offered_chunk, absl::Span<uint8_t> into);
   absl::StatusOr<WriteResult> Write();
   absl::StatusOr<ReaddirResult> Readdir();
   absl::StatusOr<ChangeInfo> CreateSymlink();
-  absl::StatusOr<LinkResult> Readlink(bool offered_chunk);
+  // With `offered_chunk`, a text that fits `chunk` (the chunk's memory) is
+  // decoded there; LinkResult::text holds it either way.
+  absl::StatusOr<LinkResult> Readlink(bool offered_chunk,
+                                      absl::Span<uint8_t> chunk = {});
   absl::StatusOr<ChangeInfo> Remove();
   // Every result read, nothing left in the stream, every write chunk
   // accounted for.
   absl::Status Finish();
+  // What Finish() found after the last result (the octets it reports).
+  const std::vector<uint8_t>& trailing() const { return trailing_; }
 
  private:
-  CompoundReplyDecoder(absl::Span<const uint8_t> body,
-                       std::vector<uint32_t> chunk_lengths, std::vector<Op> ops)
-      : reader_(body),
-        chunk_lengths_(std::move(chunk_lengths)),
-        ops_(std::move(ops)) {}
+  CompoundReplyDecoder(std::unique_ptr<ReplyStream> stream, std::vector<Op> ops)
+      : stream_(std::move(stream)), ops_(std::move(ops)) {}
   // Reads the next resop and its status; OK only for NFS4_OK.
   absl::Status Next(Op op);
   absl::Status Simple(Op op) { return Next(op); }
   absl::StatusOr<ChangeInfo> ReadChangeInfo();
   absl::StatusOr<Bitmap> ReadBitmap(absl::string_view field);
   absl::StatusOr<Attributes> ReadFattr(absl::string_view field);
-  // Octets the responder wrote into the next write chunk the call offered
-  // (0 when it did not return that chunk).
-  uint32_t NextChunk();
 
-  wire::XdrReader reader_;
-  std::vector<uint32_t> chunk_lengths_;
-  size_t next_chunk_ = 0;
+  std::unique_ptr<ReplyStream> stream_;
   std::vector<Op> ops_;
+  std::vector<uint8_t> trailing_;
   uint32_t status_ = 0;
   size_t result_count_ = 0;
   size_t next_result_ = 0;
