@@ -26,6 +26,13 @@ DdpPolicy DdpPolicy::Nfs3(uint32_t read_size, uint32_t directory_size) {
   for (uint32_t procedure : {kNfs3Readlink, kNfs3Readdir, kNfs3Readdirplus}) {
     policy.procedures[procedure].reply_chunk_octets = directory_size;
   }
+  // Every other reply fits inline: RFC 1813's other results (READ's
+  // without its data) are a few hundred octets, and inline thresholds are
+  // at least 1024 (RFC 8166 §3.3.2). So no reply chunk, as the Linux
+  // client offers none: nfsd uses any reply chunk it is offered (an RDMA
+  // Write for each GETATTR), and one offered beside a READ's write chunk
+  // must hold the READ's data as well or nfsd drops the connection.
+  policy.default_reply_octets = 0;
   return policy;
 }
 

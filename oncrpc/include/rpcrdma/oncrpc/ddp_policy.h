@@ -26,7 +26,7 @@ rdma_ddp_policy *rdma_ddp_policy_create(void);
 /* The NFSv3 binding (RFC 8267 §4, as Linux applies it): READ results in a
  * write chunk of up to read_size octets, WRITE data in a read chunk,
  * READLINK, READDIR and READDIRPLUS replies in a reply chunk of up to
- * directory_size octets. */
+ * directory_size octets, every other reply inline (no reply chunk). */
 rdma_ddp_policy *rdma_ddp_policy_nfs3(u_int read_size, u_int directory_size);
 /* Reads a text-format rpcrdma.oncrpc.config.DdpPolicy. NULL on error, with
  * rdma_oncrpc_error() naming the line or field that was wrong. */
