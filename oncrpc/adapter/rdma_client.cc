@@ -314,23 +314,26 @@ rpc_err RdmaClient::Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
   }
   rpc_err error{};
   _seterr_reply(&reply_msg, &error);
-  if (error.re_status == RPC_SUCCESS) {
-    if (!AUTH_VALIDATE(auth, &reply_msg.acpted_rply.ar_verf)) {
-      error.re_status = RPC_AUTHERROR;
-      error.re_why = AUTH_INVALIDRESP;
-      SetLastError("clnt_call: the reply's verifier is not valid");
-    } else if (!AUTH_UNWRAP(auth, decoder.xdr(), decode_results,
-                            static_cast<caddr_t>(results))) {
-      error = ErrorOf(RPC_CANTDECODERES);
-      SetLastError(absl::StrCat("clnt_call: the results of procedure ",
-                                procedure, " do not decode"));
-    } else if (decoder.unconsumed_chunks() != 0) {
-      error = ErrorOf(RPC_CANTDECODERES);
-      SetLastError(absl::StrCat(
-          "clnt_call: the reply returned data in ", decoder.unconsumed_chunks(),
-          " write chunk(s) that no result of procedure ", procedure,
-          " took (the server's DDP policy differs from ours)"));
-    }
+  if (error.re_status != RPC_SUCCESS) {
+    // The server's answer is the failure (RFC 5531 §9).
+    SetLastError(absl::StrCat("clnt_call: procedure ", procedure, ": ",
+                              clnt_sperrno(error.re_status),
+                              " (the server's reply)"));
+  } else if (!AUTH_VALIDATE(auth, &reply_msg.acpted_rply.ar_verf)) {
+    error.re_status = RPC_AUTHERROR;
+    error.re_why = AUTH_INVALIDRESP;
+    SetLastError("clnt_call: the reply's verifier is not valid");
+  } else if (!AUTH_UNWRAP(auth, decoder.xdr(), decode_results,
+                          static_cast<caddr_t>(results))) {
+    error = ErrorOf(RPC_CANTDECODERES);
+    SetLastError(absl::StrCat("clnt_call: the results of procedure ", procedure,
+                              " do not decode"));
+  } else if (decoder.unconsumed_chunks() != 0) {
+    error = ErrorOf(RPC_CANTDECODERES);
+    SetLastError(absl::StrCat(
+        "clnt_call: the reply returned data in ", decoder.unconsumed_chunks(),
+        " write chunk(s) that no result of procedure ", procedure,
+        " took (the server's DDP policy differs from ours)"));
   }
   FreeVerifier(reply_msg);
   return error;

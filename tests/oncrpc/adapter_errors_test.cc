@@ -30,6 +30,30 @@ TEST_P(AdapterErrorTest, UnknownProcedureIsProcUnavail) {
             RPC_PROCUNAVAIL);
 }
 
+// rdma_oncrpc_error() speaks of the thread's last failed clnt_call, also
+// when the server's reply is the failure (RFC 5531 §9: PROC_UNAVAIL,
+// GARBAGE_ARGS...), not of an earlier failure of the transport's.
+TEST_P(AdapterErrorTest, ReplyErrorsAreTheLastErrorMessage) {
+  char long_name[300];
+  memset(long_name, 'n', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = 0;
+  char* argument = long_name;
+  timeval timeout{5, 0};
+  ASSERT_EQ(clnt_call(client(), TESTPROC_NULL, AsXdrProc(&xdr_name),
+                      reinterpret_cast<caddr_t>(&argument),
+                      AsXdrProc(&xdr_void), nullptr, timeout),
+            RPC_CANTENCODEARGS);
+  ASSERT_TRUE(absl::StrContains(rdma_oncrpc_error(), "do not encode"));
+  EXPECT_EQ(clnt_call(client(), 99, AsXdrProc(&xdr_void), nullptr,
+                      AsXdrProc(&xdr_void), nullptr, timeout),
+            RPC_PROCUNAVAIL);
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "procedure 99"))
+      << rdma_oncrpc_error();
+  EXPECT_TRUE(
+      absl::StrContains(rdma_oncrpc_error(), clnt_sperrno(RPC_PROCUNAVAIL)))
+      << rdma_oncrpc_error();
+}
+
 TEST_P(AdapterErrorTest, UnknownVersionIsProgVersMismatchWithTheRange) {
   CLIENT* v2 = Connect(TestConfig(), /*version=*/2);
   ASSERT_NE(v2, nullptr);
