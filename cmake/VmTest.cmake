@@ -21,7 +21,8 @@ cmake_path(NORMAL_PATH RPCRDMA_VM_DIR)
 # trees are visible in the VM at their own paths, so COMMAND may name
 # $<TARGET_FILE:...> and scripts in the source tree. The read-write share,
 # with the logs, is <current binary dir>/<name>.vm.
-# SERVICES: kernel services to start first (nfsd).
+# SERVICES: kernel services to start first (nfsd: NFSv4 only; nfsd3: NFS
+# versions 3 and 4 with rpc.mountd; see interop/vm/README.md).
 # LABELS: the test's ctest labels, instead of the default `vm` (list `vm`
 # too to keep it).
 function(rpcrdma_add_vm_test)

@@ -20,6 +20,7 @@ packages=(
   prometheus-cpp-dev  # optional exporter library rpcrdma_prometheus
   tshark
   qemu-system-x86 cpio kmod iproute2 rdmacm-utils ibverbs-utils perftest  # Soft-RoCE test VM (interop/vm)
+  libwrap0  # the library the VM's rpc.mountd and rpcbind need beyond these (interop/vm/prepare-image.sh)
 )
 
 # The Bazel build (make test-bazel) needs Debian's offline Bazel.

@@ -9,7 +9,8 @@
 #                                   is the read-write share (also at
 #                                   /share); the others are read-only.
 #   rpcrdma_vm.run=FILE             script in the share to run
-#   rpcrdma_vm.services=nfsd,...    kernel services to start first
+#   rpcrdma_vm.services=nfsd,...    kernel services to start first (nfsd
+#                                   or nfsd3)
 #
 # Files written to the share:
 #   vm-output.log  stdout and stderr of the command
@@ -196,11 +197,73 @@ start_nfsd() {
     "$(cat /proc/fs/nfsd/v4_end_grace)"
   note "$(svcrdma_state)"
 }
+# --services nfsd3: nfsd serving NFS versions 3 and 4 over RDMA, with the
+# user-space side of NFSv3 from Debian's nfs-kernel-server and rpcbind
+# packages (prepare-image.sh puts their daemons in /nfs-utils): the export
+# in /etc/exports, loaded by exportfs; rpc.mountd answering MOUNT on the
+# fixed port 20048 (TCP and UDP; MOUNT version 3 only, -N 2) and nfsd's
+# export upcalls; and rpcbind, which nfsd needs for lockd (NFSv3 starts
+# lockd, whose listeners register with rpcbind; without it the threads do
+# not start: "lockd_up: makesock failed, error=-111"). Clients need no
+# rpcbind: MOUNT and NFS are at fixed ports.
+NFS_UTILS=/nfs-utils
+readonly nfsd3_export='/srv/nfs 192.0.2.0/24(rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync,no_wdelay,sec=sys:none) 127.0.0.1(rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync,no_wdelay,sec=sys:none)'
+
+# Waits up to 10 s for $1 (a command) to succeed.
+wait_for() {
+  i=0
+  until "$@" >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ "$i" -lt 100 ] || return 1
+    sleep 0.1
+  done
+}
+
+start_nfsd3() {
+  [ -x "$NFS_UTILS/rpc.mountd" ] || fail "no $NFS_UTILS/rpc.mountd in the image"
+  mkdir -p /run/rpcbind /var/lib/nfs
+  : >/var/lib/nfs/etab
+  : >/var/lib/nfs/rmtab
+  echo "+ $NFS_UTILS/rpcbind -w -f &" >>/tmp/setup.log
+  "$NFS_UTILS/rpcbind" -w -f </dev/null >>/tmp/setup.log 2>&1 &
+  rpcbind_pid=$!
+  wait_for "$NFS_UTILS/rpcinfo" -p 127.0.0.1 || fail "rpcbind does not answer"
+  step $MODPROBE -a rpcrdma nfsd
+  mkdir -p /proc/fs/nfsd
+  mountpoint -q /proc/fs/nfsd || step mount -t nfsd nfsd /proc/fs/nfsd
+  mkdir -p /srv/nfs
+  step mount -t tmpfs -o mode=0777 tmpfs /srv/nfs
+  step sh -c 'echo "-2 +3 +4 +4.1 +4.2" >/proc/fs/nfsd/versions'
+  # As for nfsd (above): the shortest lease and grace, grace ended below.
+  step sh -c 'echo 10 >/proc/fs/nfsd/nfsv4leasetime'
+  step sh -c 'echo 10 >/proc/fs/nfsd/nfsv4gracetime'
+  echo "$nfsd3_export" >/etc/exports
+  step "$NFS_UTILS/exportfs" -rv
+  echo "+ $NFS_UTILS/rpc.mountd -F -p 20048 -N 2 &" >>/tmp/setup.log
+  "$NFS_UTILS/rpc.mountd" -F -p 20048 -N 2 </dev/null >>/tmp/setup.log 2>&1 &
+  mountd_pid=$!
+  wait_for sh -c "'$NFS_UTILS/rpcinfo' -p 127.0.0.1 |
+    awk '\$1 == 100005 && \$3 == \"tcp\" && \$4 == 20048 { f = 1 } END { exit !f }'" ||
+    fail "rpc.mountd did not register MOUNT on TCP port 20048"
+  step sh -c "echo 'rdma 20049' >/proc/fs/nfsd/portlist"
+  step sh -c 'echo 4 >/proc/fs/nfsd/threads'
+  step sh -c 'echo Y >/proc/fs/nfsd/v4_end_grace'
+  kill -0 "$rpcbind_pid" 2>/dev/null || fail "rpcbind exited"
+  kill -0 "$mountd_pid" 2>/dev/null || fail "rpc.mountd exited"
+  note "nfsd: versions $(cat /proc/fs/nfsd/versions), threads" \
+    "$(cat /proc/fs/nfsd/threads), listeners:" \
+    "$(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+  note "exportfs: $("$NFS_UTILS/exportfs" -v | tr '\n\t' '  ')"
+  note "nfsd: max_block_size $(cat /proc/fs/nfsd/max_block_size)"
+  note "rpcbind: $("$NFS_UTILS/rpcinfo" -p 127.0.0.1 | awk 'NR > 1 { print $1 "/" $2 "/" $3 "/" $4 }' | sort -u | paste -sd' ')"
+  note "$(svcrdma_state)"
+}
 IFS=,
 for s in $SERVICES; do
   IFS="$IFS_SAVE"
   case "$s" in
     nfsd) start_nfsd ;;
+    nfsd3) start_nfsd3 ;;
     *) fail "unknown service '$s'" ;;
   esac
   IFS=,

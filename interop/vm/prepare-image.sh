@@ -4,21 +4,31 @@
 #   prepare-image.sh --cache DIR [--refresh]
 #
 # Downloads (once, with `apt-get download`) the kernel that Debian's
-# linux-image-amd64 currently points to and busybox-static, unpacks them
-# with `dpkg -x` inside DIR, keeps only the kernel modules the VM needs
-# (with their dependencies, resolved by depmod/modprobe), and writes
+# linux-image-amd64 currently points to, busybox-static, and the NFS
+# server's daemons (nfs-kernel-server, rpcbind), unpacks them with
+# `dpkg -x` inside DIR, keeps only the kernel modules the VM needs (with
+# their dependencies, resolved by depmod/modprobe) and the daemons the
+# `nfsd3` service runs, and writes
 #
 #   DIR/image/vmlinuz          the kernel
-#   DIR/image/initramfs.cpio   busybox, the modules, /init (guest-init.sh)
+#   DIR/image/initramfs.cpio   busybox, the modules, /init (guest-init.sh),
+#                              /nfs-utils (rpc.mountd, exportfs, rpcbind,
+#                              rpcinfo)
 #   DIR/image/kernel-release   e.g. 6.1.0-56-amd64
 #
-# Nothing is installed on the host. A second run reuses the download and
-# the unpacked modules and only rebuilds the (small) initramfs, because that
-# embeds a few files of the host's /etc (see below). --refresh (or
-# RPCRDMA_VM_REFRESH=1) resolves the kernel package again.
+# Nothing is installed on the host: the daemons are taken out of their
+# packages, not installed (installing nfs-kernel-server would enable and
+# start rpcbind and an NFS server on the host). They link against the
+# host's libraries like everything else in the guest; the one library of
+# theirs a build machine lacks, libwrap0, is in scripts/install-deps.sh,
+# and this script checks that each one resolves. A second run reuses the
+# downloads and the unpacked files and only rebuilds the (small) initramfs,
+# because that embeds a few files of the host's /etc (see below).
+# --refresh (or RPCRDMA_VM_REFRESH=1) resolves the kernel package again.
 #
 # The guest's userspace is the host's /usr, mounted read-only over virtio-9p
-# by guest-init.sh, so the initramfs holds no userspace besides busybox.
+# by guest-init.sh, so the initramfs holds no userspace besides busybox and
+# those daemons.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,7 +55,7 @@ die() {
   exit 1
 }
 
-for tool in apt-get dpkg dpkg-deb depmod modprobe cpio flock; do
+for tool in apt-get dpkg dpkg-deb depmod modprobe cpio flock ldd; do
   command -v "$tool" >/dev/null 2>&1 ||
     die "'$tool' not found; run scripts/install-deps.sh"
 done
@@ -160,6 +170,36 @@ if [ ! -x "$bbdir/busybox" ]; then
   rm -rf "$cache/busybox.full"
 fi
 
+# The daemons of the `nfsd3` service (guest-init.sh): rpc.mountd answers
+# MOUNT (RFC 1813 Appendix I) and nfsd's export upcalls from /etc/exports,
+# exportfs loads that file, and rpcbind is there because nfsd with NFSv3
+# starts lockd, whose listeners must register with it (without rpcbind,
+# `echo 4 >/proc/fs/nfsd/threads` fails: "lockd_up: makesock failed,
+# error=-111"); rpcinfo is for looking at it.
+nfsdir="$cache/nfs-utils"
+nfs_bins=(usr/sbin/rpc.mountd usr/sbin/exportfs sbin/rpcbind usr/sbin/rpcinfo)
+if [ ! -f "$nfsdir/stamp" ] || [ "$(cat "$nfsdir/stamp")" != "${nfs_bins[*]}" ]; then
+  rm -rf "$nfsdir" "$cache/nfs-utils.full"
+  for pkg in nfs-kernel-server rpcbind; do
+    dpkg -x "$(download "$pkg")" "$cache/nfs-utils.full"
+  done
+  mkdir -p "$nfsdir/bin"
+  for b in "${nfs_bins[@]}"; do
+    [ -x "$cache/nfs-utils.full/$b" ] || die "no $b in nfs-kernel-server/rpcbind"
+    cp "$cache/nfs-utils.full/$b" "$nfsdir/bin/"
+  done
+  rm -rf "$cache/nfs-utils.full"
+  echo "${nfs_bins[*]}" >"$nfsdir/stamp"
+fi
+# They run against the host's libraries (the guest's /usr).
+for b in "$nfsdir"/bin/*; do
+  if ldd "$b" | grep -q 'not found'; then
+    die "$(basename "$b") needs libraries the host lacks" \
+      "($(ldd "$b" | awk '/not found/ { print $1 }' | paste -sd' '));" \
+      "run scripts/install-deps.sh"
+  fi
+done
+
 # The initramfs. /bin, /sbin, /lib, /lib64 point into /usr (the host's, as
 # on Debian 12 with merged /usr); /etc holds copies of the few host files
 # the host's userspace reads: the dynamic linker's cache and the rdma-core
@@ -177,6 +217,7 @@ ln -s ../tmp "$stage/var/tmp"
 ln -s ../run "$stage/var/run"
 mkdir -p "$stage/var/lib/nfs/v4recovery"
 cp "$bbdir/busybox" "$stage/bb/busybox"
+cp -a "$nfsdir/bin" "$stage/nfs-utils"
 cp -a "$kdir/root" "$stage/kroot"
 mkdir -p "$stage/kroot/modprobe.d"
 cp "$kdir/bootstrap-modules" "$stage/kroot/bootstrap-modules"
@@ -190,7 +231,8 @@ done
 [ -e "$stage/etc/libibverbs.d/rxe.driver" ] ||
   { mkdir -p "$stage/etc/libibverbs.d" && echo "driver rxe" \
     >"$stage/etc/libibverbs.d/rxe.driver"; }
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' \
+# _rpc: the user rpcbind runs as.
+printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:100:65534::/run/rpcbind:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' \
   >"$stage/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$stage/etc/group"
 printf '127.0.0.1 localhost\n192.0.2.1 rxe-guest\n::1 localhost\n' \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command inside a throw-away VM that has a Soft-RoCE device:
 #
-#   run-in-vm.sh --cache DIR --share DIR [--ro DIR]... [--services nfsd]
+#   run-in-vm.sh --cache DIR --share DIR [--ro DIR]... [--services nfsd|nfsd3]
 #                [--env NAME=VALUE]... [--timeout S] [--accel tcg|kvm]
 #                [--memory MB] [--smp N] [--verbose] -- COMMAND [ARG]...
 #
@@ -25,6 +25,10 @@
 #     /proc/fs/nfsd/portlist`, starts 4 nfsd threads and ends the grace
 #     period at once (lease and grace time 10 s). The nfs, nfsv3 and
 #     nfsv4 client modules are in the image too (modprobe loads them).
+#   - --services nfsd3 starts nfsd as nfsd does but serving NFS versions 3
+#     and 4, with Debian's rpc.mountd (MOUNT version 3 on the fixed port
+#     20048, TCP and UDP), exportfs and rpcbind (which nfsd's lockd needs);
+#     the same export, from /etc/exports. See README.md.
 # COMMAND runs under bash in the caller's directory if the guest sees it
 # (inside the share or an --ro directory), else in the share, with
 # RPCRDMA_TEST_ADDR=192.0.2.1, RPCRDMA_VM=1 and RPCRDMA_VM_SERVICES (the
@@ -96,10 +100,12 @@ esac
 IFS=, read -r -a service_list <<<"$services"
 for s in "${service_list[@]}"; do
   case "$s" in
-    nfsd) ;;
-    *) die "unknown service '$s' (known: nfsd)" ;;
+    nfsd | nfsd3) ;;
+    *) die "unknown service '$s' (known: nfsd, nfsd3)" ;;
   esac
 done
+[[ ",$services," != *,nfsd,* || ",$services," != *,nfsd3,* ]] ||
+  die "--services: nfsd and nfsd3 both start nfsd; give one"
 for e in "${envs[@]}"; do
   [[ "$e" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env takes NAME=VALUE"
 done
