@@ -49,6 +49,9 @@ nfs_fh3 FhArg(const Fh& fh);
 Fh FhOf(const nfs_fh3& fh);
 std::string Nfs3StatName(nfsstat3 status);
 
+// The mount list MOUNTPROC3_DUMP returns, as "host:directory" strings.
+std::vector<std::string> DumpMounts(CLIENT* mount);
+
 // The export's files for the steps: random data, an empty file to write,
 // a directory of kNfs3DirEntries entries.
 std::string Nfs3EntryName(int i);
