@@ -43,6 +43,7 @@ class ServerCore {
   size_t connections() const;
   absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
   void Call(uint64_t connection, CallRequest request, Server::Callback done);
+  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
 
   // For its connections.
   const CallHandler& handler() const { return handler_; }
