@@ -276,6 +276,12 @@ void Echo(benchmark::State& state, Transport transport) {
 // TCP row of the same case: TCP's median time over the adapter's.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal (a reporter of one's own does not get the
+  // console's --benchmark_color handling).
+  RatioReporter()
+      : ConsoleReporter(isatty(STDOUT_FILENO) != 0 ? OO_Defaults : OO_Tabular) {
+  }
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
