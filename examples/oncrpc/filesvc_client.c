@@ -29,8 +29,6 @@
 #include "filesvc.h"
 #include "filesvc_policy.h"
 
-#define XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
-
 static const char *stat_text(fs_stat status) {
   switch (status) {
     case FS_OK:
@@ -70,7 +68,7 @@ static int list(CLIENT *clnt) {
   for (fs_entry *e = res->fs_list_res_u.entries; e != NULL; e = e->next) {
     printf("%s %" PRIu64 "\n", e->name, (uint64_t)e->size);
   }
-  clnt_freeres(clnt, XDRPROC(xdr_fs_list_res), (caddr_t)res);
+  clnt_freeres(clnt, (xdrproc_t)xdr_fs_list_res, (caddr_t)res);
   return 0;
 }
 
@@ -167,7 +165,7 @@ static int get(CLIENT *clnt, char *name, const char *local) {
     args.offset += ok->data.data_len;
     const int done = ok->eof || ok->data.data_len == 0;
     /* The stub's result is static: its data goes before the next call. */
-    clnt_freeres(clnt, XDRPROC(xdr_fs_read_res), (caddr_t)res);
+    clnt_freeres(clnt, (xdrproc_t)xdr_fs_read_res, (caddr_t)res);
     if (status != 0 || done) break;
   }
   if (close(fd) != 0 && status == 0) {

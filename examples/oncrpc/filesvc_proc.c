@@ -18,10 +18,6 @@
 #include "filesvc.h"
 #include "filesvc_server.h"
 
-/* libtirpc's xdrproc_t is variadic; a cast through void (*)(void) is the
- * one GCC's -Wcast-function-type accepts. */
-#define XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
-
 int filesvc_dir = -1;
 
 static fs_stat stat_of(int error) {
@@ -183,7 +179,7 @@ fs_list_res *filesvc_list_1_svc(void *argp, struct svc_req *rqstp) {
   (void)rqstp;
   /* The previous call's list was sent: free it now (xdr_free follows the
    * list as the XDR routine does). */
-  xdr_free(XDRPROC(xdr_fs_list_res), (char *)&res);
+  xdr_free((xdrproc_t)xdr_fs_list_res, (char *)&res);
   memset(&res, 0, sizeof res);
   int fd = dup(filesvc_dir);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -205,7 +201,7 @@ fs_list_res *filesvc_list_1_svc(void *argp, struct svc_req *rqstp) {
     if (e == NULL || (e->name = strdup(d->d_name)) == NULL) {
       free(e);
       closedir(dir);
-      xdr_free(XDRPROC(xdr_fs_list_res), (char *)&res);
+      xdr_free((xdrproc_t)xdr_fs_list_res, (char *)&res);
       memset(&res, 0, sizeof res);
       res.status = FS_IO;
       return &res;
