@@ -2,11 +2,13 @@
 # Runs filesvc's server and client as two processes and checks what they
 # do (the ctests filesvc_example.*):
 #
-#   run_filesvc.sh SERVER CLIENT soft_unix|soft_tcp|tcp|rdma
+#   run_filesvc.sh SERVER CLIENT soft_unix|soft_tcp|tcp|rdma [POLICY]
 #
 # soft_unix and soft_tcp are RPC-over-RDMA on the soft fabric, rdma is
 # rdma:// on the Soft-RoCE device of the test VM (RPCRDMA_TEST_ADDR), tcp
-# is libtirpc's own TCP. Files are written to the server and read back, and
+# is libtirpc's own TCP. With POLICY, both sides read their DDP policy
+# from that text file (FILESVC_DDP_POLICY) instead of building it in code.
+# Files are written to the server and read back, and
 # both copies compared byte for byte with the original (the server's copy
 # directly in the directory it serves); sizes and a listing long enough for
 # a reply chunk are checked, and errors must be reported as errors.
@@ -14,6 +16,7 @@ set -euo pipefail
 
 server_bin=$1
 client_bin=$2
+if [ $# -ge 4 ]; then export FILESVC_DDP_POLICY=$4; fi
 case "$3" in
   soft_unix) listen="soft+unix://@rpcrdma-filesvc-$$-$RANDOM" ;;
   soft_tcp) listen="soft+tcp://127.0.0.1:0" ;;
@@ -22,7 +25,7 @@ case "$3" in
   *) echo "unknown transport $3" >&2; exit 2 ;;
 esac
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/filesvc.XXXXXX")
+work=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/filesvc.XXXXXX")
 server_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
