@@ -57,7 +57,9 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(xprt.ok()) << xprt.status();
     xprt_ = *xprt;
     ASSERT_TRUE(svc_reg(xprt_, TESTPROG, TESTVERS, testprog_1, nullptr));
-    if (threads != 0) ASSERT_TRUE(svc_rdma_run_threads(xprt_, threads));
+    if (threads != 0) {
+      ASSERT_TRUE(svc_rdma_run_threads(xprt_, threads));
+    }
   }
   void StopServer() {
     if (xprt_ == nullptr) return;
