@@ -94,12 +94,14 @@ install-check: package
 soak: build
 	$(BUILD_DIR)/tests/soak/soak_test --soak_seconds=300 $(if $(SOAK_SEED),--soak_seed=$(SOAK_SEED))
 
-# Benchmarks (not tests): codecs and fabrics next to memcpy and loopback TCP.
+# Benchmarks (not tests): codecs and fabrics next to memcpy and loopback TCP;
+# the ONC RPC adapter next to libtirpc's TCP through the same rpcgen stubs.
 bench: build
 	$(BUILD_DIR)/bench/wire_bench
 	$(BUILD_DIR)/bench/engine_bench
 	$(BUILD_DIR)/bench/fabric_bench
 	$(BUILD_DIR)/bench/api/api_bench
+	$(BUILD_DIR)/bench/oncrpc/oncrpc_bench
 
 # The same inside the Soft-RoCE VM, with the verbs fabric and perftest on
 # the same rxe device.

@@ -33,8 +33,9 @@ function(rpcrdma_rpcgen)
          ${base}_svc.c ${base}.x)
   endif()
   # rpcgen names the header its code includes after its input, so it runs
-  # beside a copy of the input. The directory is made now: the Makefile
-  # generator changes into WORKING_DIRECTORY before the first COMMAND.
+  # beside a copy of the input. The directory is made now as well: the
+  # Makefile generators enter WORKING_DIRECTORY before the first COMMAND
+  # (Ninja makes it).
   file(MAKE_DIRECTORY ${out})
   add_custom_command(
     OUTPUT ${outputs}

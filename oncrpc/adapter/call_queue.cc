@@ -14,14 +14,14 @@ CallQueue::~CallQueue() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
-void CallQueue::Push(Job job) {
+void CallQueue::Push(Job job, bool wake) {
   bool signal = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;  // dropped: its requester sees its deadline
     // The poll loop drains the queue before it sleeps again (SVC_STAT
     // reports XPRT_MOREREQS), so only the first call needs a wake-up.
-    signal = !to_threads_ && jobs_.empty();
+    signal = wake && !to_threads_ && jobs_.empty();
     jobs_.push_back(std::move(job));
   }
   if (signal) {
@@ -32,10 +32,12 @@ void CallQueue::Push(Job job) {
   }
 }
 
-std::optional<Job> CallQueue::TryPop() {
+std::optional<Job> CallQueue::TryPop(bool clear_signal) {
   // Cleared before taking a call: one pushed meanwhile signals again.
-  uint64_t count;
-  (void)!read(event_fd_, &count, sizeof count);
+  if (clear_signal) {
+    uint64_t count;
+    (void)!read(event_fd_, &count, sizeof count);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.empty() || to_threads_) return std::nullopt;
   Job job = std::move(jobs_.front());

@@ -29,9 +29,13 @@ class CallQueue {
   // Readable while calls wait (until they go to threads).
   int event_fd() const { return event_fd_; }
 
-  void Push(Job job);
-  // For the poll loop: a waiting call, if any.
-  std::optional<Job> TryPop();
+  // `wake`: signal the descriptor (false when the thread that pushes pops
+  // the call itself right after, see RdmaTransport).
+  void Push(Job job, bool wake = true);
+  // For the poll loop: a waiting call, if any. `clear_signal`: reset the
+  // descriptor too (false leaves a signal pending for the SVCXPRT that
+  // polls it).
+  std::optional<Job> TryPop(bool clear_signal = true);
   bool empty() const;
   // From now on calls go to threads waiting in WaitPop.
   void HandToThreads();

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <rpc/svc_mt.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -18,12 +19,30 @@
 namespace rpcrdma::oncrpc {
 namespace {
 char kRdmaNetid[] = "rdma";
+
+// The transport whose runtime this thread is driving from svc_run (calls
+// its handler queues then wait for this thread, without a wake-up).
+thread_local const RdmaTransport* t_driving = nullptr;
+
+class DrivingScope {
+ public:
+  explicit DrivingScope(const RdmaTransport* transport)
+      : previous_(std::exchange(t_driving, transport)) {}
+  ~DrivingScope() { t_driving = previous_; }
+  DrivingScope(const DrivingScope&) = delete;
+  DrivingScope& operator=(const DrivingScope&) = delete;
+
+ private:
+  const RdmaTransport* previous_;
+};
+
 }  // namespace
 
 // One SVCXPRT and the call being dispatched on it (see the header).
 struct DispatchState {
   RdmaTransport* transport = nullptr;
-  bool main = false;
+  bool main = false;    // takes calls from the transport's queue
+  bool drives = false;  // the driver (rdma_transport.h)
   SVCXPRT xprt{};
   SVCXPRT_EXT ext{};
   int own_fd = -1;  // a thread's: never signalled
@@ -107,9 +126,15 @@ netbuf NetbufOf(SocketAddress& address) {
 bool_t DispatchState::Receive(SVCXPRT* xprt, rpc_msg* msg) {
   DispatchState& self = Of(xprt);
   self.current.reset();
+  // The driver's descriptor is the runtime's: read the connections here
+  // (once the calls found last time are dispatched).
+  if (self.drives && self.transport->queue_.empty()) {
+    self.transport->DriveFromCaller(std::chrono::milliseconds(0));
+  }
   for (;;) {
-    std::optional<Job> job = self.main ? self.transport->queue_.TryPop()
-                                       : std::exchange(self.pending, {});
+    std::optional<Job> job =
+        self.main ? self.transport->queue_.TryPop(/*clear_signal=*/!self.drives)
+                  : std::exchange(self.pending, {});
     if (!job.has_value()) return FALSE;
     if (self.Take(*std::move(job), msg)) return TRUE;
   }
@@ -289,7 +314,17 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
   const absl::Status sent = self.current->responder.Send(std::move(reply));
   if (lends) {
     std::unique_lock<std::mutex> lock(self.released_mu);
-    self.released_cv.wait(lock, [&self] { return self.released; });
+    while (!self.released) {
+      if (self.transport->caller_drives()) {
+        // Nobody else drives the runtime: this thread must, for the
+        // transfer to finish.
+        lock.unlock();
+        self.transport->DriveFromCaller(std::chrono::milliseconds(1));
+        lock.lock();
+      } else {
+        self.released_cv.wait_for(lock, std::chrono::milliseconds(1));
+      }
+    }
   }
   if (!sent.ok()) {
     SetLastError(sent);
@@ -315,6 +350,14 @@ absl::StatusOr<RdmaTransport*> RdmaTransport::Listen(
       new RdmaTransport(config, /*owned_by_xprt=*/true));
   ServerOptions options;
   options.runtime = config.runtime;
+  if (options.runtime == nullptr) {
+    // svc_run's thread drives it (rdma_transport.h).
+    absl::StatusOr<std::shared_ptr<Runtime>> runtime =
+        Runtime::Create({.loop_threads = 0});
+    if (!runtime.ok()) return runtime.status();
+    transport->own_runtime_ = *runtime;
+    options.runtime = *runtime;
+  }
   RdmaTransport* self = transport.get();
   options.on_connection = [self](const ServerConnectionEvent& event) {
     self->OnConnection(event);
@@ -348,23 +391,36 @@ absl::Status RdmaTransport::Start() {
   if (!queue_.ok()) {
     return absl::ResourceExhaustedError("svc_rdma: no eventfd for the calls");
   }
-  if (AddDispatcher(/*main=*/true) == nullptr) {
+  if (AddDispatcher(Dispatcher::kMain) == nullptr) {
     return absl::ResourceExhaustedError(
         "svc_rdma: libtirpc would not register the SVCXPRT's descriptor");
+  }
+  if (own_runtime_ != nullptr) {
+    driver_ = AddDispatcher(Dispatcher::kDriver);
+    keeper_wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (driver_ == nullptr || keeper_wake_fd_ < 0) {
+      return absl::ResourceExhaustedError(
+          "svc_rdma: no descriptor to drive the transport's runtime");
+    }
+    keeper_ = std::thread([this] { Keep(); });
   }
   return absl::OkStatus();
 }
 
-DispatchState* RdmaTransport::AddDispatcher(bool main) {
+DispatchState* RdmaTransport::AddDispatcher(Dispatcher kind) {
   auto state = std::make_unique<DispatchState>();
   state->transport = this;
-  state->main = main;
-  if (!main) {
+  state->main = kind != Dispatcher::kThread;
+  state->drives = kind == Dispatcher::kDriver;
+  int fd = queue_.event_fd();
+  if (kind == Dispatcher::kDriver) fd = own_runtime_->event_fd();
+  if (kind == Dispatcher::kThread) {
     state->own_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (state->own_fd < 0) return nullptr;
+    fd = state->own_fd;
   }
   SVCXPRT& x = state->xprt;
-  x.xp_fd = main ? queue_.event_fd() : state->own_fd;
+  x.xp_fd = fd;
   x.xp_port = PortOf(local_);
   x.xp_ops = &kOps;
   x.xp_ops2 = &kOps2;
@@ -388,13 +444,75 @@ void RdmaTransport::Stop() {
   // the threads leave once their current call is answered.
   queue_.Stop();
   for (std::thread& t : threads_) t.join();
-  // Then nothing delivers calls; a Server waits for its connections.
+  // Then nothing delivers calls; a Server waits for its connections, which
+  // the keeper drives meanwhile whoever drove them before.
+  if (keeper_.joinable()) DriveFromKeeper();
   server_.reset();
+  if (keeper_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(keeper_mu_);
+      keeper_stop_ = true;
+    }
+    keeper_cv_.notify_all();
+    const uint64_t one = 1;
+    (void)!write(keeper_wake_fd_, &one, sizeof one);
+    keeper_.join();
+  }
+  if (keeper_wake_fd_ >= 0) close(keeper_wake_fd_);
+  keeper_wake_fd_ = -1;
   for (auto& d : dispatchers_) {
     xprt_unregister(&d->xprt);
     if (d->own_fd >= 0) close(d->own_fd);
     d->own_fd = -1;
   }
+}
+
+void RdmaTransport::Keep() {
+  pollfd fds[2] = {{own_runtime_->event_fd(), POLLIN, 0},
+                   {keeper_wake_fd_, POLLIN, 0}};
+  std::unique_lock<std::mutex> lock(keeper_mu_);
+  while (!keeper_stop_) {
+    if (caller_drives_.load(std::memory_order_relaxed)) {
+      keeper_cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    // Not inside RunReady while it waits: svc_run's thread may take over
+    // at any time.
+    if (poll(fds, 2, -1) > 0) {
+      if (fds[1].revents != 0) {
+        uint64_t count;
+        (void)!read(keeper_wake_fd_, &count, sizeof count);
+      }
+      if (fds[0].revents != 0) own_runtime_->RunReady();
+    }
+    lock.lock();
+  }
+}
+
+void RdmaTransport::DriveFromCaller(std::chrono::milliseconds timeout) {
+  if (!caller_drives_.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(keeper_mu_);
+      if (keeper_only_ || keeper_stop_) return;
+      caller_drives_.store(true, std::memory_order_release);
+    }
+    // The keeper leaves its poll and waits (its RunReady, if it is in one,
+    // ends first: RunReady lets one thread in at a time).
+    const uint64_t one = 1;
+    (void)!write(keeper_wake_fd_, &one, sizeof one);
+  }
+  DrivingScope scope(this);
+  own_runtime_->RunReady(timeout);
+}
+
+void RdmaTransport::DriveFromKeeper() {
+  {
+    std::lock_guard<std::mutex> lock(keeper_mu_);
+    keeper_only_ = true;
+    caller_drives_.store(false, std::memory_order_release);
+  }
+  keeper_cv_.notify_all();
 }
 
 RdmaTransport* RdmaTransport::Of(const SVCXPRT* xprt) {
@@ -406,7 +524,10 @@ SVCXPRT* RdmaTransport::xprt() { return &dispatchers_.front()->xprt; }
 
 CallHandler RdmaTransport::Handler() {
   return [this](IncomingCall call, Responder responder) {
-    queue_.Push(Job{std::move(call), std::move(responder)});
+    // Delivered to svc_run's thread driving the runtime: it takes the call
+    // from the queue once RunReady returns.
+    queue_.Push(Job{std::move(call), std::move(responder)},
+                /*wake=*/t_driving != this);
   };
 }
 
@@ -416,11 +537,17 @@ bool RdmaTransport::RunThreads(u_int threads) {
   }
   std::vector<DispatchState*> states;
   for (u_int i = 0; i < threads; ++i) {
-    DispatchState* state = AddDispatcher(/*main=*/false);
+    DispatchState* state = AddDispatcher(Dispatcher::kThread);
     if (state == nullptr) return false;
     states.push_back(state);
   }
   queue_.HandToThreads();
+  // The threads take the calls the keeper's RunReady delivers; svc_run no
+  // longer drives.
+  if (driver_ != nullptr) {
+    xprt_unregister(&driver_->xprt);
+    DriveFromKeeper();
+  }
   for (DispatchState* state : states) {
     threads_.emplace_back([this, state] {
       while (std::optional<Job> job = queue_.WaitPop()) {

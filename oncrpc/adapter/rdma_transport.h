@@ -8,12 +8,25 @@
 // dispatched on: svc_run dispatches on the main one, and each thread of
 // svc_rdma_run_threads has an SVCXPRT of its own (registered under a
 // descriptor nothing signals), so that threads never share a call.
+//
+// A listening transport whose configuration names no Runtime runs its
+// Server on a Runtime of its own without loop threads, driven by svc_run's
+// own thread: a second SVCXPRT (the driver) is registered under the
+// runtime's descriptor, and when svc_run finds it readable that thread
+// reads the connections itself (Runtime::RunReady) and dispatches the
+// calls it finds, as svc_vc reads its sockets: no other thread is woken
+// between a call's arrival and its dispatch, nor for its reply. Until
+// svc_run first does so, and once svc_rdma_run_threads hands the calls to
+// threads, a keeper thread drives the runtime instead (connections are
+// then accepted before svc_run starts, and served by the threads).
 #ifndef RPCRDMA_ONCRPC_ADAPTER_RDMA_TRANSPORT_H_
 #define RPCRDMA_ONCRPC_ADAPTER_RDMA_TRANSPORT_H_
 
 #include <rpc/rpc.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +41,7 @@
 #include "oncrpc/adapter/reply_cache.h"
 #include "rpcrdma/address.h"
 #include "rpcrdma/oncrpc/config.h"
+#include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
 
 namespace rpcrdma::oncrpc {
@@ -69,11 +83,26 @@ class RdmaTransport {
 
  private:
   friend struct DispatchState;
+  enum class Dispatcher {
+    kMain,    // svc_run's: takes calls from the queue
+    kDriver,  // svc_run's too, under the runtime's descriptor (see above)
+    kThread,  // one thread's of RunThreads
+  };
   explicit RdmaTransport(const AdapterConfig& config, bool owned_by_xprt);
   absl::Status Start();
-  DispatchState* AddDispatcher(bool main);
+  DispatchState* AddDispatcher(Dispatcher kind);
   void Stop();
   void OnConnection(const ServerConnectionEvent& event);
+  // Own runtime: the keeper drives it while svc_run does not.
+  void Keep();
+  // From svc_run's thread: the keeper gives way, then this thread reads
+  // the connections (calls found wait in the queue without a wake-up).
+  void DriveFromCaller(std::chrono::milliseconds timeout);
+  // The keeper drives again (threads dispatch, or the Server stops).
+  void DriveFromKeeper();
+  bool caller_drives() const {
+    return caller_drives_.load(std::memory_order_acquire);
+  }
 
   const AdapterConfig config_;
   const bool owned_by_xprt_;
@@ -83,11 +112,24 @@ class RdmaTransport {
   // Set once; dispatch threads read it.
   std::unique_ptr<ReplyCache> cache_owner_;
   std::atomic<ReplyCache*> cache_{nullptr};
+  // The Server's runtime when the configuration names none (declared
+  // before the Server, which it outlives).
+  std::shared_ptr<Runtime> own_runtime_;
   std::unique_ptr<Server> server_;
-  // [0] is the main SVCXPRT; then one per thread of RunThreads.
+  // [0] is the main SVCXPRT; then the driver, and one per thread of
+  // RunThreads.
   std::vector<std::unique_ptr<DispatchState>> dispatchers_;
+  DispatchState* driver_ = nullptr;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
+
+  std::thread keeper_;
+  int keeper_wake_fd_ = -1;
+  std::mutex keeper_mu_;
+  std::condition_variable keeper_cv_;
+  bool keeper_stop_ = false;  // guarded by keeper_mu_
+  bool keeper_only_ = false;  // svc_run drives no more; keeper_mu_
+  std::atomic<bool> caller_drives_{false};  // set under keeper_mu_
 
   std::mutex peers_mu_;
   absl::flat_hash_map<uint64_t, SocketAddress> peers_;

@@ -3,6 +3,7 @@
 // backchannel (RFC 8167) in both directions through the same API.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <rpc/rpc.h>
 #include <sys/socket.h>
 
@@ -422,6 +423,49 @@ TEST_P(AdapterServiceTest, SvcRunServesItBesideLibtirpcsOwnTcp) {
   loop.join();
   clnt_destroy(over_tcp);
   svc_destroy(tcp);
+}
+
+// A poll loop of one's own reads the connections while it serves them
+// (svc_rdma.h); once svc_rdma_run_threads hands the calls to threads, the
+// adapter reads them again, with or without the loop.
+TEST_P(AdapterServiceTest, ThreadsTakeOverFromAPollLoop) {
+  StopServer();
+  StartServer(TestConfig(), /*threads=*/0);
+  std::atomic<bool> stop{false};
+  std::thread loop([&stop] {
+    while (!stop.load()) {
+      std::vector<pollfd> fds(svc_pollfd, svc_pollfd + svc_max_pollfd);
+      if (poll(fds.data(), fds.size(), 10) > 0) {
+        svc_getreq_poll(fds.data(), static_cast<int>(fds.size()));
+      }
+    }
+  });
+  std::vector<uint8_t> data(300000);
+  FillPattern(5, data.data(), data.size());
+  auto echo_matches = [&] {
+    blob in{static_cast<u_int>(data.size()),
+            reinterpret_cast<char*>(data.data())};
+    blob out{};
+    const bool ok =
+        testproc_echo_1(&in, &out, client()) == RPC_SUCCESS &&
+        std::vector<uint8_t>(out.blob_val, out.blob_val + out.blob_len) == data;
+    xdr_free(AsXdrProc(&xdr_blob), &out);
+    return ok;
+  };
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(testproc_null_1(nullptr, nullptr, client()), RPC_SUCCESS)
+        << rdma_oncrpc_error();
+    ASSERT_TRUE(echo_matches()) << rdma_oncrpc_error();
+  }
+  stop.store(true);
+  loop.join();
+  ASSERT_TRUE(svc_rdma_run_threads(xprt_, 2));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(testproc_null_1(nullptr, nullptr, client()), RPC_SUCCESS)
+        << rdma_oncrpc_error();
+    ASSERT_TRUE(echo_matches()) << rdma_oncrpc_error();
+  }
+  EXPECT_EQ(server_counters().calls, 12u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterServiceTest,

@@ -4,6 +4,8 @@
 // ```cpp excerpt=PATH block must appear verbatim in PATH, a source file
 // the build compiles and runs (so excerpts cannot drift from tested code).
 // A block marked ```cpp fragment is not checked; prefer complete blocks.
+// C (```c excerpt=PATH) is checked as an excerpt only; other ```c blocks
+// are not extracted.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -53,8 +55,8 @@ std::vector<std::string> Docs() {
   return docs;
 }
 
-// Fenced blocks whose info string starts with "cpp", with the fence's
-// indentation (a block inside a list item) removed.
+// Fenced blocks whose info string starts with "cpp" (or is "c excerpt=..."),
+// with the fence's indentation (a block inside a list item) removed.
 std::vector<Snippet> Extract(const std::string& doc) {
   std::vector<Snippet> snippets;
   const std::string text = ReadFile(fs::path(RPCRDMA_SOURCE_DIR) / doc);
@@ -63,7 +65,14 @@ std::vector<Snippet> Extract(const std::string& doc) {
     const size_t indent = lines[i].find_first_not_of(' ');
     if (indent == std::string::npos) continue;
     absl::string_view fence = absl::string_view(lines[i]).substr(indent);
-    if (!absl::ConsumePrefix(&fence, "```cpp")) continue;
+    if (!absl::ConsumePrefix(&fence, "```cpp")) {
+      // C does not compile as C++: a C block counts only as an excerpt.
+      if (!absl::ConsumePrefix(&fence, "```c ") ||
+          !absl::StartsWith(absl::StripLeadingAsciiWhitespace(fence),
+                            "excerpt=")) {
+        continue;
+      }
+    }
     Snippet s{doc, static_cast<int>(i + 1),
               std::string(absl::StripAsciiWhitespace(fence)), ""};
     for (++i; i < lines.size(); ++i) {

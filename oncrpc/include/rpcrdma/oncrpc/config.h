@@ -86,7 +86,9 @@ struct AdapterConfig {
   // null.
   std::shared_ptr<Runtime> runtime;
   // An SVCXPRT's connections as they come and go (ServerOptions::
-  // on_connection, rpcrdma/server.h: on a loop thread, must not block);
+  // on_connection, rpcrdma/server.h: on the thread that reads the
+  // connections, svc_run's or the adapter's, see svc_rdma.h; must not
+  // block);
   // ServerOf(xprt)->connection_info(event.connection) says what each
   // settled.
   std::function<void(const ServerConnectionEvent &)> on_connection;

@@ -13,6 +13,12 @@
  * poll loop of one's own serve it beside libtirpc's own transports (the
  * same program may be served over TCP by svc_vc_create at the same time).
  * Or svc_rdma_run_threads() dispatches its calls on threads of its own.
+ * Unless the configuration names a Runtime, a second descriptor is
+ * registered beside it: when svc_run (or svc_getreq_poll) finds it
+ * readable, that thread reads the connections itself and dispatches what
+ * it finds, as svc_vc reads its sockets, so that no other thread is woken
+ * on a call's way in or its reply's way out (until then, and for
+ * svc_rdma_run_threads, a thread of the adapter reads them).
  *
  * What the ops do:
  * - svc_getargs: decodes the arguments from the complete call (read
