@@ -312,6 +312,21 @@ void ServerCore::Call(uint64_t connection, CallRequest request,
   conn->Call(std::move(request), std::move(done));
 }
 
+absl::Status ServerCore::Disconnect(uint64_t connection,
+                                    absl::string_view reason) {
+  std::shared_ptr<ServerConnection> conn;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = conns_.find(connection);
+    if (it != conns_.end()) conn = it->second;
+  }
+  if (conn == nullptr || !conn->Close(reason)) {
+    return absl::NotFoundError(
+        absl::StrCat("server: no connection ", connection));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace api_internal
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(
@@ -356,6 +371,10 @@ std::future<absl::StatusOr<Reply>> Server::Call(uint64_t connection,
       connection, std::move(request),
       [promise](absl::StatusOr<Reply> r) { promise->set_value(std::move(r)); });
   return future;
+}
+
+absl::Status Server::Disconnect(uint64_t connection, absl::string_view reason) {
+  return core_->Disconnect(connection, reason);
 }
 
 }  // namespace rpcrdma

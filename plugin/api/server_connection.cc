@@ -388,6 +388,26 @@ absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
   return st;
 }
 
+bool ServerConnection::Close(absl::string_view reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conn_ == nullptr || conn_->disconnected() || shutting_down_ ||
+        !closed_why_.empty()) {
+      return false;
+    }
+    closed_why_ = absl::StrCat("closed by the server: ", reason);
+    ReportConnectionEvent(absl::StrCat("server ", server_->uri(),
+                                       ": closing connection ", id_, ": ",
+                                       closed_why_));
+    conn_->Disconnect();
+  }
+  std::weak_ptr<ServerConnection> weak = weak_from_this();
+  loop_->Post([weak] {
+    if (auto self = weak.lock()) self->Work(/*readable=*/false);
+  });
+  return true;
+}
+
 void ServerConnection::BeginShutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;

@@ -64,6 +64,9 @@ class ServerConnection final
   // The Server goes: disconnect (any thread); the loop retires it once
   // drained. With `force`, retired now, drained or not (on its loop).
   void BeginShutdown();
+  // Server::Disconnect: closes the connection for `reason`; false when it
+  // is already closing.
+  bool Close(absl::string_view reason);
   void ForceRetire();
 
   Counters counters() const;

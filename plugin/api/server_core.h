@@ -42,6 +42,7 @@ class ServerCore {
   Metrics metrics() const;
   size_t connections() const;
   void Call(uint64_t connection, CallRequest request, Server::Callback done);
+  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
 
   // For its connections.
   const CallHandler& handler() const { return handler_; }

@@ -1,5 +1,6 @@
 // What adapters build on besides calls: a Server's connection events
-// (ServerOptions::on_connection) and reply items that lend the handler's
+// (ServerOptions::on_connection), closing one connection
+// (Server::Disconnect) and reply items that lend the handler's
 // memory (ReplyItem::View with ServerReply::on_released). Over the soft
 // fabric on Unix-domain sockets and on TCP (label `soft`).
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +158,57 @@ TEST(ServerConnectionEvents, ServerGoingAwayClosesEveryConnection) {
     EXPECT_EQ(events[i].type, ServerConnectionEvent::Type::kClosed);
     EXPECT_TRUE(events[i].status.ok()) << events[i].status;
   }
+}
+
+// Server::Disconnect closes one connection, as a socket server closes a
+// client: its pending call fails at the client, the others go on.
+TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
+  EventLog log;
+  ServerOptions options;
+  options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
+  std::mutex mu;
+  std::vector<Responder> held;
+  std::promise<uint64_t> held_on;
+  auto server = Server::Create(
+      UnixUri("disconnect"), {},
+      [&](IncomingCall call, Responder responder) {
+        if (call.xid != 1)
+          return EchoNull(std::move(call), std::move(responder));
+        std::lock_guard<std::mutex> lock(mu);
+        held.push_back(std::move(responder));
+        held_on.set_value(call.connection);
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto closed = Channel::Create((*server)->uri(), {});
+  auto other = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(closed.ok() && other.ok());
+  std::future<absl::StatusOr<Reply>> pending = (*closed)->Call(NullCall(1));
+  const uint64_t connection = held_on.get_future().get();
+
+  EXPECT_TRUE((*server)->Disconnect(connection, "garbage in a call").ok());
+  absl::StatusOr<Reply> failed = pending.get();
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable)
+      << failed.status();
+  // (The Channel connects again at once, channel.h: its new connection's
+  // kAccepted may come before or after.)
+  std::optional<ServerConnectionEvent> gone;
+  for (size_t n = 3; n <= 4 && !gone; ++n) {
+    for (const ServerConnectionEvent& e : log.WaitFor(n)) {
+      if (e.type == ServerConnectionEvent::Type::kClosed) gone = e;
+    }
+  }
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->connection, connection);
+  EXPECT_EQ(gone->status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(gone->status.message(),
+                                "closed by the server: garbage in a call"))
+      << gone->status;
+  EXPECT_EQ((*server)->Disconnect(connection, "again").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ((*server)->Disconnect(987654, "unknown").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE((*other)->Call(NullCall(2)).get().ok());
 }
 
 // A reply item lending the handler's memory reaches the caller's write

@@ -126,6 +126,16 @@ class Server {
   std::future<absl::StatusOr<Reply>> Call(uint64_t connection,
                                           CallRequest request);
 
+  // Closes the connection `connection` (an IncomingCall::connection), as a
+  // socket server closes a client it will not serve any more (a framework
+  // that met garbage in a call, or stopped serving the connection): replies
+  // to its calls are dropped, its backward calls fail with UNAVAILABLE, and
+  // its client sees the connection lost (a Channel then connects again, as
+  // a new connection). kClosed follows with UNAVAILABLE "connection
+  // closed: closed by the server: <reason>". NOT_FOUND for an unknown
+  // connection or one already closing.
+  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
+
   // The URI clients connect to.
   std::string uri() const;
   // Counters summed over every connection, past and present.
