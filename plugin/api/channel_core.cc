@@ -546,17 +546,27 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
     if (conn_.get() != conn || slot.done) continue;
     const int fd = conn->endpoint().event_fd();
     const uint32_t events = conn->endpoint().event_fd_events();
-    lock.unlock();
     // Bounded, so that a deadline the loop enforces, or a lost
-    // connection, is noticed here too.
+    // connection, is noticed here too; and no later than the work the
+    // endpoint holds back (fabric.h poll_deadline: the soft fabric's
+    // coalesced acknowledgements, which the peer may be waiting for).
+    int timeout_ms = 20;
+    const std::optional<Clock::time_point> due = conn->poll_deadline();
+    if (due.has_value()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+      timeout_ms =
+          static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout_ms));
+    }
+    lock.unlock();
     pollfd p{fd,
              static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
                                 ((events & EPOLLOUT) ? POLLOUT : 0)),
              0};
-    const bool ready = poll(&p, 1, 20) > 0;
+    const bool ready = poll(&p, 1, timeout_ms) > 0;
     lock.lock();
-    if (conn_.get() != conn || !ready) continue;
-    conn->Poll(/*readable=*/true);
+    if (conn_.get() != conn || (!ready && !due.has_value())) continue;
+    conn->Poll(/*readable=*/ready);
     RunBlockingOutcomes(lock);
   }
   reading_for_blocking_calls_ = false;

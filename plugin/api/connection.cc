@@ -497,16 +497,18 @@ bool Connection::Spin() {
 void Connection::Poll(bool readable) {
   if (readable) endpoint_->OnEventFdReadable();
   std::array<fabric::Completion, 32> completions;
-  bool more = true;
-  while (more) {
-    more = false;
-    size_t n = endpoint_->PollCompletions(absl::MakeSpan(completions));
+  auto poll_completions = [&] {
+    const size_t n = endpoint_->PollCompletions(absl::MakeSpan(completions));
     for (size_t i = 0; i < n; ++i) {
       ++activity_;
       OnCompletion(completions[i], completion_actions_);
       Run(completion_actions_);
     }
-    if (n > 0) more = true;
+    return n > 0;
+  };
+  bool more = true;
+  while (more) {
+    more = poll_completions();
     while (std::optional<fabric::ConnectionEvent> ev =
                endpoint_->PollConnectionEvent()) {
       more = true;
@@ -536,6 +538,13 @@ void Connection::Poll(bool readable) {
         Run(out);
       }
     }
+    // PollConnectionEvent advances the endpoint as well (the soft fabric
+    // reads its socket in every Poll*, a bounded slice at a time): what
+    // that completed is only found by polling completions once more. Left
+    // there, with the socket drained, nothing would wake the owner for it
+    // (fabric.h: completions of work already taken in are found by
+    // polling), and an RDMA Read finished there stalled its call.
+    if (!more) more = poll_completions();
   }
 }
 

@@ -215,6 +215,36 @@ TEST(BlockingCall, FromTheChannelsOwnCallbackIsRefused) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
 }
 
+// A call whose argument the server pulls with RDMA Reads over soft+tcp,
+// many slices of the socket (RFC 8166 §3.4.5), while the calling thread
+// reads the connection: the Read that completes inside
+// PollConnectionEvent's progress must still reach the engine (it once
+// stalled the call), and acknowledgements the endpoint holds back are sent
+// by the waiting thread too.
+TEST(BlockingCall, LargeReadChunksOverTcpComplete) {
+  auto server = Server::Create("soft+tcp://127.0.0.1:0", {}, AnswerNull);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  std::vector<uint8_t> data(15 << 20, 7);
+  for (uint32_t xid = 1; xid <= 8; ++xid) {
+    CallRequest request = NullCall(xid);
+    request.xdr.resize(request.xdr.size() + 4, 0);
+    const uint32_t length = static_cast<uint32_t>(data.size());
+    for (int i = 0; i < 4; ++i) {
+      request.xdr[request.xdr.size() - 4 + i] =
+          static_cast<uint8_t>(length >> (24 - 8 * i));
+    }
+    request.arguments.push_back(
+        {static_cast<uint32_t>(request.xdr.size()), data});
+    request.deadline = Clock::now() + seconds(20);
+    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(request));
+    ASSERT_TRUE(reply.ok()) << xid << ": " << reply.status();
+    EXPECT_EQ(XidOf(*reply), xid);
+  }
+  EXPECT_EQ((*channel)->counters().read_chunk_calls, 8u);
+}
+
 // StartCall / Await: BlockingCall split in two, several calls in flight.
 TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
   // Replies come back in reverse order of the calls: all 32 are in flight
