@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace rpcrdma::thrift::internal {
@@ -65,9 +66,18 @@ void ClientCore::Fail(const absl::Status& status, absl::string_view what) {
   if (status.code() == absl::StatusCode::kUnavailable && broken_) {
     broken_(status);
   }
+  // RFC 8166 §4.5.2: ERR_CHUNK for a call is a call larger than the server
+  // takes (TRdmaServerSocket sizes limits.max_call_size from its
+  // MaxMessageSize).
+  const bool too_large = status.code() == absl::StatusCode::kInvalidArgument &&
+                         absl::StrContains(status.message(), "ERR_CHUNK");
   throw TTransportException(
       TypeFor(status.code()),
-      absl::StrCat("rpcrdma: ", what, ": ", status.ToString()));
+      absl::StrCat("rpcrdma: ", what, ": ", status.ToString(),
+                   too_large ? " (the call exceeds what the server accepts: "
+                               "its limits.max_call_size, by default its "
+                               "MaxMessageSize)"
+                             : ""));
 }
 
 void ClientCore::Write(const uint8_t* data, uint32_t length) {

@@ -134,6 +134,11 @@ void Listener::InterruptChildren() {
   }
 }
 
+void Listener::RefuseNewConnections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  refusing_ = true;
+}
+
 void Listener::OnEvent(const ServerConnectionEvent& event) {
   if (event.type == ServerConnectionEvent::Type::kAccepted) {
     auto state = std::make_shared<ConnectionState>(event.connection, event.peer,
@@ -142,9 +147,10 @@ void Listener::OnEvent(const ServerConnectionEvent& event) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return;
       state->interrupted = children_interrupted_;
+      state->refused = refusing_;
       connections_[event.connection] = state;
     }
-    if (hooks_.accepted) hooks_.accepted(state);
+    if (hooks_.accepted && !state->refused) hooks_.accepted(state);
     return;
   }
   std::shared_ptr<ConnectionState> state;
@@ -182,6 +188,11 @@ void Listener::OnCall(IncomingCall call, Responder responder) {
     if (it != connections_.end()) state = it->second;
   }
   if (state == nullptr) return;  // closing: its replies are dropped anyway
+  if (state->refused) {
+    (void)responder.Send(StatusReply(call.xid, wire::Status::kRefused,
+                                     "the server stopped listening"));
+    return;
+  }
   Dispatch(std::move(call), std::move(responder), *state->stash,
            [&](QueuedCall queued) { hooks_.call(state, std::move(queued)); });
 }

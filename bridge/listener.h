@@ -63,6 +63,8 @@ class ConnectionState {
   bool closed = false;
   bool interrupted = false;
   std::string closed_why;
+  // Accepted after the server stopped listening: its calls are refused.
+  bool refused = false;
 };
 
 // The connection whose call the calling thread serves.
@@ -92,6 +94,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   absl::Status Disconnect(uint64_t connection, absl::string_view reason);
   // Every connection's transport, now and later, is interrupted.
   void InterruptChildren();
+  // Connections accepted from now on get their calls refused.
+  void RefuseNewConnections();
 
  private:
   explicit Listener(Hooks hooks) : hooks_(std::move(hooks)) {}
@@ -107,6 +111,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   std::map<uint64_t, std::shared_ptr<ConnectionState>> connections_;
   Counters final_counters_;
   bool children_interrupted_ = false;
+  bool refusing_ = false;
   bool stopped_ = false;
 };
 

@@ -27,8 +27,9 @@ ServerSocketState::ServerSocketState(
       limits(MakeResponderLimits(options.bulk_threshold, *thrift_config)) {}
 
 void ServerSocketState::Listen(std::optional<Listener::Hooks> hooks) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (listener_ != nullptr) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (listener_ != nullptr && !closing_) return;
+  if (listener_ != nullptr) StopListener(lock);  // listening anew
   Listener::Hooks queueing;
   if (hooks.has_value()) {
     queueing = *std::move(hooks);
@@ -56,6 +57,7 @@ void ServerSocketState::Listen(std::optional<Listener::Hooks> hooks) {
   }
   listener_ = *std::move(listener);
   interrupted_ = false;
+  closing_ = false;
 }
 
 std::shared_ptr<TTransport> ServerSocketState::Accept() {
@@ -63,7 +65,8 @@ std::shared_ptr<TTransport> ServerSocketState::Accept() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] {
-      return interrupted_ || listener_ == nullptr || !accepted_.empty();
+      return interrupted_ || listener_ == nullptr || closing_ ||
+             !accepted_.empty();
     });
     if (interrupted_) {
       // As TServerSocket: one interrupt ends one accept().
@@ -71,15 +74,21 @@ std::shared_ptr<TTransport> ServerSocketState::Accept() {
       throw TTransportException(TTransportException::INTERRUPTED,
                                 "rpcrdma: accept interrupted");
     }
-    if (listener_ == nullptr) {
+    if (listener_ == nullptr || closing_) {
       throw TTransportException(TTransportException::NOT_OPEN,
                                 "rpcrdma: TRdmaServerSocket not listening");
     }
     state = std::move(accepted_.front());
     accepted_.pop_front();
+    ++live_transports_;
   }
-  return std::make_shared<ConnectionTransport>(std::move(state), limits,
-                                               config);
+  std::weak_ptr<ServerSocketState> weak = weak_from_this();
+  return std::make_shared<ConnectionTransport>(
+      std::move(state), limits, config, [weak] {
+        if (std::shared_ptr<ServerSocketState> self = weak.lock()) {
+          self->TransportClosed();
+        }
+      });
 }
 
 void ServerSocketState::Interrupt() {
@@ -88,20 +97,57 @@ void ServerSocketState::Interrupt() {
   cv_.notify_all();
 }
 
+void ServerSocketState::TransportClosed() {
+  std::unique_lock<std::mutex> lock(mu_);
+  --live_transports_;
+  if (closing_ && live_transports_ == 0) StopListener(lock);
+}
+
+void ServerSocketState::StopListener(std::unique_lock<std::mutex>& lock) {
+  std::shared_ptr<Listener> listener = std::move(listener_);
+  if (listener == nullptr) return;
+  lock.unlock();
+  listener->Stop();
+  lock.lock();
+  final_counters_ = listener->counters();
+}
+
 void ServerSocketState::Close() {
   std::shared_ptr<Listener> listener;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    listener = std::move(listener_);
-    accepted_.clear();
-    cv_.notify_all();
+  std::deque<std::shared_ptr<ConnectionState>> never_accepted;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (listener_ == nullptr) return;
+  closing_ = true;
+  never_accepted.swap(accepted_);
+  cv_.notify_all();
+  listener = listener_;
+  if (live_transports_ == 0) {
+    StopListener(lock);
+    return;
   }
-  if (listener != nullptr) listener->Stop();
+  lock.unlock();
+  // New connections are refused until the last transport goes.
+  listener->RefuseNewConnections();
+  for (const std::shared_ptr<ConnectionState>& state : never_accepted) {
+    (void)listener->Disconnect(state->id, "the server stopped listening");
+  }
+}
+
+bool ServerSocketState::listening() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return listener_ != nullptr && !closing_;
 }
 
 std::shared_ptr<Listener> ServerSocketState::listener() const {
   std::lock_guard<std::mutex> lock(mu_);
   return listener_;
+}
+
+Counters ServerSocketState::counters() const {
+  std::shared_ptr<Listener> listener = this->listener();
+  if (listener != nullptr) return listener->counters();
+  std::lock_guard<std::mutex> lock(mu_);
+  return final_counters_;
 }
 
 }  // namespace internal
@@ -123,7 +169,7 @@ TRdmaServerSocket::~TRdmaServerSocket() { state_->Close(); }
 
 void TRdmaServerSocket::listen() { state_->Listen(); }
 
-bool TRdmaServerSocket::isOpen() const { return state_->listener() != nullptr; }
+bool TRdmaServerSocket::isOpen() const { return state_->listening(); }
 
 void TRdmaServerSocket::interrupt() { state_->Interrupt(); }
 
@@ -138,10 +184,7 @@ std::string TRdmaServerSocket::uri() const {
   return listener != nullptr ? listener->uri() : std::string();
 }
 
-Counters TRdmaServerSocket::counters() const {
-  auto listener = state_->listener();
-  return listener != nullptr ? listener->counters() : Counters();
-}
+Counters TRdmaServerSocket::counters() const { return state_->counters(); }
 
 size_t TRdmaServerSocket::connections() const {
   auto listener = state_->listener();

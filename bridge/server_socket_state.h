@@ -16,7 +16,8 @@
 
 namespace rpcrdma::thrift::internal {
 
-class ServerSocketState {
+class ServerSocketState
+    : public std::enable_shared_from_this<ServerSocketState> {
  public:
   ServerSocketState(std::string uri, config::TransportConfig transport,
                     TRdmaServerSocketOptions options,
@@ -29,8 +30,14 @@ class ServerSocketState {
   // Interrupt(), NOT_OPEN when not listening.
   std::shared_ptr<apache::thrift::transport::TTransport> Accept();
   void Interrupt();
+  // Stops listening, as TServerSocket::close() closes the listening socket
+  // only: connections whose transports were accepted go on until those
+  // are closed (TThreadedServer lets its client threads finish after
+  // serve()'s accept loop ended); the Server goes with the last of them.
   void Close();
+  bool listening() const;
   std::shared_ptr<Listener> listener() const;
+  Counters counters() const;
 
   const std::string requested_uri;
   const config::TransportConfig transport;
@@ -39,11 +46,18 @@ class ServerSocketState {
   const ResponderLimits limits;
 
  private:
+  // An accepted transport was closed (or destroyed).
+  void TransportClosed();
+  void StopListener(std::unique_lock<std::mutex>& lock);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<Listener> listener_;
   std::deque<std::shared_ptr<ConnectionState>> accepted_;
   bool interrupted_ = false;
+  bool closing_ = false;
+  int live_transports_ = 0;
+  Counters final_counters_;
 };
 
 }  // namespace rpcrdma::thrift::internal

@@ -12,13 +12,16 @@ using apache::thrift::transport::TTransportException;
 
 ConnectionTransport::ConnectionTransport(
     std::shared_ptr<ConnectionState> state, ResponderLimits limits,
-    std::shared_ptr<apache::thrift::TConfiguration> config)
+    std::shared_ptr<apache::thrift::TConfiguration> config,
+    std::function<void()> closed)
     : TVirtualTransport(std::move(config)),
       state_(std::move(state)),
-      core_(state_->stash, limits) {}
+      core_(state_->stash, limits),
+      on_closed_(std::move(closed)) {}
 
 ConnectionTransport::~ConnectionTransport() {
   if (CurrentConnectionState() == state_) CurrentConnectionState().reset();
+  if (on_closed_) on_closed_();
 }
 
 bool ConnectionTransport::isOpen() const {
@@ -40,6 +43,7 @@ void ConnectionTransport::close() {
   if (std::shared_ptr<Listener> listener = state_->listener.lock()) {
     (void)listener->Disconnect(state_->id, "the server closed the transport");
   }
+  if (std::function<void()> closed = std::move(on_closed_)) closed();
 }
 
 void ConnectionTransport::NextCall() {

@@ -9,6 +9,7 @@
 #include <thrift/transport/TVirtualTransport.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,9 +31,11 @@ namespace rpcrdma::thrift::internal {
 class ConnectionTransport
     : public apache::thrift::transport::TVirtualTransport<ConnectionTransport> {
  public:
+  // `closed` runs once, when the transport is closed or destroyed.
   ConnectionTransport(std::shared_ptr<ConnectionState> state,
                       ResponderLimits limits,
-                      std::shared_ptr<apache::thrift::TConfiguration> config);
+                      std::shared_ptr<apache::thrift::TConfiguration> config,
+                      std::function<void()> closed = nullptr);
   ~ConnectionTransport() override;
 
   bool isOpen() const override;
@@ -57,6 +60,7 @@ class ConnectionTransport
 
   const std::shared_ptr<ConnectionState> state_;
   ResponderCore core_;
+  std::function<void()> on_closed_;
   bool serving_ = false;  // a call has begun and not been finished
   bool closed_ = false;
 };

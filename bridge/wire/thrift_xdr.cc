@@ -489,9 +489,14 @@ absl::StatusOr<IncomingMessage> DecodeMessage(
     if (!following.ok()) return following.status();
     if (absl::Status s = add(*following); !s.ok()) return s;
   }
-  if (*count < chunked.size()) {
-    return absl::DataLossError(absl::StrCat(
-        chunked.size(), " write chunks returned for ", *count, " bulk items"));
+  // A reply returns every write chunk offered (RFC 8166 §3.4.7), those
+  // it did not use empty.
+  for (size_t i = *count; i < chunked.size(); ++i) {
+    if (!chunked[i].empty()) {
+      return absl::DataLossError(absl::StrCat("write chunk ", i,
+                                              " holds data for none of the ",
+                                              *count, " bulk items"));
+    }
   }
   return m;
 }
