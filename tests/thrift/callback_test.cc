@@ -73,16 +73,16 @@ std::vector<Setup> CallbackSetups() {
        {ProtocolKind::kCompact, ProtocolKind::kJson, ProtocolKind::kHeader}) {
     all.push_back({ServerKind::kRdma, p, Wrapper::kPlain, Fabric::kTcp});
   }
-  all.push_back({ServerKind::kThreaded, ProtocolKind::kBinary,
-                 Wrapper::kFramed, Fabric::kTcp});
+  all.push_back({ServerKind::kThreaded, ProtocolKind::kBinary, Wrapper::kFramed,
+                 Fabric::kTcp});
   return all;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Thrift, Callbacks, ::testing::ValuesIn(CallbackSetups()),
-    [](const ::testing::TestParamInfo<Setup>& info) {
-      return info.param.Name();
-    });
+INSTANTIATE_TEST_SUITE_P(Thrift, Callbacks,
+                         ::testing::ValuesIn(CallbackSetups()),
+                         [](const ::testing::TestParamInfo<Setup>& info) {
+                           return info.param.Name();
+                         });
 
 // Keeps the connection of its last ping.
 class RememberingHandler : public StoreHandler {
