@@ -114,15 +114,39 @@ CallRequest ClientCore::BuildCall(uint32_t xid, bool oneway,
   wire::XdrWriter(request.xdr).Uint32(max_reply);
   std::vector<uint32_t> positions;
   wire::EncodeMessage(message, request.xdr, positions);
+  uint64_t read_segments = 0;
   for (size_t i = 0; i < positions.size(); ++i) {
     request.arguments.push_back({positions[i], message.bulk[i].data});
+    read_segments += Segments(message.bulk[i].data.size());
   }
-  for (uint32_t capacity : chunks) {
+  request.max_reply_size = max_reply;
+  OfferChunks(request, chunks, read_segments, results);
+  return request;
+}
+
+uint64_t ClientCore::Segments(uint64_t octets) const {
+  const uint64_t segment = std::max<uint32_t>(limits_.max_segment_size, 1);
+  return std::max<uint64_t>(1, (octets + segment - 1) / segment);
+}
+
+void ClientCore::OfferChunks(CallRequest& request,
+                             const std::vector<uint32_t>& capacities,
+                             uint64_t reserved, std::vector<Buffer>& results) {
+  uint64_t left = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t used = reserved;
+    if (request.max_reply_size > limits_.inline_reply) {
+      used += Segments(request.max_reply_size);
+    }
+    left = limits_.header_segments > used ? limits_.header_segments - used : 0;
+  }
+  for (uint32_t capacity : capacities) {
+    if (capacity == 0 || Segments(capacity) > left) break;
+    left -= Segments(capacity);
     results.emplace_back(capacity);
     request.results.push_back(results.back().span());
   }
-  request.max_reply_size = max_reply;
-  return request;
 }
 
 void ClientCore::Flush() {
@@ -202,9 +226,21 @@ absl::StatusOr<Reply> ClientCore::Fetch(const Outstanding& call,
     chunked = std::min(deferred.bulk_sizes.size(), limits_.max_write_chunks);
     max_message_size = limits_.max_message_size;
   }
-  for (size_t i = 0; i < deferred.bulk_sizes.size(); ++i) {
-    if (deferred.bulk_sizes[i] == 0 && i < chunked) chunked = i;
-    if (i >= chunked) max_reply += wire::RoundUp4(deferred.bulk_sizes[i]);
+  // Write chunks for the first items, as many as the transport header
+  // has segments for beside the reply chunk the rest needs.
+  for (;;) {
+    max_reply = deferred.reduced_size;
+    for (size_t i = 0; i < deferred.bulk_sizes.size(); ++i) {
+      if (deferred.bulk_sizes[i] == 0 && i < chunked) chunked = i;
+      if (i >= chunked) max_reply += wire::RoundUp4(deferred.bulk_sizes[i]);
+    }
+    uint64_t segments = Segments(max_reply);
+    for (size_t i = 0; i < chunked; ++i) {
+      segments += Segments(deferred.bulk_sizes[i]);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (chunked == 0 || segments <= limits_.header_segments) break;
+    --chunked;
   }
   const bool discard =
       total > max_message_size || max_reply > ~uint32_t{0} - 4096;
@@ -220,11 +256,11 @@ absl::StatusOr<Reply> ClientCore::Fetch(const Outstanding& call,
         "reply to ", call.method, " of at least ", total,
         " octets exceeds the MaxMessageSize of ", max_message_size));
   }
-  for (size_t i = 0; i < chunked; ++i) {
-    results.emplace_back(deferred.bulk_sizes[i]);
-    request.results.push_back(results.back().span());
-  }
   request.max_reply_size = static_cast<uint32_t>(max_reply);
+  std::vector<uint32_t> capacities(
+      deferred.bulk_sizes.begin(),
+      deferred.bulk_sizes.begin() + static_cast<ptrdiff_t>(chunked));
+  OfferChunks(request, capacities, 0, results);
   return port_.Await(port_.Start(std::move(request)));
 }
 

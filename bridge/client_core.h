@@ -54,6 +54,11 @@ struct ClientLimits {
   // arrives inline (RFC 8166 §3.5.4: larger needs a reply chunk).
   size_t max_write_chunks = 2;
   uint32_t inline_reply = 3072;
+  // The transport header's segments per call (limits.max_header_segments),
+  // shared by read, write and reply chunks, each cut into segments of at
+  // most max_segment_size octets (RFC 8166 §3.4).
+  uint32_t header_segments = 32;
+  uint32_t max_segment_size = 1u << 20;
   uint64_t max_message_size = 100u << 20;
   // Deadline of each call; none when zero.
   std::chrono::milliseconds timeout{0};
@@ -102,6 +107,12 @@ class ClientCore {
     uint32_t max_reply = 0;
   };
 
+  // Offers write chunks of `capacities` (in order, as long as the header
+  // has segments for them beside `reserved` ones) and, when `max_reply`
+  // does not arrive inline, the reply chunk.
+  void OfferChunks(CallRequest& request,
+                   const std::vector<uint32_t>& capacities, uint64_t reserved,
+                   std::vector<Buffer>& results);
   CallRequest BuildCall(uint32_t xid, bool oneway,
                         const wire::OutgoingMessage& message,
                         std::vector<Buffer>& results);
@@ -113,6 +124,8 @@ class ClientCore {
   absl::StatusOr<Reply> Fetch(const Outstanding& call,
                               const wire::Deferred& deferred, uint32_t xid,
                               std::vector<Buffer>& results);
+  // Segments of a chunk of `octets` (at least one).
+  uint64_t Segments(uint64_t octets) const;
   [[noreturn]] void Fail(const absl::Status& status, absl::string_view what);
   void Learn(const std::string& method, const wire::Deferred& deferred);
 

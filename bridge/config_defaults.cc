@@ -13,6 +13,10 @@ constexpr uint64_t kCallOverhead = 64 << 10;
 // RPC-over-RDMA's transport header with its chunk lists, kept free of an
 // inline threshold for a reply's (RFC 8166 §4.2).
 constexpr uint32_t kTransportHeaderRoom = 512;
+// The configuration's default and the bridge's (its largest: 32 segments,
+// 28 + 32 x 24 = 796 octets, still fit the smallest inline threshold).
+constexpr uint32_t kConfigHeaderSegments = 8;
+constexpr uint32_t kBridgeHeaderSegments = 32;
 
 }  // namespace
 
@@ -23,7 +27,16 @@ config::TransportConfig ClientTransportConfig(config::TransportConfig config) {
   if (!config.timeouts().has_idle_ms()) {
     config.mutable_timeouts()->set_idle_ms(0);
   }
+  if (!config.limits().has_max_header_segments()) {
+    config.mutable_limits()->set_max_header_segments(kBridgeHeaderSegments);
+  }
   return config;
+}
+
+uint32_t HeaderSegments(const config::TransportConfig& config) {
+  return config.limits().has_max_header_segments()
+             ? config.limits().max_header_segments()
+             : kConfigHeaderSegments;
 }
 
 config::TransportConfig ServerTransportConfig(
@@ -41,7 +54,7 @@ config::TransportConfig ServerTransportConfig(
 
 ClientLimits MakeClientLimits(uint32_t bulk_threshold, uint32_t send,
                               uint32_t reply_inline, uint32_t header_segments,
-                              bool borrow,
+                              uint32_t max_segment_size, bool borrow,
                               apache::thrift::TConfiguration& limits) {
   ClientLimits l;
   const uint64_t max_message =
@@ -49,12 +62,13 @@ ClientLimits MakeClientLimits(uint32_t bulk_threshold, uint32_t send,
   l.writer.bulk_threshold = bulk_threshold != 0 ? bulk_threshold : send;
   l.writer.inline_budget =
       send > 2 * kTransportHeaderRoom ? send - kTransportHeaderRoom : send / 2;
-  // Segments of one transport header: the call's read chunks, the write
-  // chunks offered and a reply chunk share them (RFC 8166 §3.4).
-  const uint32_t budget = std::max<uint32_t>(header_segments, 3) - 1;
-  l.max_write_chunks = std::max<uint32_t>(1, budget / 3);
-  l.writer.max_bulk_items =
-      std::max<uint32_t>(1, budget - static_cast<uint32_t>(l.max_write_chunks));
+  // The transport header's segments are shared by the call's read chunks,
+  // the write chunks it offers and its reply chunk (RFC 8166 §3.4): half of
+  // them for bulk items; the write chunks take what the items leave.
+  l.header_segments = std::max<uint32_t>(header_segments, 1);
+  l.max_segment_size = max_segment_size != 0 ? max_segment_size : 1u << 20;
+  l.max_write_chunks = 2;
+  l.writer.max_bulk_items = std::max<uint32_t>(1, l.header_segments / 2);
   l.writer.borrow = borrow;
   l.writer.max_message_size = max_message;
   l.max_message_size = max_message;

@@ -14,7 +14,9 @@
 
 namespace rpcrdma::thrift::internal {
 
-// A TSocket has no request deadline and no idle timeout.
+// A TSocket has no request deadline and no idle timeout. And a transport
+// header of 32 segments (limits.max_header_segments): a 64 MiB binary is 8
+// segments of Soft-RoCE's 8 MiB.
 config::TransportConfig ClientTransportConfig(config::TransportConfig config);
 // The same, and calls up to the MaxMessageSize (limits.max_call_size, at
 // most its 256 MiB bound).
@@ -24,11 +26,13 @@ config::TransportConfig ServerTransportConfig(
 // Thresholds for a connection whose inline thresholds are `send` (calls)
 // and `reply_inline` (the largest reduced reply arriving inline), with
 // `header_segments` segments in a transport header
-// (limits.max_header_segments).
+// (limits.max_header_segments) of at most `max_segment_size` octets each.
 ClientLimits MakeClientLimits(uint32_t bulk_threshold, uint32_t send,
                               uint32_t reply_inline, uint32_t header_segments,
-                              bool borrow,
+                              uint32_t max_segment_size, bool borrow,
                               apache::thrift::TConfiguration& limits);
+// limits.max_header_segments of `config`, or its default.
+uint32_t HeaderSegments(const config::TransportConfig& config);
 ResponderLimits MakeResponderLimits(uint32_t bulk_threshold,
                                     apache::thrift::TConfiguration& limits);
 

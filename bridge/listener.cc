@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "bridge/config_defaults.h"
 
 namespace rpcrdma::thrift::internal {
 
@@ -74,6 +75,7 @@ absl::StatusOr<std::shared_ptr<Listener>> Listener::Start(
       std::move(options));
   if (!server.ok()) return server.status();
   listener->uri_ = (*server)->uri();
+  listener->header_segments_ = HeaderSegments(config);
   listener->server_ = std::shared_ptr<Server>(*std::move(server));
   return listener;
 }

@@ -87,6 +87,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // when it returns.
   void Stop();
   std::string uri() const { return uri_; }
+  // The configuration's limits.max_header_segments (backward calls).
+  uint32_t header_segments() const { return header_segments_; }
   Counters counters() const;
   size_t connections() const;
   // The Server, for backward calls; null once stopped.
@@ -106,6 +108,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
   const Hooks hooks_;
   std::string uri_;
+  uint32_t header_segments_ = 8;
   mutable std::mutex mu_;
   std::shared_ptr<Server> server_;
   std::map<uint64_t, std::shared_ptr<ConnectionState>> connections_;

@@ -197,7 +197,13 @@ class ServerPort final : public CallPort {
 // Backward calls have no private data of their own to size them: RFC 8797
 // §5.1's 1024 octets.
 constexpr uint32_t kCallbackInline = 1024;
-constexpr uint32_t kCallbackHeaderSegments = 8;
+// Segments of 1 MiB: no longer than any device's largest RDMA operation.
+constexpr uint32_t kCallbackSegment = 1u << 20;
+
+uint32_t CallbackHeaderSegments(const std::shared_ptr<ConnectionState>& state) {
+  std::shared_ptr<Listener> listener = state->listener.lock();
+  return listener != nullptr ? listener->header_segments() : 8;
+}
 
 class CallbackTransport
     : public apache::thrift::transport::TVirtualTransport<CallbackTransport> {
@@ -209,8 +215,8 @@ class CallbackTransport
         port_(std::move(state)),
         core_(port_,
               MakeClientLimits(0, kCallbackInline, kCallbackInline,
-                               kCallbackHeaderSegments, true,
-                               *getConfiguration()),
+                               CallbackHeaderSegments(state_), kCallbackSegment,
+                               true, *getConfiguration()),
               nullptr) {}
 
   bool isOpen() const override {

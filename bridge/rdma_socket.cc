@@ -23,7 +23,6 @@ using apache::thrift::transport::TTransportException;
 
 // Without the peer's private data, RFC 8797 §5.1's 1024 octets.
 constexpr uint32_t kDefaultInline = 1024;
-constexpr uint32_t kDefaultHeaderSegments = 8;
 
 class SocketState final : public CallPort {
  public:
@@ -124,12 +123,10 @@ void SocketState::Open() {
   const uint32_t reply_inline =
       std::min(info.receive_threshold,
                info.peer_private_data ? info.peer_send_size : kDefaultInline);
-  const uint32_t segments = transport_.limits().has_max_header_segments()
-                                ? transport_.limits().max_header_segments()
-                                : kDefaultHeaderSegments;
-  core_.set_limits(MakeClientLimits(options_.bulk_threshold,
-                                    info.send_threshold, reply_inline, segments,
-                                    options_.borrow_writes, *config_));
+  core_.set_limits(MakeClientLimits(
+      options_.bulk_threshold, info.send_threshold, reply_inline,
+      HeaderSegments(transport_), info.max_segment_size, options_.borrow_writes,
+      *config_));
 }
 
 void SocketState::Close() {

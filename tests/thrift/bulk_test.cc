@@ -84,14 +84,14 @@ TEST_P(Bulk, SeveralBinariesInOneMessageBothWays) {
 
 std::vector<Setup> BulkSetups() {
   std::vector<Setup> all;
-  for (Fabric f : {Fabric::kUnix, Fabric::kTcp}) {
+  for (Fabric f : TestFabrics()) {
     all.push_back(
         {ServerKind::kRdma, ProtocolKind::kBinary, Wrapper::kPlain, f});
     all.push_back(
         {ServerKind::kSimple, ProtocolKind::kCompact, Wrapper::kPlain, f});
   }
   all.push_back({ServerKind::kThreaded, ProtocolKind::kBinary,
-                 Wrapper::kBuffered, Fabric::kUnix});
+                 Wrapper::kBuffered, TestFabrics().front()});
   return all;
 }
 
@@ -119,11 +119,11 @@ TEST_P(BulkWrapped, EchoesUpTo64MiB) {
 INSTANTIATE_TEST_SUITE_P(
     Thrift, BulkWrapped,
     ::testing::Values(Setup{ServerKind::kRdma, ProtocolKind::kBinary,
-                            Wrapper::kFramed, Fabric::kUnix},
+                            Wrapper::kFramed, TestFabrics().front()},
                       Setup{ServerKind::kThreadPool, ProtocolKind::kHeader,
-                            Wrapper::kPlain, Fabric::kUnix},
+                            Wrapper::kPlain, TestFabrics().front()},
                       Setup{ServerKind::kRdma, ProtocolKind::kJson,
-                            Wrapper::kPlain, Fabric::kTcp}),
+                            Wrapper::kPlain, TestFabrics().back()}),
     [](const ::testing::TestParamInfo<Setup>& info) {
       return info.param.Name();
     });

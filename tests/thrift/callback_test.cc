@@ -67,11 +67,13 @@ std::vector<Setup> CallbackSetups() {
   std::vector<Setup> all;
   for (ServerKind s : {ServerKind::kSimple, ServerKind::kThreaded,
                        ServerKind::kThreadPool, ServerKind::kRdma}) {
-    all.push_back({s, ProtocolKind::kBinary, Wrapper::kPlain, Fabric::kUnix});
+    all.push_back(
+        {s, ProtocolKind::kBinary, Wrapper::kPlain, TestFabrics().front()});
   }
   for (ProtocolKind p :
        {ProtocolKind::kCompact, ProtocolKind::kJson, ProtocolKind::kHeader}) {
-    all.push_back({ServerKind::kRdma, p, Wrapper::kPlain, Fabric::kTcp});
+    all.push_back(
+        {ServerKind::kRdma, p, Wrapper::kPlain, TestFabrics().back()});
   }
   all.push_back({ServerKind::kThreaded, ProtocolKind::kBinary, Wrapper::kFramed,
                  Fabric::kTcp});
@@ -95,7 +97,7 @@ class RememberingHandler : public StoreHandler {
 };
 
 const Setup kRdmaBinary{ServerKind::kRdma, ProtocolKind::kBinary,
-                        Wrapper::kPlain, Fabric::kUnix};
+                        Wrapper::kPlain, TestFabrics().front()};
 
 TEST(CallbacksAfterTheConnection, FailWithNotOpen) {
   auto handler = std::make_shared<RememberingHandler>();
@@ -141,9 +143,9 @@ class ConnectionRecorder : public apache::thrift::TProcessorFactory {
 TEST(ProcessorFactory, SeesTheConnection) {
   for (ServerKind kind : {ServerKind::kThreaded, ServerKind::kRdma}) {
     const test::Setup setup{kind, ProtocolKind::kBinary, Wrapper::kBuffered,
-                            Fabric::kTcp};
+                            TestFabrics().back()};
     auto factory = std::make_shared<ConnectionRecorder>();
-    auto socket = std::make_shared<TRdmaServerSocket>(ServerUri(Fabric::kTcp));
+    auto socket = std::make_shared<TRdmaServerSocket>(ServerUri(setup.fabric));
     std::shared_ptr<apache::thrift::server::TServer> server;
     if (kind == ServerKind::kRdma) {
       auto rdma = std::make_shared<TRdmaServer>(
@@ -168,7 +170,10 @@ TEST(ProcessorFactory, SeesTheConnection) {
     server->stop();
     serving.join();
     ASSERT_EQ(factory->peers.size(), 1u) << setup.Name();
-    EXPECT_EQ(factory->peers[0].rfind("soft+tcp://127.0.0.1:", 0), 0u)
+    // The client's address, as a URI of the server's scheme.
+    const std::string scheme =
+        ServerUri(setup.fabric).substr(0, ServerUri(setup.fabric).find(':'));
+    EXPECT_EQ(factory->peers[0].rfind(scheme + "://", 0), 0u)
         << factory->peers[0];
   }
 }

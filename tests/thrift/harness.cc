@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 
@@ -100,9 +101,11 @@ class Ready : public apache::thrift::server::TServerEventHandler {
 }  // namespace
 
 std::string Setup::Name() const {
+  const char* fabric_name = fabric == Fabric::kUnix  ? "SoftUnix"
+                            : fabric == Fabric::kTcp ? "SoftTcp"
+                                                     : "Rdma";
   return absl::StrCat(ServerName(server), "_", ProtocolName(protocol), "_",
-                      WrapperName(wrapper), "_",
-                      fabric == Fabric::kUnix ? "SoftUnix" : "SoftTcp");
+                      WrapperName(wrapper), "_", fabric_name);
 }
 
 std::shared_ptr<TConfiguration> LargeMessages() {
@@ -152,6 +155,13 @@ std::shared_ptr<TTransport> Wrap(Wrapper wrapper,
 std::string ServerUri(Fabric fabric) {
   static std::atomic<int> counter{0};
   if (fabric == Fabric::kTcp) return "soft+tcp://127.0.0.1:0";
+  if (fabric == Fabric::kRdma) {
+    // rdma-cm resolves no route to 127.0.0.1 over Soft-RoCE: server and
+    // client use the device's address.
+    const char* addr = std::getenv("RPCRDMA_TEST_ADDR");
+    return absl::StrCat(
+        "rdma://", addr != nullptr && *addr != '\0' ? addr : "192.0.2.1", ":0");
+  }
   return absl::StrCat("soft+unix://@rpcrdma-thrift-test-", getpid(), "-",
                       counter++);
 }

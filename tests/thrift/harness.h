@@ -33,7 +33,8 @@ namespace rpcrdma::thrift::test {
 enum class ServerKind { kSimple, kThreaded, kThreadPool, kRdma };
 enum class ProtocolKind { kBinary, kCompact, kJson, kHeader };
 enum class Wrapper { kPlain, kBuffered, kFramed };
-enum class Fabric { kUnix, kTcp };
+// kRdma: rdma:// on the Soft-RoCE device of the test VM (label vm).
+enum class Fabric { kUnix, kTcp, kRdma };
 
 struct Setup {
   ServerKind server = ServerKind::kRdma;
@@ -60,8 +61,20 @@ std::shared_ptr<apache::thrift::transport::TTransport> Wrap(
     Wrapper wrapper,
     std::shared_ptr<apache::thrift::transport::TTransport> transport);
 
-// A URI of `fabric` no other test of this process uses (port 0 on TCP).
+// A URI of `fabric` no other test of this process uses (port 0 on TCP
+// and RDMA; rdma:// at $RPCRDMA_TEST_ADDR, the VM's device).
 std::string ServerUri(Fabric fabric);
+
+// The fabrics a test binary runs over: the soft fabric's two, or, built
+// with RPCRDMA_THRIFT_TEST_VERBS for the VM, rdma:// alone.
+// (static: it differs between the binaries built with and without it.)
+static inline std::vector<Fabric> TestFabrics() {
+#ifdef RPCRDMA_THRIFT_TEST_VERBS
+  return {Fabric::kRdma};
+#else
+  return {Fabric::kUnix, Fabric::kTcp};
+#endif
+}
 
 // The Store service. Callbacks go to the client's Watcher service over
 // the connection of the call, in `callback_protocol`.
