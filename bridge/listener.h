@@ -43,11 +43,11 @@ class Listener;
 // One connection of a Listener.
 class ConnectionState {
  public:
-  ConnectionState(uint64_t id, std::string peer,
-                  std::weak_ptr<Listener> listener)
-      : id(id),
-        peer(std::move(peer)),
-        listener(std::move(listener)),
+  ConnectionState(uint64_t connection, std::string client,
+                  std::weak_ptr<Listener> owner)
+      : id(connection),
+        peer(std::move(client)),
+        listener(std::move(owner)),
         stash(std::make_shared<ReplyStash>()) {}
 
   const uint64_t id;

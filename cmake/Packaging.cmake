@@ -2,7 +2,7 @@
 # library), librpcrdma-dev (headers, link symlink, archive, CMake package,
 # rpcrdma.pc) and rpcrdma-tools (rpcrdma-dump, rpcrdma-ping, rpcrdma-perf),
 # one per install component; with the Thrift bridge also librpcrdma-thrift0
-# and librpcrdma-thrift_dev.
+# and librpcrdma-thrift-dev.
 # Build with CMAKE_INSTALL_PREFIX=/usr so that the library lands in
 # Debian's multiarch directory.
 set(CPACK_GENERATOR DEB)
@@ -55,12 +55,12 @@ if(TARGET rpcrdma_thrift)
   set(CPACK_DEBIAN_THRIFT_PACKAGE_SHLIBDEPS OFF)
   set(CPACK_DEBIAN_THRIFT_PACKAGE_DEPENDS
       "${rpcrdma_runtime_package} (= ${PROJECT_VERSION}), libthrift-0.17.0, libabsl20220623, libprotobuf32, libstdc++6, libc6")
-  set(CPACK_DEBIAN_THRIFT_DEV_PACKAGE_NAME librpcrdma-thrift_dev)
+  set(CPACK_DEBIAN_THRIFT_DEV_PACKAGE_NAME librpcrdma-thrift-dev)
   set(CPACK_DEBIAN_THRIFT_DEV_PACKAGE_SECTION libdevel)
   set(CPACK_DEBIAN_THRIFT_DEV_DESCRIPTION
       "RPC-over-RDMA transports for Apache Thrift: development files\n Headers <rpcrdma/thrift/*.h>, the CMake component\n (find_package(rpcrdma COMPONENTS thrift)) and rpcrdma-thrift.pc.")
   set(CPACK_DEBIAN_THRIFT_DEV_PACKAGE_DEPENDS
-      "${rpcrdma_thrift_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION}), libthrift_dev")
+      "${rpcrdma_thrift_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION}), libthrift-dev")
 endif()
 
 include(CPack)
