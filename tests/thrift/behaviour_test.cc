@@ -108,6 +108,57 @@ TEST(Oneway, ReturnsAtOnceAndNeverHoldsACredit) {
   EXPECT_LE(c.peak_calls_outstanding, c.credits_granted);
 }
 
+// A processor that writes no reply to a call (as a oneway call whose
+// header the bridge could not read gets): the server answers
+// THRIFT_NO_REPLY, which frees the call's credit, and the client finds
+// nothing to read for it; the connection goes on.
+class SilentOnPing : public apache::thrift::TProcessor {
+ public:
+  bool process(std::shared_ptr<apache::thrift::protocol::TProtocol> in,
+               std::shared_ptr<apache::thrift::protocol::TProtocol> out,
+               void* /*context*/) override {
+    std::string name;
+    apache::thrift::protocol::TMessageType type;
+    int32_t seqid = 0;
+    in->readMessageBegin(name, type, seqid);
+    in->skip(apache::thrift::protocol::T_STRUCT);
+    in->readMessageEnd();
+    in->getTransport()->readEnd();
+    if (name == "ping") return true;  // no reply
+    Store_notes_result result;        // anything else: notes() = 42
+    result.success = 42;
+    result.__isset.success = true;
+    out->writeMessageBegin(name, apache::thrift::protocol::T_REPLY, seqid);
+    result.write(out.get());
+    out->writeMessageEnd();
+    out->getTransport()->writeEnd();
+    out->getTransport()->flush();
+    return true;
+  }
+};
+
+TEST(NoReply, ACallAnsweredWithNothingFailsAloneAndFreesItsCredit) {
+  for (ServerKind kind : {ServerKind::kSimple, ServerKind::kRdma}) {
+    const test::Setup setup{kind, ProtocolKind::kBinary, Wrapper::kPlain,
+                            Fabric::kUnix};
+    std::unique_ptr<TestServer> server =
+        TestServer::Start(setup, std::make_shared<SilentOnPing>());
+    std::unique_ptr<TestClient> client =
+        TestClient::Connect(setup, server->uri());
+    EXPECT_EQ(client->store->notes(), 42);
+    try {
+      client->store->ping();
+      ADD_FAILURE() << "a call without a reply returned";
+    } catch (const TTransportException& e) {
+      EXPECT_EQ(e.getType(), TTransportException::END_OF_FILE) << e.what();
+    }
+    EXPECT_EQ(client->store->notes(), 42);
+    const Counters c = client->socket->counters();
+    EXPECT_EQ(c.calls, 3u);
+    EXPECT_EQ(c.replies, 3u);
+  }
+}
+
 // TConfiguration limits are honoured on both sides: a message over the
 // MaxMessageSize fails cleanly with a TTransportException naming it, and
 // the connection goes on.
