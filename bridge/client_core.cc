@@ -170,6 +170,18 @@ void ClientCore::Flush() {
     // does on receipt (THRIFT_ONEWAY): wait for that, not for the handler.
     absl::StatusOr<Reply> reply = port_.Await(port_.Start(std::move(request)));
     if (!reply.ok()) Fail(reply.status(), "oneway call");
+    absl::StatusOr<size_t> offset =
+        wire::DecodeReplyHeader(reply->xdr.span(), call.xid);
+    if (!offset.ok()) Fail(offset.status(), "oneway call");
+    wire::XdrReader in(reply->xdr.span().subspan(*offset));
+    absl::StatusOr<uint32_t> status = in.Uint32("thrift_status");
+    if (status.ok() &&
+        *status == static_cast<uint32_t>(wire::Status::kRefused)) {
+      absl::StatusOr<std::string> reason = in.String("reason", 4096);
+      Fail(absl::FailedPreconditionError(reason.ok() ? *reason
+                                                     : "no reason given"),
+           "the server refused the oneway call");
+    }
     return;
   }
   call.ticket = port_.Start(std::move(request));

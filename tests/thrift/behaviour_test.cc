@@ -180,6 +180,10 @@ TEST(Limits, MessagesOverTheMaxMessageSizeFailCleanly) {
   }
   client->store->echo(echoed, Pattern(1000, 2));
   EXPECT_EQ(echoed, Pattern(1000, 2));
+  // A oneway call lending its attachment waits for the server's receipt,
+  // which names the refusal too.
+  EXPECT_THROW(client->store->note("big", 0, Pattern(2 << 20, 4)),
+               TTransportException);
   // With the transport taking larger calls, the bridge itself refuses it,
   // after the RDMA Reads, naming the limit.
   config::TransportConfig roomy;
