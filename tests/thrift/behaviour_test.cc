@@ -295,8 +295,8 @@ INSTANTIATE_TEST_SUITE_P(Thrift, StopDuringCalls,
                                            ServerKind::kThreaded,
                                            ServerKind::kThreadPool,
                                            ServerKind::kRdma),
-                         [](const ::testing::TestParamInfo<ServerKind>& info) {
-                           return Setup{info.param}.Name();
+                         [](const ::testing::TestParamInfo<ServerKind>& param) {
+                           return Setup{param.param}.Name();
                          });
 
 // The server goes away during a call: the client's call fails with a
@@ -417,9 +417,7 @@ INSTANTIATE_TEST_SUITE_P(
                             Wrapper::kBuffered, Fabric::kUnix},
                       Setup{ServerKind::kThreadPool, ProtocolKind::kHeader,
                             Wrapper::kPlain, Fabric::kTcp}),
-    [](const ::testing::TestParamInfo<Setup>& info) {
-      return info.param.Name();
-    });
+    SetupName);
 
 }  // namespace
 }  // namespace rpcrdma::thrift::test

@@ -104,9 +104,7 @@ std::vector<Setup> BulkSetups() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Thrift, Bulk, ::testing::ValuesIn(BulkSetups()),
-                         [](const ::testing::TestParamInfo<Setup>& info) {
-                           return info.param.Name();
-                         });
+                         SetupName);
 
 // Framed and header transports carry a whole message as one write: it
 // becomes one bulk item, up to 64 MiB.
@@ -137,10 +135,7 @@ std::vector<Setup> WrappedSetups() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Thrift, BulkWrapped,
-                         ::testing::ValuesIn(WrappedSetups()),
-                         [](const ::testing::TestParamInfo<Setup>& info) {
-                           return info.param.Name();
-                         });
+                         ::testing::ValuesIn(WrappedSetups()), SetupName);
 
 }  // namespace
 }  // namespace rpcrdma::thrift::test

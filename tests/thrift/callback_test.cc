@@ -84,10 +84,7 @@ std::vector<Setup> CallbackSetups() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Thrift, Callbacks,
-                         ::testing::ValuesIn(CallbackSetups()),
-                         [](const ::testing::TestParamInfo<Setup>& info) {
-                           return info.param.Name();
-                         });
+                         ::testing::ValuesIn(CallbackSetups()), SetupName);
 
 // Keeps the connection of its last ping.
 class RememberingHandler : public StoreHandler {

@@ -24,6 +24,7 @@
 #include "Admin.h"
 #include "Store.h"
 #include "Watcher.h"
+#include "gtest/gtest.h"
 #include "rpcrdma/thrift/rdma_server.h"
 #include "rpcrdma/thrift/rdma_server_socket.h"
 #include "rpcrdma/thrift/rdma_socket.h"
@@ -45,6 +46,10 @@ struct Setup {
 };
 inline void PrintTo(const Setup& setup, std::ostream* os) {
   *os << setup.Name();
+}
+// Names a parameterized test after its setup.
+inline std::string SetupName(const ::testing::TestParamInfo<Setup>& param) {
+  return param.param.Name();
 }
 
 // Frames and messages of up to 256 MiB (the 64 MiB binaries, framed).

@@ -124,9 +124,7 @@ std::vector<Setup> EverySetup() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Thrift, OneLineSwap, ::testing::ValuesIn(EverySetup()),
-                         [](const ::testing::TestParamInfo<Setup>& info) {
-                           return info.param.Name();
-                         });
+                         SetupName);
 
 }  // namespace
 }  // namespace rpcrdma::thrift::test
