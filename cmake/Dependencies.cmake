@@ -13,6 +13,13 @@ pkg_check_modules(RDMACM REQUIRED IMPORTED_TARGET librdmacm)
 # The ONC RPC adapter (oncrpc/) extends libtirpc's CLIENT and SVCXPRT.
 pkg_check_modules(TIRPC REQUIRED IMPORTED_TARGET libtirpc)
 
+# The Thrift bridge (bridge/, rpcrdma::thrift) builds on Debian's
+# libthrift-dev (Apache Thrift 0.17) and thrift-compiler for its tests.
+option(RPCRDMA_BUILD_THRIFT "Build the Apache Thrift bridge (libthrift-dev)" ON)
+if(RPCRDMA_BUILD_THRIFT)
+  pkg_check_modules(THRIFT REQUIRED IMPORTED_TARGET thrift)
+endif()
+
 # rpcrdma-dump reads captures with libpcap and prints JSON.
 if(RPCRDMA_BUILD_TOOLS)
   find_package(nlohmann_json REQUIRED)

@@ -2,7 +2,10 @@
 # cmake/Packaging.cmake): `runtime` the shared library, `dev` the headers,
 # the link symlink, the archive, the CMake package and rpcrdma.pc, `tools`
 # rpcrdma-dump, rpcrdma-ping and rpcrdma-perf (installed from tools/dump,
-# tools/ping and tools/perf), `oncrpc` the ONC RPC adapter's shared library.
+# tools/ping and tools/perf), `oncrpc` the ONC RPC adapter's shared library;
+# with the Thrift bridge, `thrift` its shared library and `thrift_dev` its
+# headers, link symlink, CMake targets (find_package(rpcrdma COMPONENTS
+# thrift)) and rpcrdma-thrift.pc.
 include(CMakePackageConfigHelpers)
 
 set(RPCRDMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpcrdma)
@@ -69,3 +72,22 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma-oncrpc.pc.in
 install(FILES ${PROJECT_BINARY_DIR}/rpcrdma.pc
               ${PROJECT_BINARY_DIR}/rpcrdma-oncrpc.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+# The Thrift bridge (bridge/), an optional component of the package.
+if(TARGET rpcrdma_thrift)
+  install(TARGETS rpcrdma_thrift
+          EXPORT rpcrdmaThriftTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+                  COMPONENT thrift NAMELINK_COMPONENT thrift_dev)
+  file(GLOB rpcrdma_thrift_headers CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/bridge/include/rpcrdma/thrift/*.h)
+  install(FILES ${rpcrdma_thrift_headers}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma/thrift
+          COMPONENT thrift_dev)
+  install(EXPORT rpcrdmaThriftTargets NAMESPACE rpcrdma::
+          DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT thrift_dev)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma-thrift.pc.in
+                 ${PROJECT_BINARY_DIR}/rpcrdma-thrift.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/rpcrdma-thrift.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT thrift_dev)
+endif()

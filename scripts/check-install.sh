@@ -8,9 +8,12 @@
 #   2. builds examples/consumer out of tree against that prefix with
 #      find_package (shared and static library) and with pkg-config, and
 #      runs it;
-#   3. checks the four Debian packages, unpacks them into a temporary root
-#      and builds and runs the consumer against that root the same ways;
-#      the installed and packaged tools answer --help.
+#   3. checks the Debian packages (librpcrdma0, librpcrdma-oncrpc0,
+#      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift0,
+#      librpcrdma-thrift-dev), unpacks them into a temporary root and builds
+#      and runs the consumer against that root the same ways; the installed
+#      and packaged tools answer --help. The consumer's Thrift program
+#      (-DWITH_THRIFT=ON) runs with the shared library and pkg-config builds.
 # Usage: scripts/check-install.sh <build-dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +47,10 @@ consumer() {
   else
     fail "the ONC RPC consumer ($name) was not built"
   fi
+  if [ -x "$work/consumer-$name/rpcrdma_thrift_consumer" ]; then
+    "$work/consumer-$name/rpcrdma_thrift_consumer" ||
+      fail "running the Thrift consumer ($name)"
+  fi
 }
 
 # check_tree <prefix>: the library and headers under an installed prefix.
@@ -57,10 +64,11 @@ check_tree() {
     fail "librpcrdma.so needs libpcap"
   fi
   step "headers of $prefix/include/rpcrdma compile on their own"
-  for header in "$prefix"/include/rpcrdma/*.h; do
-    echo "#include <rpcrdma/$(basename "$header")>" |
+  for header in "$prefix"/include/rpcrdma/*.h "$prefix"/include/rpcrdma/thrift/*.h; do
+    local name=${header#"$prefix/include/"}
+    echo "#include <$name>" |
       c++ -std=c++20 -fsyntax-only -I "$prefix/include" -x c++ - ||
-      fail "installed header $(basename "$header") does not compile alone"
+      fail "installed header $name does not compile alone"
   done
   soname=$(readelf -d "$libdir/librpcrdma_oncrpc.so" |
     sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -78,18 +86,23 @@ check_tree() {
         -x c - ||
       fail "installed header oncrpc/$(basename "$header") does not compile as C"
   done
+  local thrift_soname
+  thrift_soname=$(readelf -d "$libdir/librpcrdma_thrift.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  [ "$thrift_soname" = "librpcrdma_thrift.so.0" ] ||
+    fail "SONAME is '$thrift_soname', not librpcrdma_thrift.so.0"
 }
 
 step "install $build into $work/stage"
 cmake --install "$build" --prefix "$work/stage" > /dev/null
 check_tree "$work/stage"
-consumer stage-cmake "$work/stage"
+consumer stage-cmake "$work/stage" -DWITH_THRIFT=ON
 consumer stage-static "$work/stage" -DRPCRDMA_STATIC=ON
 PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
-  consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON
+  consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON
 
 step "Debian packages"
-for package in librpcrdma0 librpcrdma-oncrpc0 librpcrdma-dev rpcrdma-tools; do
+for package in librpcrdma0 librpcrdma-oncrpc0 librpcrdma-dev rpcrdma-tools \
+               librpcrdma-thrift0 librpcrdma-thrift-dev; do
   deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
   dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
@@ -110,7 +123,9 @@ for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
     fail "the installed $tool --help fails"
 done
 check_tree "$work/debroot/usr"
-consumer deb-cmake "$work/debroot/usr"
+dpkg-deb -f "$build/librpcrdma-thrift0_${version}"_*.deb Depends | grep -q libthrift ||
+  fail "librpcrdma-thrift0 does not depend on libthrift"
+consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON
 PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \
-  consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON
+  consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON
 step "ok"

@@ -58,6 +58,12 @@ absl::StatusOr<Reply> Channel::BlockingCall(CallRequest request) {
   return core_->BlockingCall(std::move(request));
 }
 
+Channel::CallId Channel::StartCall(CallRequest request) {
+  return core_->StartCall(std::move(request));
+}
+
+absl::StatusOr<Reply> Channel::Await(CallId call) { return core_->Await(call); }
+
 void Channel::Cancel(CallId call) { core_->Cancel(call); }
 
 Counters Channel::counters() const { return core_->counters(); }

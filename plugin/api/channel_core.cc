@@ -469,6 +469,45 @@ absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
   BlockingSlot slot;
   Submit(std::move(request), BlockingCompletion{this, &slot},
          /*blocking=*/true);
+  return WaitForBlockingSlot(slot);
+}
+
+Channel::CallId ChannelCore::StartCall(CallRequest request) {
+  // The slot exists before Submit, which may complete the call at once.
+  auto slot = std::make_unique<BlockingSlot>();
+  BlockingSlot* const filled = slot.get();
+  const Channel::CallId id = Submit(
+      std::move(request), BlockingCompletion{this, filled}, /*blocking=*/true);
+  std::lock_guard<std::mutex> lock(mu_);
+  started_.emplace(id, std::move(slot));
+  return id;
+}
+
+absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
+  if (loop_->InLoopThread()) {
+    return absl::FailedPreconditionError(
+        "channel: Await from a callback of the Channel's own loop");
+  }
+  BlockingSlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = started_.find(id);
+    if (it == started_.end() || it->second->awaited) {
+      return absl::NotFoundError(
+          absl::StrCat("channel: call ", id,
+                       " was not started by StartCall, or is "
+                       "already awaited"));
+    }
+    slot = it->second.get();
+    slot->awaited = true;
+  }
+  absl::StatusOr<Reply> result = WaitForBlockingSlot(*slot);
+  std::lock_guard<std::mutex> lock(mu_);
+  started_.erase(id);
+  return result;
+}
+
+absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!RuntimeAccess::Loops(*runtime_).threads()) {
     // A runtime its user drives: this thread drives it while it waits.

@@ -61,6 +61,9 @@ class ChannelCore final : public runtime::Source,
   Channel::CallId Submit(CallRequest request, Channel::Callback done,
                          bool blocking = false);
   absl::StatusOr<Reply> BlockingCall(CallRequest request);
+  // BlockingCall in two steps (channel.h StartCall, Await).
+  Channel::CallId StartCall(CallRequest request);
+  absl::StatusOr<Reply> Await(Channel::CallId id);
   void Cancel(Channel::CallId id);
   // The Channel goes: see ~Channel in channel.h.
   void Shutdown();
@@ -103,6 +106,7 @@ class ChannelCore final : public runtime::Source,
   // for blocking calls included (it only fills the slot).
   struct BlockingSlot {
     bool done = false;
+    bool awaited = false;  // a thread is in Await for it
     std::optional<absl::StatusOr<Reply>> result;
   };
   struct BlockingCompletion {
@@ -117,6 +121,8 @@ class ChannelCore final : public runtime::Source,
   void RunBlockingOutcomes(std::unique_lock<std::mutex>& lock);
   void ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
                             const BlockingSlot& slot);
+  // The waiting half of BlockingCall and Await: until `slot` is done.
+  absl::StatusOr<Reply> WaitForBlockingSlot(BlockingSlot& slot);
 
   // What a round of work leaves to run once the mutex is released.
   struct Outcomes {
@@ -237,6 +243,8 @@ class ChannelCore final : public runtime::Source,
   // not blocking, or a reconnect, needs it to. Deadlines still run, and a
   // lost connection (EPOLLHUP) is reported to the loop regardless.
   bool parked_for_blocking_calls_ = false;
+  // Calls made by StartCall, until Await takes their outcome.
+  absl::flat_hash_map<Channel::CallId, std::unique_ptr<BlockingSlot>> started_;
 };
 
 }  // namespace rpcrdma::api_internal

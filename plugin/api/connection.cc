@@ -706,6 +706,7 @@ ConnectionInfo Connection::ComputeInfo() const {
   i.receive_threshold = engine_.thresholds().receive;
   i.max_inline_reply = engine_.max_inline_reply();
   i.remote_invalidation = engine_.thresholds().remote_invalidation;
+  i.max_segment_size = config_.max_segment_size;
   i.offered_version = config_.offered_version;
   i.version = engine_.version();
   std::tie(i.peer_version_low, i.peer_version_high) = engine_.peer_versions();

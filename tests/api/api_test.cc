@@ -1253,6 +1253,39 @@ TEST_P(ApiTest, Rfc8797_4_2_ConnectionInfoReportsNegotiatedThresholds) {
   EXPECT_EQ(info.peer_version_low, 0u);
 }
 
+// RFC 8166 §3.4: a chunk is cut into segments no longer than the
+// connection's max_segment_size (the device's largest RDMA Read or Write),
+// each taking a place in the transport header.
+TEST_P(ApiTest, Rfc8166_3_4_ConnectionInfoReportsTheSegmentSize) {
+  StartServer(Config());
+  config::TransportConfig client = Config();
+  client.mutable_limits()->set_max_header_segments(2);
+  Connect(client);
+  const uint32_t segment = channel_->connection_info().max_segment_size;
+#ifndef RPCRDMA_API_TEST_VERBS
+  EXPECT_EQ(segment, 1u << 30);  // the soft fabric moves up to 2 GiB
+#else
+  EXPECT_GT(segment, 0u);
+#endif
+  if (segment > (32u << 20)) return;  // too large to fill here
+  // Two segments fit the header, three do not.
+  for (size_t size : {size_t{segment} * 2, size_t{segment} * 2 + 1}) {
+    std::vector<uint8_t> arg(size, 7);
+    CallRequest req;
+    req.xdr = CallHeader(static_cast<uint32_t>(0x5200 + size % 2), kEcho);
+    Put(req.xdr, static_cast<uint32_t>(size));
+    req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
+    req.max_reply_size = 64;
+    auto f = channel_->Call(std::move(req));
+    absl::Status status = Wait(f).status();
+    if (size % 2 == 0) {
+      EXPECT_NE(status.code(), absl::StatusCode::kResourceExhausted) << status;
+    } else {
+      EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+    }
+  }
+}
+
 TEST_P(ApiTest, Rfc8797_5_1_WithoutPrivateDataBothSidesUse1024) {
   config::TransportConfig off = Config();
   off.set_cm_private_data(false);

@@ -1,7 +1,8 @@
 // Channel::BlockingCall (issue 10: a call as cheap as the TCP it
 // replaces): the calling thread reads its own reply, alone or with other
 // threads blocked on the same Channel, beside callback calls, with
-// deadlines and lost connections; and the adaptive busy poll
+// deadlines and lost connections; the same in two steps (StartCall,
+// Await) with many calls in flight; and the adaptive busy poll
 // (execution.busy_poll_us) that keeps a loop from sleeping between
 // replies. Over the soft fabric (label `soft`).
 #include <dirent.h>
@@ -280,6 +281,109 @@ TEST(BlockingCall, LargeReadChunksOverTcpComplete) {
     EXPECT_EQ(XidOf(*reply), xid);
   }
   EXPECT_EQ((*channel)->counters().read_chunk_calls, 8u);
+}
+
+// StartCall / Await: BlockingCall split in two, several calls in flight.
+TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
+  // Replies come back in reverse order of the calls: all 32 are in flight
+  // at once, held until the last one has arrived.
+  constexpr uint32_t kCalls = 32;
+  std::mutex held_mu;
+  std::vector<std::pair<uint32_t, Responder>> held;
+  auto server = Server::Create(
+      UnixUri("start"), {}, [&](IncomingCall call, Responder responder) {
+        if (call.xid == 100)
+          return AnswerNull(std::move(call), std::move(responder));
+        std::lock_guard<std::mutex> lock(held_mu);
+        held.emplace_back(call.xid, std::move(responder));
+        if (held.size() < kCalls) return;
+        for (auto it = held.rbegin(); it != held.rend(); ++it) {
+          EXPECT_TRUE(
+              it->second.Send(ServerReply(ReplyHeader(it->first))).ok());
+        }
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  // One credit until the first reply grants more (RFC 8166 §3.3.1).
+  ASSERT_TRUE((*channel)->Await((*channel)->StartCall(NullCall(100))).ok());
+  std::vector<Channel::CallId> ids;
+  for (uint32_t xid = 1; xid <= kCalls; ++xid) {
+    ids.push_back((*channel)->StartCall(NullCall(xid)));
+  }
+  // Awaited oldest first (the order a synchronous client reads in), by two
+  // threads taking turns.
+  std::atomic<uint32_t> mismatched{0};
+  auto await_every_other = [&](uint32_t first) {
+    for (uint32_t i = first; i < kCalls; i += 2) {
+      absl::StatusOr<Reply> reply = (*channel)->Await(ids[i]);
+      if (!reply.ok() || XidOf(*reply) != i + 1) ++mismatched;
+    }
+  };
+  std::thread other(await_every_other, 1);
+  await_every_other(0);
+  other.join();
+  EXPECT_EQ(mismatched.load(), 0u);
+  EXPECT_EQ((*channel)->counters().peak_calls_outstanding, kCalls);
+}
+
+TEST(StartCallAwait, AnOutcomeIsAwaitedOnce) {
+  auto server = Server::Create(UnixUri("once"), {}, AnswerNull);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  const Channel::CallId id = (*channel)->StartCall(NullCall(3));
+  absl::StatusOr<Reply> reply = (*channel)->Await(id);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(XidOf(*reply), 3u);
+  EXPECT_EQ((*channel)->Await(id).status().code(), absl::StatusCode::kNotFound);
+  // A callback call's id is not StartCall's.
+  const Channel::CallId callback_id =
+      (*channel)->Call(NullCall(4), [](absl::StatusOr<Reply>) {});
+  EXPECT_EQ((*channel)->Await(callback_id).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(StartCallAwait, CancelAndLostConnectionEndStartedCalls) {
+  std::mutex held_mu;
+  std::vector<Responder> held;
+  auto server = Server::Create(
+      UnixUri("cancel"), {}, [&](IncomingCall call, Responder responder) {
+        if (call.xid == 100)
+          return AnswerNull(std::move(call), std::move(responder));
+        std::lock_guard<std::mutex> lock(held_mu);
+        held.push_back(std::move(responder));
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  // The grant beyond one credit (RFC 8166 §3.3.1), so that the cancelled
+  // call's credit is not the only one.
+  ASSERT_TRUE((*channel)->Await((*channel)->StartCall(NullCall(100))).ok());
+  const Channel::CallId cancelled = (*channel)->StartCall(NullCall(1));
+  const Channel::CallId lost = (*channel)->StartCall(NullCall(2));
+  (*channel)->Cancel(cancelled);
+  EXPECT_EQ((*channel)->Await(cancelled).status().code(),
+            absl::StatusCode::kCancelled);
+  server->reset();
+  EXPECT_EQ((*channel)->Await(lost).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(StartCallAwait, AwaitFromTheChannelsOwnCallbackIsRefused) {
+  auto server = Server::Create(UnixUri("await-reentry"), {}, AnswerNull);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  const Channel::CallId started = (*channel)->StartCall(NullCall(1));
+  std::promise<absl::Status> inner;
+  (*channel)->Call(NullCall(2), [&](absl::StatusOr<Reply>) {
+    inner.set_value((*channel)->Await(started).status());
+  });
+  auto f = inner.get_future();
+  ASSERT_EQ(f.wait_for(seconds(20)), std::future_status::ready);
+  EXPECT_EQ(f.get().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE((*channel)->Await(started).ok());
 }
 
 TEST(BlockingCall, DrivesARuntimeItsUserDrives) {

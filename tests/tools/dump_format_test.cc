@@ -40,6 +40,27 @@ TEST(DumpFormatV1, Rfc8166_4_2_RdmaMsgInlineCallWithRpc) {
       "rpc":{"xid":1,"direction":"CALL","program":100003}})"));
 }
 
+// A call of the Thrift bridge (bridge/README.md): the procedure and the
+// Thrift method and sequence id it carries; its bulk item in a read chunk.
+TEST(DumpFormatV1, ThriftBridgeCallShowsMethodAndSeqid) {
+  json got = Format(
+      "00000003 00000001 00000080 00000000"  // xid 3, vers 1, 128, MSG
+      // one read segment at position 84: the bulk item
+      " 00000001 00000054 00000abc 00010000 00000000 00001000 00000000"
+      " 00000000 00000000"  // no writes, reply
+      " 00000003 00000000 00000002 20007468 00000001 00000001"  // THRIFT_CALL
+      " 00000000 00000000 00000000 00000000"  // AUTH_NONE cred, verf
+      " 00000c00"                             // max_reply 3072
+      " 0000000a 53746f72 653a6563 686f0000"  // name "Store:echo"
+      " 0000002a 00000001"                    // seqid 42, T_CALL
+      " 00000004 80010001"                    // leading octets
+      " 00000001 00010000"                    // one bulk item, 65536 (read)
+      " 00000000");                           // nothing follows it
+  EXPECT_EQ(got["rpc"], json::parse(R"({"xid":3,"direction":"CALL",
+      "program":536900712,"procedure":"THRIFT_CALL",
+      "thrift":{"method":"Store:echo","seqid":42,"type":"CALL"}})"));
+}
+
 TEST(DumpFormatV1, Rfc8166_4_2_RdmaNoMsgWithAllThreeLists) {
   json got = Format(
       "00000002 00000001 00000001 00000001"

@@ -106,7 +106,11 @@ Keys (numbers are JSON integers):
   rpc         {"xid","direction","program"} of the RPC message that follows
               an RDMA_MSG, RDMA_MSGP or RDMA2_MSG header, when at least 8
               octets follow; program only for a CALL of at least 24 octets;
-              absent when no RPC message follows
+              absent when no RPC message follows. For a call of the Thrift
+              bridge (program 0x20007468, bridge/README.md) also
+              "procedure" (THRIFT_NULL, THRIFT_CALL, THRIFT_ONEWAY,
+              THRIFT_FETCH) and, for THRIFT_CALL and THRIFT_ONEWAY,
+              "thrift": {"method","seqid","type"} of the Thrift message
   error       why the message did not decode (with frame, alone)
 
 Options (Abseil flags: one or two dashes, --pretty=false or --nopretty to

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "bridge/wire/thrift_xdr.h"
 #include "oncrpc/rpc_peek.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
@@ -63,6 +64,18 @@ void AddRpc(absl::Span<const uint8_t> message, size_t header_length, json& j) {
            {"direction",
             peek->type == oncrpc::RpcMsgType::kCall ? "CALL" : "REPLY"}};
   if (peek->call) rpc["program"] = peek->call->program;
+  // The Thrift bridge's calls (bridge/README.md): the procedure, and the
+  // Thrift method and sequence id the call carries.
+  if (std::optional<thrift::wire::CallPeek> thrift =
+          thrift::wire::PeekCall(message.subspan(header_length))) {
+    rpc["procedure"] = thrift::wire::ProcedureName(thrift->procedure);
+    if (thrift->info) {
+      rpc["thrift"] =
+          json{{"method", thrift->info->name},
+               {"seqid", thrift->info->seqid},
+               {"type", thrift::wire::MessageTypeName(thrift->info->type)}};
+    }
+  }
   j["rpc"] = std::move(rpc);
 }
 
@@ -211,7 +224,7 @@ constexpr std::string_view kKeyOrder[] = {
     "done", "rejected", "rpc",
     // Inside list entries and "rpc".
     "position", "which", "name", "value", "handle", "length", "offset",
-    "program"};
+    "program", "procedure", "thrift", "method", "seqid", "type"};
 
 size_t KeyRank(const std::string& key) {
   const auto* it = std::find(std::begin(kKeyOrder), std::end(kKeyOrder), key);

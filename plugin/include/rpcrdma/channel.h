@@ -159,6 +159,21 @@ class Channel {
   // threads wait at once, one reads and the others wait for it. Must not
   // be called from a callback of this Channel.
   absl::StatusOr<Reply> BlockingCall(CallRequest request);
+  // BlockingCall in two steps, for a synchronous client that sends a call
+  // now and reads its reply later, or keeps several calls in flight and
+  // reads their replies in turn (Thrift's send_X / recv_X, its concurrent
+  // client): StartCall sends the call as Call() does and returns at once;
+  // Await(call) blocks until that call completes, reading the connection
+  // on the calling thread as BlockingCall does, and returns its outcome.
+  // An outcome is kept until it is awaited or the Channel is destroyed.
+  // The replies of started calls are read by threads in Await or
+  // BlockingCall (with a backward handler, also by the loop): await every
+  // call you start. Await is NOT_FOUND for an id StartCall did not return,
+  // one already awaited or being awaited by another thread, and
+  // FAILED_PRECONDITION from a callback of this Channel. Cancel() applies
+  // to started calls as to any other.
+  CallId StartCall(CallRequest request);
+  absl::StatusOr<Reply> Await(CallId call);
   // Ends the call with CANCELLED if it has not completed yet.
   void Cancel(CallId call);
 

@@ -204,6 +204,12 @@ struct ConnectionInfo {
   uint32_t max_inline_reply = 0;
   // Both sides set R: replies may use Send With Invalidate.
   bool remote_invalidation = false;
+  // The longest segment of a chunk this side exposes or moves (one RDMA
+  // Read or Write, bounded by the device: Soft-RoCE's is 8 MiB). A chunk
+  // of n octets takes ceil(n / max_segment_size) of the transport header's
+  // segments (RFC 8166 §3.4), which limits.max_header_segments bounds per
+  // call: an adapter sizing its chunks needs it.
+  uint32_t max_segment_size = 0;
   // RPC-over-RDMA version offered first and the version in use
   // (draft-cel-nfsv4-rpcrdma-version-two-04 §7). When the peer answered
   // the offer with ERR_VERS, the range it reported (else both 0).

@@ -1,0 +1,97 @@
+// The transports a Thrift processor reads calls from and writes replies to
+// on the server side: a connection's (TRdmaServerSocket::accept(), one call
+// after the other) and a single call's (TRdmaServer, a client's callback
+// service).
+#ifndef RPCRDMA_BRIDGE_SERVER_TRANSPORTS_H_
+#define RPCRDMA_BRIDGE_SERVER_TRANSPORTS_H_
+
+#include <thrift/TConfiguration.h>
+#include <thrift/transport/TVirtualTransport.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "bridge/listener.h"
+#include "bridge/responder_core.h"
+
+namespace rpcrdma::thrift::internal {
+
+// ConsumedSizeNote: every transport of the bridge restarts Thrift's
+// consumed-size accounting (TTransport::resetConsumedMessageSize) with each
+// message: 0.17's TFramedTransport never restarts it when reading, which
+// ends a connection after MaxMessageSize octets. The known size stays the
+// MaxMessageSize, as with a socket, rather than the message's own (checked
+// against the MaxMessageSize when the message arrives): 0.17's
+// TCompactProtocol::readBinary calls checkReadBytesAvailable(read + size)
+// after consuming those octets, which fails for a string at the end of an
+// exactly sized message.
+
+class ConnectionTransport
+    : public apache::thrift::transport::TVirtualTransport<ConnectionTransport> {
+ public:
+  // `closed` runs once, when the transport is closed or destroyed.
+  ConnectionTransport(std::shared_ptr<ConnectionState> state,
+                      ResponderLimits limits,
+                      std::shared_ptr<apache::thrift::TConfiguration> config,
+                      std::function<void()> closed = nullptr);
+  ~ConnectionTransport() override;
+
+  bool isOpen() const override;
+  bool peek() override;
+  void open() override {}
+  // Closes the connection (a socket server closes its client's socket).
+  void close() override;
+  uint32_t read(uint8_t* buffer, uint32_t length);
+  void write(const uint8_t* buffer, uint32_t length);
+  void flush() override;
+  const uint8_t* borrow(uint8_t* buffer, uint32_t* length);
+  void consume(uint32_t length);
+  uint32_t readEnd() override;
+  const std::string getOrigin() const override { return state_->peer; }
+
+  const std::shared_ptr<ConnectionState>& state() const { return state_; }
+
+ private:
+  // The next call, once the processor is done with the current one;
+  // throws INTERRUPTED or END_OF_FILE instead.
+  void NextCall();
+
+  const std::shared_ptr<ConnectionState> state_;
+  ResponderCore core_;
+  std::function<void()> on_closed_;
+  bool serving_ = false;  // a call has begun and not been finished
+  bool closed_ = false;
+};
+
+class CallTransport
+    : public apache::thrift::transport::TVirtualTransport<CallTransport> {
+ public:
+  // `state`: the connection the call came on (none for a client's
+  // callback service).
+  CallTransport(ResponderCore& core,
+                std::shared_ptr<apache::thrift::TConfiguration> config,
+                std::shared_ptr<ConnectionState> state = nullptr);
+
+  bool isOpen() const override { return true; }
+  bool peek() override { return !core_.reader().exhausted(); }
+  void open() override {}
+  void close() override {}
+  // 0 past the call's message.
+  uint32_t read(uint8_t* buffer, uint32_t length);
+  void write(const uint8_t* buffer, uint32_t length);
+  void flush() override;
+  const uint8_t* borrow(uint8_t* buffer, uint32_t* length);
+  void consume(uint32_t length);
+
+  const std::shared_ptr<ConnectionState>& state() const { return state_; }
+
+ private:
+  ResponderCore& core_;
+  const std::shared_ptr<ConnectionState> state_;
+};
+
+}  // namespace rpcrdma::thrift::internal
+
+#endif  // RPCRDMA_BRIDGE_SERVER_TRANSPORTS_H_
