@@ -25,17 +25,26 @@ cmake_path(NORMAL_PATH RPCRDMA_VM_DIR)
 # versions 3 and 4 with rpc.mountd; see interop/vm/README.md).
 # LABELS: the test's ctest labels, instead of the default `vm` (list `vm`
 # too to keep it).
+# MEMORY: the guest's memory in MiB (run-in-vm.sh's default otherwise);
+# TIMEOUT: seconds the guest may run (RPCRDMA_VM_TIMEOUT otherwise).
 function(rpcrdma_add_vm_test)
-  cmake_parse_arguments(V "" "NAME" "SERVICES;RO;ENV;LABELS;COMMAND" ${ARGN})
+  cmake_parse_arguments(V "" "NAME;MEMORY;TIMEOUT"
+                        "SERVICES;RO;ENV;LABELS;COMMAND" ${ARGN})
   if("LABELS" IN_LIST V_KEYWORDS_MISSING_VALUES)
     message(FATAL_ERROR "rpcrdma_add_vm_test(${V_NAME}): LABELS without a label")
   endif()
   if(NOT V_LABELS)
     set(V_LABELS vm)
   endif()
-  set(args --cache ${RPCRDMA_VM_CACHE} --timeout ${RPCRDMA_VM_TIMEOUT}
+  if(NOT V_TIMEOUT)
+    set(V_TIMEOUT ${RPCRDMA_VM_TIMEOUT})
+  endif()
+  set(args --cache ${RPCRDMA_VM_CACHE} --timeout ${V_TIMEOUT}
            --share ${CMAKE_CURRENT_BINARY_DIR}/${V_NAME}.vm
            --ro ${CMAKE_SOURCE_DIR} --ro ${CMAKE_BINARY_DIR})
+  if(V_MEMORY)
+    list(APPEND args --memory ${V_MEMORY})
+  endif()
   foreach(dir IN LISTS V_RO)
     list(APPEND args --ro ${dir})
   endforeach()
@@ -50,6 +59,8 @@ function(rpcrdma_add_vm_test)
            COMMAND bash ${RPCRDMA_VM_DIR}/run-in-vm.sh ${args} -- ${V_COMMAND})
   # The VM keeps both CPUs of a 2-core machine busy; a cold first run also
   # downloads and unpacks the kernel.
-  set_tests_properties(${V_NAME} PROPERTIES LABELS "${V_LABELS}" TIMEOUT 600
+  math(EXPR ctest_timeout "${V_TIMEOUT} + 300")
+  set_tests_properties(${V_NAME} PROPERTIES LABELS "${V_LABELS}"
+                                            TIMEOUT ${ctest_timeout}
                                             PROCESSORS 2)
 endfunction()

@@ -21,6 +21,8 @@
 //                     AdapterConfig text: transport, DDP policies); NFSv3
 //                     gets the NFSv3 binding unless the file gives one
 //   --rsize N         FSINFO rtmax and wtmax (default 1048576)
+// SIGUSR2 closes every RDMA connection (the clients reconnect and send
+// again what had no reply: a test of the duplicate request cache).
 // It prints "nfs3d: ready" with its URIs once it serves, a line for each
 // connection it accepts and loses, and, on SIGUSR1 and when it ends
 // (SIGTERM, SIGINT), each RDMA listener's counters and what each live
@@ -177,6 +179,19 @@ void NoteConnection(const rpcrdma::ServerConnectionEvent& event) {
   std::fflush(stdout);
 }
 
+void DropConnections(const std::vector<SVCXPRT*>& listeners) {
+  std::map<uint64_t, std::string> now;
+  {
+    std::lock_guard<std::mutex> lock(connections_mu);
+    now = connections;
+  }
+  for (const auto& [id, peer] : now) {
+    for (SVCXPRT* xprt : listeners) {
+      (void)rpcrdma::oncrpc::ServerOf(xprt)->Disconnect(id, "SIGUSR2");
+    }
+  }
+}
+
 void PrintCounters(const std::vector<SVCXPRT*>& listeners) {
   {
     std::lock_guard<std::mutex> lock(connections_mu);
@@ -228,7 +243,7 @@ int main(int argc, char** argv) {
   // Signals are taken by one thread (below), not by the dispatchers.
   sigset_t signals;
   sigemptyset(&signals);
-  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&signals, s);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -306,6 +321,10 @@ int main(int argc, char** argv) {
     for (;;) {
       int signal_number = 0;
       if (sigwait(&signals, &signal_number) != 0) continue;
+      if (signal_number == SIGUSR2) {
+        DropConnections(listeners);
+        continue;
+      }
       PrintCounters(listeners);
       if (signal_number != SIGUSR1) std::_Exit(0);
     }

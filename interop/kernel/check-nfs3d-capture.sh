@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ctest kernel.nfs3d.wireshark: Wireshark's dissectors (tshark) read the
+# capture nfs3d wrote (capture_path) of a session with the kernel's NFS
+# client, and must decode every frame as RPC-over-RDMA carrying ONC RPC,
+# with NFSv3 inside (the procedures a mount, a write and a read send), no
+# malformed frame and no expert warning or error.
+#
+#   check-nfs3d-capture.sh CAPTURE.pcap
+set -uo pipefail
+
+capture="${1:?usage: check-nfs3d-capture.sh CAPTURE.pcap}"
+tshark="$(command -v tshark)" || {
+  echo "FAIL: tshark not found (scripts/install-deps.sh installs it)"
+  exit 1
+}
+[ -s "$capture" ] || {
+  echo "FAIL: no capture at $capture (kernel.nfs3d writes it)"
+  exit 1
+}
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+count() { "$tshark" -r "$capture" -Y "$1" 2>/dev/null | wc -l; }
+
+frames=$(count "frame")
+rpcordma=$(count "rpcordma")
+echo "frames $frames, RPC-over-RDMA $rpcordma, ONC RPC $(count rpc)"
+[ "$frames" -gt 0 ] || fail "the capture holds no frame"
+[ "$rpcordma" -eq "$frames" ] ||
+  fail "$((frames - rpcordma)) frames not decoded as RPC-over-RDMA"
+
+bad=$("$tshark" -r "$capture" \
+  -Y "_ws.malformed || _ws.expert.severity >= 6291456" 2>/dev/null)
+if [ -n "$bad" ]; then
+  echo "$bad"
+  fail "malformed frames or expert warnings"
+fi
+
+# NFSv3 procedures (RFC 1813 §3.3) the session sends: GETATTR 1, LOOKUP 3,
+# ACCESS 4, READ 6, WRITE 7, CREATE 8, FSINFO 19, COMMIT 21.
+for proc in 1:GETATTR 3:LOOKUP 6:READ 7:WRITE 19:FSINFO; do
+  n=$(count "nfs && rpc.program == 100003 && rpc.programversion == 3 && rpc.procedure == ${proc%%:*}")
+  echo "NFSv3 ${proc#*:}: $n"
+  [ "$n" -gt 0 ] || fail "no NFSv3 ${proc#*:} decoded"
+done
+echo "RPC-over-RDMA messages by type: $("$tshark" -r "$capture" -T fields \
+  -e rpcordma.msg_type 2>/dev/null | sort -n | uniq -c | tr '\n' ' ')"
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "tshark decodes all $frames frames"
