@@ -140,8 +140,7 @@ fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
   o.owner_driven = true;
   // Receives: one per credit plus slack. Send queue: per call a Send, its
   // window binds and invalidations, reads and writes.
-  const uint32_t receives = config.credits + config.backchannel_credits +
-                            config.peer_backchannel_credits;
+  const uint32_t receives = engine::Engine::ReceivesFor(config);
   o.recv_queue_depth = std::min<uint32_t>(receives + 8, 4096);
   o.send_queue_depth = std::min<uint32_t>(config.credits * 16 + 64, 4096);
   return o;

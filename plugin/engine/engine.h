@@ -169,6 +169,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/engine/version_two.h"
 #include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
@@ -301,18 +302,11 @@ struct FailCall {
 struct CloseConnection {
   absl::Status reason;
 };
-// Version two: the peer answered RequestProperties (draft-04 §5.3.3);
-// `accepted[i]` says whether the i-th requested change was made (an index
-// the answer marks both done and rejected, or neither, was not).
-struct PropertiesAnswered {
-  uint32_t xid = 0;
-  std::vector<bool> accepted;
-  bool connection_lost = false;  // no answer came before the loss
-};
-
-using Action = std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
-                            DeliverCall, ReplySent, CompleteCall, FailCall,
-                            CloseConnection, PropertiesAnswered>;
+using Action =
+    std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
+                 DeliverCall, ReplySent, CompleteCall, FailCall,
+                 CloseConnection, PropertiesAnswered, PropertiesRequested,
+                 DeliverOptional, OptionalAnswered>;
 using Actions = std::vector<Action>;
 
 // ---- Calls and replies -----------------------------------------------------
@@ -400,6 +394,14 @@ struct Config {
   // Responder: a client that opens in version one is answered RDMA_ERROR
   // ERR_VERS 2..2 for every call (version_policy V2).
   bool require_version_two = false;
+  // Version two: experimental properties (§5.4.2) this side states in its
+  // RDMA2_CONNPROP; optional message types it serves (§4.1: others are
+  // answered RDMA2_ERR_INVALID_OPTION); whether its owner decides the
+  // peer's requests to change experimental properties (PropertiesRequested;
+  // otherwise they are rejected).
+  wire::PropSet experimental_properties;
+  std::set<uint32_t> optional_types;
+  bool decides_properties = false;
 };
 
 struct ConnectionParams {
@@ -468,12 +470,33 @@ class Engine {
   // them, so the driver can tell when they hold every credit.
   void Cancel(CallId call, absl::Status status, Actions& out);
 
-  // Version two: asks the peer to change properties of this connection
-  // (RDMA2_REQPROP, §5.3.2); the answer comes as PropertiesAnswered with
-  // the returned XID. FAILED_PRECONDITION outside version two or while
-  // another request awaits its answer. A granted RBSIZ becomes this side's
-  // send threshold.
+  // Version two (version_two.h; FAILED_PRECONDITION on a connection that
+  // is not in version two). Each returns the XID whose answer comes as the
+  // action named.
+  // Asks the peer to change its properties (RDMA2_REQPROP, §5.3.2):
+  // PropertiesAnswered. Only properties the peer's RDMA2_CONNPROP lets
+  // change (§5.3.1); a lower RBSIZ bounds this side's Sends at once, until
+  // the answer (§5.2.1); a higher one than this side sends is refused.
   absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out);
+  // Changes this side's properties and tells the peer (RDMA2_UPDPROP,
+  // §5.3.4): RBSIZ only upward and only as far as every posted receive
+  // holds (§5.2.1), experimental ones stated at connect. PropertiesAnswered
+  // (with nothing accepted) once the peer has taken it.
+  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out);
+  // Sends an RDMA2_OPTIONAL (CALL) of `type` (§4.1): OptionalAnswered.
+  absl::StatusOr<uint32_t> StartOptional(uint32_t type,
+                                         std::vector<uint8_t> info,
+                                         std::vector<uint8_t> payload,
+                                         Actions& out);
+  // Answers a DeliverOptional: its answer as an RDMA2_OPTIONAL (REPLY), or
+  // with an error RDMA2_ERR_SYSTEM (§6.2.4). NOT_FOUND for an unknown XID.
+  absl::Status AnswerOptional(uint32_t xid,
+                              absl::StatusOr<DeliverOptional> answer,
+                              Actions& out);
+  // Decides a PropertiesRequested, one decision per item, in order.
+  absl::Status DecideProperties(uint32_t xid,
+                                std::vector<PropertyDecision> decisions,
+                                Actions& out);
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
@@ -543,6 +566,10 @@ class Engine {
   std::pair<uint32_t, uint32_t> peer_versions() const {
     return {peer_version_low_, peer_version_high_};
   }
+  // Version two: both sides' properties (version_two.h).
+  const VersionTwoState& version_two() const { return v2_; }
+  // The receives this configuration keeps posted (receives_posted()).
+  static uint32_t ReceivesFor(const Config& config);
 
  private:
   enum class ReqState { kQueued, kSent, kFinishing };
@@ -614,9 +641,37 @@ class Engine {
   bool TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out);
   void OnReceiveV2(absl::Span<const uint8_t> bytes,
                    std::optional<uint32_t> invalidated, Actions& out);
-  void AdoptPeerProperties(const wire::PropSet& properties);
-  wire::PropSet LocalProperties() const;
   void HandleV2Error(const wire::V2Header& header, Actions& out);
+  // §5 properties (properties.cc).
+  void StartVersionTwo();  // at connect: this side's initial properties
+  // The peer's RDMA2_CONNPROP (§5.3.1).
+  void AdoptPeerConnProp(const wire::V2ConnProp& connprop);
+  // Properties the peer states (CONNPROP, UPDPROP, RESPROP): only those
+  // present change (§5.3.4).
+  void AdoptPeerProperties(const wire::PropSet& properties);
+  void UpdateSendThreshold();
+  wire::V2ConnProp LocalConnProp() const;
+  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                             Actions& out);
+  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                          Actions& out);
+  absl::Status CheckVersionTwo() const;
+  // Optional messages and the control window (control.cc).
+  void HandleOptional(uint32_t xid, const wire::V2Optional& optional,
+                      absl::Span<const uint8_t> payload, Actions& out);
+  // Queues `exchange` and sends what the window admits.
+  void Enqueue(VersionTwoState::Exchange exchange, Actions& out);
+  void AdmitExchanges(Actions& out);
+  // The answer to exchange `xid` came (or the peer's error): its slots are
+  // free. Returns it, or nullopt when none awaits an answer with `xid`.
+  std::optional<VersionTwoState::Exchange> EndExchange(uint32_t xid,
+                                                       Actions& out);
+  // Every exchange fails with `status` (the connection's loss).
+  void FailExchanges(Actions& out);
+  uint32_t NextControlXid();
+  // Fails exchange `x` with `status` (its owner's action).
+  void FailExchange(const VersionTwoState::Exchange& x, absl::Status status,
+                    Actions& out);
   // Why the client's Backward Request Support does not allow backward call
   // `c` (§5.2.2); OK when it does or outside version two.
   absl::Status BackwardCallAllowed(const RequesterCall& c) const;
@@ -676,25 +731,13 @@ class Engine {
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;
   bool negotiating_ = false;
-  // Version two: the client's Backward Request Support (§5.2.2; Table 1's
-  // default when it says nothing).
-  wire::BackwardRequestSupport peer_brs_ = wire::kDefaultBrs;
-  // Version two: the request awaiting its RDMA2_RESPROP.
-  struct PropertyRequest {
-    uint32_t xid = 0;
-    wire::PropSet want;
-  };
-  std::optional<PropertyRequest> property_request_;
-  uint32_t next_property_xid_ = 0x52455150;  // "REQP"
+  // Version two: properties and optional messages (version_two.h).
+  VersionTwoState v2_;
   // Octets of each posted receive (§5.2.1: at least what is advertised).
   uint32_t ReceiveCapacity() const {
     return std::max(config_.local.receive_size,
                     config_.max_receive_size_granted);
   }
-  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                             Actions& out);
-  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                          Actions& out);
   // Version two: rdma_inv_handle of the call being routed (§6.2.3).
   uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the
