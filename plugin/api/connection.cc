@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "plugin/api/limits.h"
+#include "plugin/api/version_two_user.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/log/logging.h"
 #include "plugin/wire/v1.h"
@@ -210,14 +211,19 @@ void Connection::Run(engine::Actions& actions) {
   running_ = false;
   // Published under the lock only when they change: the peak rarely, the
   // connection's settings until the version negotiation is over.
+  // Version two's properties change on a live connection (epoch).
   const uint32_t outstanding = engine_.calls_outstanding();
   const bool new_peak = outstanding > peak_outstanding_;
-  if (!new_peak && info_settled_) return;
+  const uint64_t epoch = engine_.version_two().epoch;
+  if (!new_peak && info_settled_ && epoch == info_epoch_) return;
   peak_outstanding_ = std::max(peak_outstanding_, outstanding);
   std::optional<ConnectionInfo> info;
-  if (!info_settled_) {
+  if (!info_settled_ || epoch != info_epoch_) {
     info = ComputeInfo();
-    info_settled_ = engine_.connected() && !engine_.negotiating();
+    info_epoch_ = epoch;
+    if (!info_settled_) {
+      info_settled_ = engine_.connected() && !engine_.negotiating();
+    }
   }
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
@@ -225,13 +231,6 @@ void Connection::Run(engine::Actions& actions) {
     if (info) info_ = *info;
   }
   if (info && info_settled_) LogSetUp(*info);
-}
-
-absl::StatusOr<uint32_t> Connection::RequestProperties(wire::PropSet want) {
-  absl::StatusOr<uint32_t> xid =
-      engine_.RequestProperties(std::move(want), operation_actions_);
-  Run(operation_actions_);
-  return xid;
 }
 
 absl::StatusOr<engine::CallId> Connection::StartCall(
@@ -341,13 +340,11 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
              std::holds_alternative<engine::ReplySent>(action) ||
              std::holds_alternative<engine::CompleteCall>(action)) {
     upcalls_.push_back(std::move(action));
-  } else if (std::holds_alternative<engine::PropertiesAnswered>(action)) {
-    // A granted property changed the thresholds connection_info() reports.
-    ConnectionInfo info = ComputeInfo();
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      info_ = std::move(info);
-    }
+  } else if (std::holds_alternative<engine::PropertiesAnswered>(action) ||
+             std::holds_alternative<engine::PropertiesRequested>(action) ||
+             std::holds_alternative<engine::DeliverOptional>(action) ||
+             std::holds_alternative<engine::OptionalAnswered>(action)) {
+    // Version two; what they changed is published as Run() ends.
     upcalls_.push_back(std::move(action));
   } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
     // A call ended by the connection's loss says what was lost, when known.
@@ -627,7 +624,11 @@ void Connection::CountMessage(const engine::MessageSeen& seen) {
       std::lock_guard<std::mutex> lock(counters_mu_);
       ++(sent ? counters_.errors_sent : counters_.errors_received);
     }
-    LogRdmaError(sent, seen.xid, "RDMA2_ERROR");
+    LogRdmaError(
+        sent, seen.xid,
+        seen.v2_code
+            ? absl::StrCat("RDMA2_ERROR ", wire::V2ErrorCodeName(*seen.v2_code))
+            : std::string("RDMA2_ERROR"));
     return;
   }
   if (seen.header == nullptr) {
@@ -699,6 +700,12 @@ ConnectionInfo Connection::ComputeInfo() const {
   i.offered_version = config_.offered_version;
   i.version = engine_.version();
   std::tie(i.peer_version_low, i.peer_version_high) = engine_.peer_versions();
+  if (i.version == wire::kRpcRdmaVersion2) {
+    const engine::VersionTwoState& v2 = engine_.version_two();
+    i.peer_receive_buffer_size = v2.peer_rbsiz;
+    i.properties = VersionTwoUser::FromPropSet(v2.local_experimental);
+    i.peer_properties = VersionTwoUser::FromPropSet(v2.peer_experimental);
+  }
   return i;
 }
 

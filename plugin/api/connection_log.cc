@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "plugin/api/connection.h"
 #include "plugin/log/logging.h"
@@ -43,6 +44,15 @@ void Connection::LogRdmaError(bool sent, uint32_t xid, absl::string_view what) {
     why = absl::StrCat(": the peer's message did not decode: ",
                        undecodable_->second);
     undecodable_.reset();
+  } else if (absl::EndsWith(what, "RDMA2_ERR_INVALID_OPTION")) {
+    why =
+        ": an optional message of a type this side does not serve "
+        "(draft-04 §4.1)";
+  } else if (absl::EndsWith(what, "RDMA2_ERR_SYSTEM") && !replying_ &&
+             role_ == Role::kRequester) {
+    why =
+        ": this side's handler of an optional message failed (draft-04 "
+        "§6.2.4)";
   } else if (replying_) {
     why =
         ": the reply does not fit the chunks the call offered (RFC 8166 "

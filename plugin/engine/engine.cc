@@ -167,9 +167,11 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
     wire::DecodeResult<wire::V2Decoded> d = wire::DecodeV2(bytes);
     const wire::V2Error* err =
         d.ok() ? std::get_if<wire::V2Error>(&d->header.body) : nullptr;
-    Observe({.xid = xid,
-             .v2_error = err != nullptr,
-             .error = d.ok() ? nullptr : &d.error()});
+    Observe(
+        {.xid = xid,
+         .v2_error = err != nullptr,
+         .error = d.ok() ? nullptr : &d.error(),
+         .v2_code = err != nullptr ? std::optional(err->code) : std::nullopt});
     const wire::V2ConnProp* props =
         d.ok() ? std::get_if<wire::V2ConnProp>(&d->header.body) : nullptr;
     if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&

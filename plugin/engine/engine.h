@@ -432,6 +432,8 @@ struct MessageSeen {
   bool is_call = false;
   bool v2_error = false;
   const wire::DecodeError* error = nullptr;
+  // With v2_error: the code of the RDMA2_ERROR.
+  std::optional<wire::V2ErrorCode> v2_code = std::nullopt;
 };
 using MessageObserver = std::function<void(const MessageSeen&)>;
 

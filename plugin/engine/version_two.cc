@@ -137,7 +137,10 @@ absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
 
 void Engine::SendV2(wire::V2Header header, Actions& out) {
   if (header.proc() == wire::V2Proc::kError) {
-    Observe({.sent = true, .xid = header.xid, .v2_error = true});
+    Observe({.sent = true,
+             .xid = header.xid,
+             .v2_error = true,
+             .v2_code = std::get<wire::V2Error>(header.body).code});
   }
   std::vector<uint8_t> bytes = TakeSendBuffer();
   bytes.resize(wire::V2EncodedSize(header));
@@ -211,7 +214,9 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     return;
   }
   if (h.proc() == wire::V2Proc::kError) {
-    Observe({.xid = xid, .v2_error = true});
+    Observe({.xid = xid,
+             .v2_error = true,
+             .v2_code = std::get<wire::V2Error>(h.body).code});
     HandleV2Error(h, out);
     return;
   }
