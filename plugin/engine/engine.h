@@ -473,8 +473,8 @@ class Engine {
   void Cancel(CallId call, absl::Status status, Actions& out);
 
   // Version two (version_two.h; FAILED_PRECONDITION on a connection that
-  // is not in version two). Each returns the XID whose answer comes as the
-  // action named.
+  // is not in version two, UNAVAILABLE before it is up and has settled its
+  // version). Each returns the XID whose answer comes as the action named.
   // Asks the peer to change its properties (RDMA2_REQPROP, §5.3.2):
   // PropertiesAnswered. Only properties the peer's RDMA2_CONNPROP lets
   // change (§5.3.1); a lower RBSIZ bounds this side's Sends at once, until

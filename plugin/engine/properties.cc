@@ -43,7 +43,12 @@ absl::StatusOr<uint32_t> RbsizValue(const wire::PropVal& p) {
 }  // namespace
 
 absl::Status Engine::CheckVersionTwo() const {
-  if (!connected_ || negotiating_ || version_ != wire::kRpcRdmaVersion2) {
+  if (!connected_ || negotiating_) {
+    return absl::UnavailableError(
+        "the connection is not established, or still negotiating its "
+        "version (draft-04 §7)");
+  }
+  if (version_ != wire::kRpcRdmaVersion2) {
     return absl::FailedPreconditionError(
         "transport properties and optional messages exist only on a "
         "connection in RPC-over-RDMA version two (draft-04 §4.1, §5.3)");

@@ -5,10 +5,14 @@
 // updated and requested (§5.4.2), optional messages (§4.1). Built natively
 // (api_test: soft+unix, soft+tcp) and, with RPCRDMA_API_TEST_VERBS, into
 // api_verbs_test over rdma:// in the Soft-RoCE VM.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "interop/xdr_v2/v2_live_session.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
@@ -357,6 +362,27 @@ TEST_P(VersionTwoApiTest, V2Draft_5_4_2_OptionsCheckedAndVersionOneRefused) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(server_->SendOptional(connection_, {kType, {}, {}}).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// §6.2: a session in which every message kind of version two travels
+// (interop/xdr_v2/v2_live_session.h) runs over this transport. With
+// RPCRDMA_V2_CAPTURE set (api.verbs in the VM) its capture stays there for
+// rpcgen's decoders and the Lua dissector (ctest v2.vm_capture.*).
+TEST_P(VersionTwoApiTest, V2Draft_6_2_EveryMessageKindTravelsLive) {
+  std::string capture = interop::V2CaptureFromEnvironment();
+  const bool keep = !capture.empty();
+  if (!keep) {
+    capture =
+        ::testing::TempDir() + absl::StrCat("rpcrdma-v2-live-", getpid(), "-",
+                                            GetParam().name, ".pcap");
+  }
+  const absl::Status session =
+      interop::RunV2LiveSession(GetParam().listen_uri(), capture);
+  EXPECT_TRUE(session.ok()) << session;
+  struct stat st {};
+  ASSERT_EQ(stat(capture.c_str(), &st), 0) << capture;
+  EXPECT_GT(st.st_size, 4096) << capture;
+  if (!keep) std::remove(capture.c_str());
 }
 
 #ifndef RPCRDMA_API_TEST_VERBS

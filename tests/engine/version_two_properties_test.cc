@@ -325,7 +325,8 @@ TEST(VersionTwoProperties, V2Draft_5_3_AnErrorAnswersTheRequest) {
   EXPECT_EQ(client.engine.thresholds().send, 4096u);
 }
 
-// Outside version two there is nothing to request or update.
+// Outside version two there is nothing to request or update; before the
+// version is settled, nothing yet.
 TEST(VersionTwoProperties, V2Draft_5_3_VersionOneHasNoProperties) {
   FakeExposer exposer;
   Config c = V2ClientConfig();
@@ -339,6 +340,12 @@ TEST(VersionTwoProperties, V2Draft_5_3_VersionOneHasNoProperties) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(e.StartOptional(0x100, {}, {}, out).status().code(),
             absl::StatusCode::kFailedPrecondition);
+  // §7: while the version is being settled there is nothing to use yet.
+  Engine negotiating(V2ClientConfig(), &exposer);
+  negotiating.OnConnected({{}, 4, 0x99}, out);
+  ASSERT_TRUE(negotiating.negotiating());
+  EXPECT_EQ(negotiating.UpdateProperties({Rbsiz(4096)}, out).status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

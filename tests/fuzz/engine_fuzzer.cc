@@ -14,7 +14,10 @@
 // Half the inputs run the connection in version two (draft-04): the peer
 // opens or answers with RDMA2_CONNPROP, the grammar's messages go in their
 // version-two form (with the direction sometimes a lie and a random
-// rdma_inv_handle), and property, optional and error messages are mixed in.
+// rdma_inv_handle), and property, optional and error messages are mixed in;
+// this side makes property requests, updates and optional messages, answers
+// the peer's and decides its requests, and every one of its own ends
+// exactly once, with at most kControlWindow awaiting their answer.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +41,9 @@ namespace wire = rpcrdma::wire;
 void Check(bool condition) {
   if (!condition) __builtin_trap();
 }
+
+constexpr uint32_t kOptType = 0x4F505431;
+constexpr uint32_t kExpProp = wire::kFirstExperimentalPropId + 1;
 
 class Input {
  public:
@@ -124,6 +130,10 @@ class Driver {
     version_two_ = in_.Byte() % 2 == 0;
     if (version_two_) {
       config_.local = {in_.Byte() % 2 == 0, 4096, 4096};
+      config_.max_receive_size_granted = in_.Byte() % 2 ? 8192 : 0;
+      config_.optional_types = {kOptType};
+      config_.decides_properties = in_.Byte() % 2 == 0;
+      if (in_.Byte() % 2) config_.experimental_properties = {{kExpProp, {1}}};
       if (client_) {
         config_.offered_version = 2;
       } else {
@@ -155,7 +165,8 @@ class Driver {
       }
       Apply();
     }
-    Check(started_.empty());  // every call ended, exactly once
+    Check(started_.empty());    // every call ended, exactly once
+    Check(exchanges_.empty());  // and every exchange of version two
     for (const auto& [h, valid] : exposer_.valid) Check(!valid);
     Check(engine_->reassembly_bytes_held() == 0);
     Check(budget_->held == other_held_);
@@ -192,7 +203,7 @@ class Driver {
   std::vector<uint8_t> ToVersionTwo(const std::vector<uint8_t>& bytes) {
     const uint32_t xid =
         bytes.size() >= 4 ? wire::LoadBigEndian32(bytes.data()) : 0;
-    switch (in_.Byte() % 16) {
+    switch (in_.Byte() % 24) {
       case 0:
         return wire::EncodeV2(wire::V2Header{
             xid, 2, in_.Byte() % 6,
@@ -213,6 +224,30 @@ class Driver {
         e.vers_high = e.length_needed = in_.Word();
         return wire::EncodeV2(wire::V2Header{xid, 2, in_.Byte() % 6, e});
       }
+      case 4: {  // an answer to one of this side's exchanges, or to none
+        wire::V2ResProp r{{in_.Byte()}, {in_.Byte()}, {}};
+        if (in_.Byte() % 2) r.other.push_back(RandomProperty());
+        return wire::EncodeV2(
+            wire::V2Header{PickExchange(), 2, in_.Byte() % 6, std::move(r)});
+      }
+      case 5:
+        return wire::EncodeV2(wire::V2Header{
+            PickExchange(), 2, in_.Byte() % 6,
+            wire::V2Optional{wire::MsgDirection::kReply,
+                             in_.Byte() % 2 ? kOptType : in_.Word(),
+                             in_.Bytes(in_.Byte() % 8)}});
+      case 6:
+        return wire::EncodeV2(wire::V2Header{
+            xid, 2, in_.Byte() % 6,
+            wire::V2ReqProp{{RandomProperty(), RandomProperty()}}});
+      case 7:
+        return wire::EncodeV2(wire::V2Header{
+            xid, 2, in_.Byte() % 6, wire::V2UpdProp{{RandomProperty()}}});
+      case 8:
+        return wire::EncodeV2(
+            wire::V2Header{xid, 2, in_.Byte() % 6,
+                           wire::V2Optional{wire::MsgDirection::kCall, kOptType,
+                                            in_.Bytes(in_.Byte() % 8)}});
       default:
         break;
     }
@@ -245,6 +280,9 @@ class Driver {
   void Disconnect() {
     engine_->OnDisconnected(out_);
     Apply();
+    // What the peer sent that awaited this side's answer is gone with it.
+    optionals_.clear();
+    requested_.clear();
     for (OpId op : std::exchange(sends_, {})) {
       engine_->OnSendComplete(op, false, out_);
     }
@@ -295,7 +333,13 @@ class Driver {
       closed_ = false;
       Disconnect();
     }
-    switch (in_.Byte() % 16) {
+    switch (in_.Byte() % 18) {
+      case 14:  // version two: a property request, update or optional
+        StartExchange();
+        break;
+      case 15:  // version two: answer the peer's optional or request
+        AnswerPeer();
+        break;
       case 0: {  // inline call
         uint32_t xid = in_.Byte();
         Receive(Concat(Words({xid, 1, in_.Byte(), 0, 0, 0, 0}), RpcCall(xid)));
@@ -469,6 +513,74 @@ class Driver {
     Apply();
   }
 
+  wire::PropVal RandomProperty() {
+    switch (in_.Byte() % 4) {
+      case 0:
+        return wire::MakeRbsizProperty(
+            in_.Byte() % 2 ? 1024u * (in_.Byte() % 12) : in_.Word());
+      case 1:
+        return {wire::kPropIdBrs, Words({in_.Byte() % 4})};
+      case 2:
+        return {kExpProp, in_.Bytes(in_.Byte() % 6)};
+      default:
+        return {in_.Word(), in_.Bytes(in_.Byte() % 6)};
+    }
+  }
+
+  uint32_t PickExchange() {
+    if (!exchanges_.empty() && in_.Byte() % 4 != 0) {
+      auto it = exchanges_.begin();
+      std::advance(it, in_.Byte() % exchanges_.size());
+      return *it;
+    }
+    return in_.Word();
+  }
+
+  void StartExchange() {
+    absl::StatusOr<uint32_t> xid;
+    switch (in_.Byte() % 3) {
+      case 0:
+        xid = engine_->RequestProperties({RandomProperty()}, out_);
+        break;
+      case 1:
+        xid = engine_->UpdateProperties({RandomProperty()}, out_);
+        break;
+      default:
+        xid = engine_->StartOptional(in_.Byte() % 2 ? kOptType : in_.Byte(),
+                                     in_.Bytes(in_.Byte() % 8),
+                                     in_.Bytes(in_.Byte() % 16), out_);
+        break;
+    }
+    // Refused outside version two; otherwise awaited until answered.
+    if (xid.ok()) Check(exchanges_.insert(*xid).second);
+  }
+
+  void AnswerPeer() {
+    if (!optionals_.empty() && in_.Byte() % 2) {
+      const uint32_t xid = *optionals_.begin();
+      optionals_.erase(optionals_.begin());
+      absl::StatusOr<DeliverOptional> answer =
+          in_.Byte() % 4 == 0
+              ? absl::StatusOr<DeliverOptional>(absl::InternalError("fuzz"))
+              : DeliverOptional{0, 0, in_.Bytes(in_.Byte() % 8),
+                                in_.Bytes(in_.Byte() % 5000)};
+      (void)engine_->AnswerOptional(xid, std::move(answer), out_);
+    } else if (!requested_.empty()) {
+      auto [xid, items] = *requested_.begin();
+      requested_.erase(requested_.begin());
+      std::vector<PropertyDecision> decisions;
+      for (size_t i = 0; i < items; ++i) {
+        if (in_.Byte() % 2) {
+          decisions.push_back(in_.Bytes(in_.Byte() % 6));
+        } else {
+          decisions.push_back(std::nullopt);
+        }
+      }
+      if (in_.Byte() % 8 == 0) decisions.push_back(std::nullopt);  // too many
+      (void)engine_->DecideProperties(xid, std::move(decisions), out_);
+    }
+  }
+
   uint32_t PickXid() {
     if (!started_.empty() && in_.Byte() % 4 != 0) {
       auto it = started_.begin();
@@ -513,8 +625,25 @@ class Driver {
         Finished(f->call);
       } else if (std::holds_alternative<CloseConnection>(a)) {
         closed_ = true;
+      } else if (auto* pa = std::get_if<PropertiesAnswered>(&a)) {
+        Check(exchanges_.erase(pa->xid) == 1);  // started, answered once
+      } else if (auto* oa = std::get_if<OptionalAnswered>(&a)) {
+        Check(exchanges_.erase(oa->xid) == 1);
+      } else if (auto* o = std::get_if<DeliverOptional>(&a)) {
+        Check(o->type == kOptType);
+        Check(optionals_.insert(o->xid).second);
+      } else if (auto* pr = std::get_if<PropertiesRequested>(&a)) {
+        Check(!pr->wanted.empty());
+        for (const auto& item : pr->wanted) {
+          Check(item.second.which == kExpProp);
+        }
+        requested_[pr->xid] = pr->wanted.size();
       }
     }
+    // version_two.h: at most kControlWindow of this side's messages
+    // without RPC await their answer.
+    Check(engine_->version_two().slots_used <= kControlWindow);
+    Check(engine_->version_two().in_flight.size() <= kControlWindow);
     Check(engine_->calls_outstanding() <= requester_limit_);
     Check(engine_->calls_unanswered() <= responder_grant_);
     if (config_.max_reassembly_bytes != 0) {
@@ -609,6 +738,11 @@ class Driver {
   std::map<CallId, std::vector<uint32_t>> handles_by_call_;
   std::deque<CallBuffers> buffers_;  // stable: spans point into them
   std::deque<std::vector<uint8_t>> reply_buffers_;
+  // Version two: this side's exchanges awaiting their answer; the peer's
+  // optional messages and property requests awaiting this side's.
+  std::set<uint32_t> exchanges_;
+  std::set<uint32_t> optionals_;
+  std::map<uint32_t, size_t> requested_;
 };
 
 }  // namespace
