@@ -266,6 +266,8 @@ void PropertyChangeRpcrdma(benchmark::State& state) {
   config::TransportConfig config;
   config.set_version_policy(config::TransportConfig::V2);
   config.mutable_inline_threshold()->set_receive_grantable(16384);
+  // A side asks for no more than it sends inline (properties.cc).
+  config.mutable_inline_threshold()->set_send(16384);
   auto server = Server::Create(FreshUri(), config, perf::ServeCall);
   if (!server.ok()) std::abort();
   auto channel = Channel::Create((*server)->uri(), config);
@@ -276,6 +278,24 @@ void PropertyChangeRpcrdma(benchmark::State& state) {
       state.SkipWithError("request declined");
     }
     size = size == 8192 ? 16384 : 8192;
+  }
+}
+
+// The cost of an update (draft-04 §5.3.4): the Channel states its receive
+// buffer size again (RDMA2_UPDPROP) and waits for the answer to the empty
+// RDMA2_REQPROP that follows it, which shows the Server took it.
+void PropertyUpdateRpcrdma(benchmark::State& state) {
+  config::TransportConfig config;
+  config.set_version_policy(config::TransportConfig::V2);
+  config.mutable_inline_threshold()->set_receive_grantable(16384);
+  auto server = Server::Create(FreshUri(), config, perf::ServeCall);
+  if (!server.ok()) std::abort();
+  auto channel = Channel::Create((*server)->uri(), config);
+  if (!channel.ok()) std::abort();
+  for (auto _ : state) {
+    if (!(*channel)->UpdateReceiveSize(16384).ok()) {
+      state.SkipWithError("update failed");
+    }
   }
 }
 
@@ -575,6 +595,8 @@ void Register() {
         ->UseRealTime();
   }
   RegisterBenchmark("Version/property_change", PropertyChangeRpcrdma)
+      ->UseRealTime();
+  RegisterBenchmark("Version/property_update", PropertyUpdateRpcrdma)
       ->UseRealTime();
   RegisterBenchmark("IdleConnections", IdleConnections)
       ->Arg(0)
