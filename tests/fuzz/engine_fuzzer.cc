@@ -32,86 +32,12 @@
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
+#include "tests/fuzz/engine_fuzz_support.h"
 
 namespace {
 
-using namespace rpcrdma::engine;  // NOLINT: a test driver
-namespace wire = rpcrdma::wire;
-
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
-
-constexpr uint32_t kOptType = 0x4F505431;
-constexpr uint32_t kExpProp = wire::kFirstExperimentalPropId + 1;
-
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return at_ >= size_; }
-  uint32_t Byte() { return at_ < size_ ? data_[at_++] : 0u; }
-  uint32_t Word() {
-    uint32_t w = 0;
-    for (int i = 0; i < 4; ++i) w = (w << 8) | Byte();
-    return w;
-  }
-  std::vector<uint8_t> Bytes(size_t n) {
-    std::vector<uint8_t> out;
-    while (n-- > 0 && !empty()) out.push_back(data_[at_++]);
-    return out;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t at_ = 0;
-};
-
-class Exposer : public MemoryExposer {
- public:
-  absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
-                                       uint32_t) override {
-    uint32_t handle = next_++;
-    valid[handle] = true;
-    return wire::Segment{handle, static_cast<uint32_t>(memory.size()),
-                         uint64_t{handle} << 32};
-  }
-  std::map<uint32_t, bool> valid;
-
- private:
-  uint32_t next_ = 0x100;
-};
-
-class Budget : public ReassemblyBudget {
- public:
-  explicit Budget(uint64_t capacity) : capacity_(capacity) {}
-  bool TryReserve(uint64_t bytes) override {
-    if (held + bytes > capacity_) return false;
-    held += bytes;
-    return true;
-  }
-  void Release(uint64_t bytes) override {
-    Check(bytes <= held);
-    held -= bytes;
-  }
-  uint64_t capacity() const override { return capacity_; }
-  uint64_t held = 0;
-
- private:
-  uint64_t capacity_;
-};
-
-void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  uint8_t b[4];
-  wire::StoreBigEndian32(b, w);
-  out.insert(out.end(), b, b + 4);
-}
-
-std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : words) AppendWord(out, w);
-  return out;
-}
+using namespace rpcrdma::engine;        // NOLINT: a test driver
+using namespace rpcrdma::engine::fuzz;  // NOLINT
 
 class Driver {
  public:
@@ -203,53 +129,9 @@ class Driver {
   std::vector<uint8_t> ToVersionTwo(const std::vector<uint8_t>& bytes) {
     const uint32_t xid =
         bytes.size() >= 4 ? wire::LoadBigEndian32(bytes.data()) : 0;
-    switch (in_.Byte() % 24) {
-      case 0:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2Optional{wire::MsgDirection::kCall, in_.Word(),
-                             in_.Bytes(in_.Byte() % 8)}});
-      case 1:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2ReqProp{{wire::MakeRbsizProperty(in_.Word())}}});
-      case 2:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2UpdProp{{wire::MakeRbsizProperty(in_.Word())}}});
-      case 3: {
-        wire::V2Error e;
-        e.code = static_cast<wire::V2ErrorCode>(1 + in_.Byte() % 10);
-        e.vers_low = e.max_chunks = e.max_segments = e.chunk_index = in_.Byte();
-        e.vers_high = e.length_needed = in_.Word();
-        return wire::EncodeV2(wire::V2Header{xid, 2, in_.Byte() % 6, e});
-      }
-      case 4: {  // an answer to one of this side's exchanges, or to none
-        wire::V2ResProp r{{in_.Byte()}, {in_.Byte()}, {}};
-        if (in_.Byte() % 2) r.other.push_back(RandomProperty());
-        return wire::EncodeV2(
-            wire::V2Header{PickExchange(), 2, in_.Byte() % 6, std::move(r)});
-      }
-      case 5:
-        return wire::EncodeV2(wire::V2Header{
-            PickExchange(), 2, in_.Byte() % 6,
-            wire::V2Optional{wire::MsgDirection::kReply,
-                             in_.Byte() % 2 ? kOptType : in_.Word(),
-                             in_.Bytes(in_.Byte() % 8)}});
-      case 6:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2ReqProp{{RandomProperty(), RandomProperty()}}});
-      case 7:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6, wire::V2UpdProp{{RandomProperty()}}});
-      case 8:
-        return wire::EncodeV2(
-            wire::V2Header{xid, 2, in_.Byte() % 6,
-                           wire::V2Optional{wire::MsgDirection::kCall, kOptType,
-                                            in_.Bytes(in_.Byte() % 8)}});
-      default:
-        break;
+    if (std::optional<std::vector<uint8_t>> own =
+            VersionTwoMessage(in_, xid, PickExchange())) {
+      return *std::move(own);
     }
     auto d = wire::DecodeV1(bytes);
     if (!d.ok() || d->header.chunks() == nullptr) {
@@ -513,20 +395,6 @@ class Driver {
     Apply();
   }
 
-  wire::PropVal RandomProperty() {
-    switch (in_.Byte() % 4) {
-      case 0:
-        return wire::MakeRbsizProperty(
-            in_.Byte() % 2 ? 1024u * (in_.Byte() % 12) : in_.Word());
-      case 1:
-        return {wire::kPropIdBrs, Words({in_.Byte() % 4})};
-      case 2:
-        return {kExpProp, in_.Bytes(in_.Byte() % 6)};
-      default:
-        return {in_.Word(), in_.Bytes(in_.Byte() % 6)};
-    }
-  }
-
   uint32_t PickExchange() {
     if (!exchanges_.empty() && in_.Byte() % 4 != 0) {
       auto it = exchanges_.begin();
@@ -540,10 +408,10 @@ class Driver {
     absl::StatusOr<uint32_t> xid;
     switch (in_.Byte() % 3) {
       case 0:
-        xid = engine_->RequestProperties({RandomProperty()}, out_);
+        xid = engine_->RequestProperties({RandomProperty(in_)}, out_);
         break;
       case 1:
-        xid = engine_->UpdateProperties({RandomProperty()}, out_);
+        xid = engine_->UpdateProperties({RandomProperty(in_)}, out_);
         break;
       default:
         xid = engine_->StartOptional(in_.Byte() % 2 ? kOptType : in_.Byte(),
