@@ -188,7 +188,7 @@ absl::Status Engine::DecideProperties(uint32_t xid,
   }
   VersionTwoState::Undecided u = std::move(it->second);
   v2_.undecided.erase(it);
-  wire::V2ResProp answer = std::move(u.answer);
+  wire::V2ResProp answer = u.answer;  // the engine's own decisions, kept
   wire::PropSet applied;
   for (size_t k = 0; k < decisions.size(); ++k) {
     const size_t i = u.indices[k];
@@ -208,18 +208,18 @@ absl::Status Engine::DecideProperties(uint32_t xid,
   const wire::V2Header header{xid, wire::kRpcRdmaVersion2, responder_grant_,
                               std::move(answer)};
   if (wire::V2EncodedSize(header) > thresholds_.send) {
-    // The values do not fit the peer's receive buffers: none is taken.
-    wire::V2ResProp rejected = std::get<wire::V2ResProp>(header.body);
-    rejected.other.clear();
+    // The values do not fit the peer's receive buffers: none of the
+    // owner's is taken (the engine's own decisions stand).
+    wire::V2ResProp rejected = std::move(u.answer);
     for (size_t i : u.indices) wire::SubsetAdd(rejected.rejected, i);
-    rejected.done.clear();
     SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
                           std::move(rejected)},
            out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer with these values exceeds the peer's receive buffer "
         "size, ",
-        thresholds_.send, " octets (draft-04 §5.2.1): every change rejected"));
+        thresholds_.send,
+        " octets (draft-04 §5.2.1): the owner's changes are rejected"));
   }
   for (const wire::PropVal& p : applied) {
     SetProperty(v2_.local_experimental, p);

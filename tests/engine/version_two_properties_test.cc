@@ -287,6 +287,36 @@ TEST(VersionTwoProperties, V2Draft_5_4_2_OwnerDecidesExperimentalRequests) {
   }
 }
 
+// §5.3.3 with §5.2.1: an answer whose values would not fit the peer's
+// receive buffers rejects the owner's changes; the engine's own decisions
+// (here a receive buffer size granted) stand.
+TEST(VersionTwoProperties, V2Draft_5_3_3_AnAnswerTooLargeRejectsTheOwners) {
+  Config server = V2ServerConfig();
+  server.experimental_properties = {{kServerProp, {1}}};
+  server.decides_properties = true;
+  Loopback link(V2ClientConfig(4096, 8192), server);
+  link.Connect();
+  auto xid = link.a.Do([&](Actions& out) {
+    return link.a.engine.RequestProperties({Rbsiz(4096), {kServerProp, {2}}},
+                                           out);
+  });
+  ASSERT_TRUE(xid.ok()) << xid.status();
+  link.Run();
+  ASSERT_EQ(link.b.properties_requested.size(), 1u);
+  const absl::Status s = link.b.Do([&](Actions& out) {
+    return link.b.engine.DecideProperties(*xid, {std::vector<uint8_t>(5000, 7)},
+                                          out);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  link.Run();
+  ExpectNoLinkErrors(link);
+  ASSERT_EQ(link.a.properties_answered.size(), 1u);
+  EXPECT_EQ(link.a.properties_answered[0].accepted,
+            (std::vector<bool>{true, false}));
+  EXPECT_EQ(link.b.engine.version_two().local_experimental,
+            (wire::PropSet{{kServerProp, {1}}}));
+}
+
 // §5.3.3: a value in rdma_other for a requested property is a partial
 // grant; one for a property not requested is ignored.
 TEST(VersionTwoProperties, V2Draft_5_3_3_OtherIsAPartialGrantForeignIgnored) {
