@@ -152,8 +152,8 @@ class ChannelCore final : public runtime::Source,
   };
   // Starts a version-two operation on the connection (`start`, under the
   // lock) and waits for its answer at most `timeout`.
-  template <typename Answer, typename Start>
-  absl::StatusOr<Answer> AwaitVersionTwo(Start start,
+  template <typename Answer, typename Operation>
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
                                          std::chrono::milliseconds timeout);
 
   // Runs `outcomes` (callbacks, backward handler) outside the mutex.

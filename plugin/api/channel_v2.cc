@@ -16,9 +16,9 @@ void ChannelCore::SetVersionTwo(VersionTwoOptions options) {
       std::make_shared<const VersionTwoOptions>(std::move(options)));
 }
 
-template <typename Answer, typename Start>
+template <typename Answer, typename Operation>
 absl::StatusOr<Answer> ChannelCore::AwaitVersionTwo(
-    Start start, std::chrono::milliseconds timeout) {
+    Operation start, std::chrono::milliseconds timeout) {
   std::optional<VersionTwoUser::Wait<Answer>> wait;
   std::optional<Clock::time_point> wake;
   Outcomes o;

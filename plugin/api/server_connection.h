@@ -115,8 +115,8 @@ class ServerConnection final
     // Version two's handlers and decisions (version_two_user.h).
     std::vector<std::function<void()>> jobs;
   };
-  template <typename Answer, typename Start>
-  absl::StatusOr<Answer> AwaitVersionTwo(Start start,
+  template <typename Answer, typename Operation>
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
                                          std::chrono::milliseconds timeout);
 
   void Work(bool readable);

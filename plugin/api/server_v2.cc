@@ -13,9 +13,9 @@
 namespace rpcrdma {
 namespace api_internal {
 
-template <typename Answer, typename Start>
+template <typename Answer, typename Operation>
 absl::StatusOr<Answer> ServerConnection::AwaitVersionTwo(
-    Start start, std::chrono::milliseconds timeout) {
+    Operation start, std::chrono::milliseconds timeout) {
   std::optional<VersionTwoUser::Wait<Answer>> wait;
   std::optional<Clock::time_point> wake;
   Outcomes o;

@@ -244,8 +244,8 @@ struct Config {
   // answered RDMA2_ERR_INVALID_OPTION); whether its owner decides the
   // peer's requests to change experimental properties (PropertiesRequested;
   // otherwise they are rejected).
-  wire::PropSet experimental_properties;
-  std::set<uint32_t> optional_types;
+  wire::PropSet experimental_properties = {};
+  std::set<uint32_t> optional_types = {};
   bool decides_properties = false;
 };
 

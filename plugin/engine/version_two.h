@@ -63,8 +63,8 @@ struct PropertiesRequested {
 struct DeliverOptional {
   uint32_t xid = 0;
   uint32_t type = 0;
-  std::vector<uint8_t> info;
-  std::vector<uint8_t> payload;
+  std::vector<uint8_t> info = {};
+  std::vector<uint8_t> payload = {};
 };
 
 // The peer answered StartOptional: its RDMA2_OPTIONAL (REPLY) with
@@ -72,9 +72,9 @@ struct DeliverOptional {
 // in the status) or the connection's loss (UNAVAILABLE).
 struct OptionalAnswered {
   uint32_t xid = 0;
-  absl::Status status;
-  std::vector<uint8_t> info;
-  std::vector<uint8_t> payload;
+  absl::Status status = absl::OkStatus();
+  std::vector<uint8_t> info = {};
+  std::vector<uint8_t> payload = {};
 };
 
 // The owner's decision on one requested experimental property: the value

@@ -73,6 +73,9 @@ struct Transport {
   std::function<std::string()> listen_uri;
 };
 void PrintTo(const Transport& t, std::ostream* os) { *os << t.name; }
+std::string TransportName(const ::testing::TestParamInfo<Transport>& p) {
+  return p.param.name;
+}
 
 class VersionTwoApiTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -392,9 +395,7 @@ INSTANTIATE_TEST_SUITE_P(
         Transport{"SoftUnix", [] { return test_calls::UniqueUnixUri("v2"); }},
         Transport{"SoftTcp",
                   [] { return std::string("soft+tcp://127.0.0.1:0"); }}),
-    [](const ::testing::TestParamInfo<Transport>& info) {
-      return info.param.name;
-    });
+    TransportName);
 #else
 INSTANTIATE_TEST_SUITE_P(VersionTwo, VersionTwoApiTest,
                          ::testing::Values(Transport{
@@ -403,9 +404,7 @@ INSTANTIATE_TEST_SUITE_P(VersionTwo, VersionTwoApiTest,
                                return absl::StrCat(
                                    "rdma://", testutil::RdmaTestHost(), ":0");
                              }}),
-                         [](const ::testing::TestParamInfo<Transport>& info) {
-                           return info.param.name;
-                         });
+                         TransportName);
 #endif
 
 }  // namespace

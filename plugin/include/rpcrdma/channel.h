@@ -103,7 +103,7 @@ struct ChannelOptions {
   // Version two: experimental properties and optional message handlers
   // (rpcrdma/version_two.h); INVALID_ARGUMENT from Create naming what is
   // wrong with them.
-  VersionTwoOptions version_two;
+  VersionTwoOptions version_two = {};
 };
 
 class Channel {

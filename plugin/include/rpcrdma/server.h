@@ -92,7 +92,7 @@ struct ServerOptions {
   std::function<void(const ServerConnectionEvent&)> on_connection;
   // Version two: experimental properties and optional message handlers
   // (rpcrdma/version_two.h), for every connection in version two.
-  VersionTwoOptions version_two;
+  VersionTwoOptions version_two = {};
 };
 
 class Server {

@@ -218,8 +218,8 @@ struct ConnectionInfo {
   // side's), this side's experimental properties as in effect and the
   // peer's as it last stated them (§5.4.2).
   uint32_t peer_receive_buffer_size = 0;
-  std::vector<TransportProperty> properties;
-  std::vector<TransportProperty> peer_properties;
+  std::vector<TransportProperty> properties = {};
+  std::vector<TransportProperty> peer_properties = {};
 
   friend bool operator==(const ConnectionInfo&,
                          const ConnectionInfo&) = default;

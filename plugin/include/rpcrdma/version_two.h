@@ -22,7 +22,7 @@ namespace rpcrdma {
 // encoding of its value (empty: the property's default).
 struct TransportProperty {
   uint32_t id = 0;
-  std::vector<uint8_t> value;
+  std::vector<uint8_t> value = {};
   friend bool operator==(const TransportProperty&,
                          const TransportProperty&) = default;
 };
@@ -37,8 +37,8 @@ inline constexpr uint32_t kFirstExperimentalPropertyId = 4294967040u;
 // receive buffer size.
 struct OptionalMessage {
   uint32_t type = 0;
-  std::vector<uint8_t> info;
-  std::vector<uint8_t> payload;
+  std::vector<uint8_t> info = {};
+  std::vector<uint8_t> payload = {};
 };
 
 // Serves the optional messages of one type: returns the answer, sent as an
@@ -62,14 +62,14 @@ struct VersionTwoOptions {
   // once) stated in this side's RDMA2_CONNPROP at connect (§5.3.1), which
   // must fit the 1024 octets every peer receives first; only these can
   // change later (UpdateProperties, or the peer's request).
-  std::vector<TransportProperty> properties;
+  std::vector<TransportProperty> properties = {};
   // Handlers by optional type. Types 1 to 4 are the property operations
   // of §5.3 (Table 2) and cannot be used. An optional message of any other
   // type is answered RDMA2_ERR_INVALID_OPTION (§4.1).
-  std::map<uint32_t, OptionalHandler> optional_handlers;
+  std::map<uint32_t, OptionalHandler> optional_handlers = {};
   // Without it, every request to change an experimental property is
   // rejected.
-  PropertyDecider property_decider;
+  PropertyDecider property_decider = nullptr;
 };
 
 // The peer's answer to RequestPeerProperties (RDMA2_RESPROP, §5.3.3):
@@ -78,8 +78,8 @@ struct VersionTwoOptions {
 // as not done); `other` holds the values the peer reported instead, for
 // requested properties only.
 struct PropertyAnswer {
-  std::vector<bool> done;
-  std::vector<TransportProperty> other;
+  std::vector<bool> done = {};
+  std::vector<TransportProperty> other = {};
 };
 
 }  // namespace rpcrdma
