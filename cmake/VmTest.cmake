@@ -12,6 +12,11 @@ set(RPCRDMA_VM_CACHE "${CMAKE_BINARY_DIR}/vm-cache"
 set(RPCRDMA_VM_TIMEOUT 300
     CACHE STRING "Seconds a VM test may run before run-in-vm.sh stops it")
 set(RPCRDMA_VM_DIR "${CMAKE_CURRENT_LIST_DIR}/../interop/vm")
+# The capture of a version-two session over rdma:// that api.verbs writes
+# (fixture v2_vm_capture) and the version-two oracles read
+# (interop/xdr_v2, interop/wireshark).
+set(RPCRDMA_V2_VM_CAPTURE
+    "${CMAKE_BINARY_DIR}/tests/api/api.verbs.vm/v2-live.pcap")
 cmake_path(NORMAL_PATH RPCRDMA_VM_DIR)
 
 # rpcrdma_add_vm_test(NAME <name> [SERVICES <svc>...] [RO <dir>...]

@@ -38,6 +38,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/api/process_counters.h"
+#include "bench/api/property_bench.h"
 #include "bench/api/thrift_baseline.h"
 #include "bench/api/tirpc_baseline.h"
 #include "rpcrdma/channel.h"
@@ -257,26 +258,6 @@ void VersionRpcrdma(benchmark::State& state,
   });
   state.counters["version"] =
       static_cast<double>((*channel)->connection_info().version);
-}
-
-// The cost of a property change (draft-04 §5.3): a round trip of
-// RDMA2_REQPROP and RDMA2_RESPROP, the receive buffer size alternating
-// between two sizes the Server grants; compare with Version/rpcrdma_v2/0.
-void PropertyChangeRpcrdma(benchmark::State& state) {
-  config::TransportConfig config;
-  config.set_version_policy(config::TransportConfig::V2);
-  config.mutable_inline_threshold()->set_receive_grantable(16384);
-  auto server = Server::Create(FreshUri(), config, perf::ServeCall);
-  if (!server.ok()) std::abort();
-  auto channel = Channel::Create((*server)->uri(), config);
-  if (!channel.ok()) std::abort();
-  uint32_t size = 8192;
-  for (auto _ : state) {
-    if (!(*channel)->RequestPeerReceiveSize(size).ok()) {
-      state.SkipWithError("request declined");
-    }
-    size = size == 8192 ? 16384 : 8192;
-  }
 }
 
 // 16 Channels, 32 calls in flight on each, for as long as a benchmark
@@ -575,6 +556,8 @@ void Register() {
         ->UseRealTime();
   }
   RegisterBenchmark("Version/property_change", PropertyChangeRpcrdma)
+      ->UseRealTime();
+  RegisterBenchmark("Version/property_update", PropertyUpdateRpcrdma)
       ->UseRealTime();
   RegisterBenchmark("IdleConnections", IdleConnections)
       ->Arg(0)

@@ -24,11 +24,17 @@ absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     absl::string_view uri, const config::TransportConfig& config,
     ChannelOptions options) {
+  if (absl::Status s =
+          api_internal::VersionTwoUser::Validate(options.version_two);
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::shared_ptr<Runtime>> runtime =
       api_internal::RuntimeAccess::OrDefault(std::move(options.runtime));
   if (!runtime.ok()) return runtime.status();
   auto core = std::make_shared<api_internal::ChannelCore>(
       *std::move(runtime), std::move(options.backward_handler));
+  core->SetVersionTwo(std::move(options.version_two));
   if (absl::Status s = core->Start(uri, config); !s.ok()) {
     core->Shutdown();
     return s;
@@ -76,6 +82,28 @@ ConnectionInfo Channel::connection_info() const {
 absl::Status Channel::RequestPeerReceiveSize(
     uint32_t octets, std::chrono::milliseconds timeout) {
   return core_->RequestPeerReceiveSize(octets, timeout);
+}
+
+absl::Status Channel::UpdateReceiveSize(uint32_t octets,
+                                        std::chrono::milliseconds timeout) {
+  return core_->UpdateReceiveSize(octets, timeout);
+}
+
+absl::Status Channel::UpdateProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  return core_->UpdateProperties(std::move(properties), timeout);
+}
+
+absl::StatusOr<PropertyAnswer> Channel::RequestPeerProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  return core_->RequestPeerProperties(std::move(properties), timeout);
+}
+
+absl::StatusOr<OptionalMessage> Channel::SendOptional(
+    OptionalMessage message, std::chrono::milliseconds timeout) {
+  return core_->SendOptional(std::move(message), timeout);
 }
 
 }  // namespace rpcrdma

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/api/runtime_loops.h"
 #include "plugin/log/logging.h"
+#include "plugin/wire/v2.h"
 
 namespace rpcrdma::api_internal {
 
@@ -73,6 +74,7 @@ absl::Status ChannelCore::Start(absl::string_view uri,
   uri_ = std::string(uri);
   ecfg_ =
       EngineConfigFor(resolved, Role::kRequester, backward_handler_ != nullptr);
+  v2_.Configure(ecfg_);
   if (resolved.inline_settings.cm_private_data) {
     engine::Engine probe(ecfg_, nullptr);
     auto pd = probe.LocalPrivateData();
@@ -288,6 +290,7 @@ void ChannelCore::Defer(Outcomes o) {
 void ChannelCore::RunOutcomes(Outcomes& o) {
   for (auto& [done, result] : o.completions) done(std::move(result));
   for (HandlerJob& job : o.calls) RunHandler(job);
+  for (std::function<void()>& job : o.jobs) job();
   // o.released and o.dropped release their replies as `o` goes.
 }
 
@@ -296,6 +299,10 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
   std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
+    if (v2_.Collect(a, /*connection=*/0, generation_, weak_from_this(),
+                    o.jobs)) {
+      continue;
+    }
     if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
       Finish(c->call, Reply{std::move(c->reply), std::move(c->result_lengths)},
              o);
@@ -316,52 +323,8 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
       if (auto released = replies_.Sent(*conn_, r->call)) {
         o.released.push_back(std::move(*released));
       }
-    } else if (auto* p = std::get_if<engine::PropertiesAnswered>(&a)) {
-      auto wait = property_waits_.find(p->xid);
-      if (wait == property_waits_.end()) continue;  // it timed out
-      absl::Status answer;
-      if (p->connection_lost) {
-        answer = absl::UnavailableError(
-            "channel: connection lost before the server answered the "
-            "property request");
-      } else if (p->accepted.empty() || !p->accepted[0]) {
-        answer = absl::FailedPreconditionError(
-            "channel: the server declined the receive buffer size "
-            "(RDMA2_RESPROP rejected it, draft-04 §5.3.3)");
-      }
-      wait->second->set_value(std::move(answer));
-      property_waits_.erase(wait);
     }
   }
-}
-
-absl::Status ChannelCore::RequestPeerReceiveSize(
-    uint32_t octets, std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  std::future<absl::Status> answer = promise->get_future();
-  uint32_t xid = 0;
-  Outcomes o;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!Up()) return absl::UnavailableError("channel: not connected");
-    absl::StatusOr<uint32_t> sent =
-        conn_->RequestProperties({wire::MakeRbsizProperty(octets)});
-    if (!sent.ok()) return sent.status();
-    xid = *sent;
-    property_waits_[xid] = promise;
-    conn_->Poll();
-    CollectUpcalls(o);
-    UpdateInterest();
-  }
-  Defer(std::move(o));
-  if (answer.wait_for(timeout) == std::future_status::ready) {
-    return answer.get();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  // Answered while this thread took the lock.
-  if (property_waits_.erase(xid) == 0) return answer.get();
-  return absl::DeadlineExceededError(
-      "channel: no answer to the property request in time");
 }
 
 // Delivers the outcome of the call and forgets it.
@@ -578,8 +541,12 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
   }
   reading_for_blocking_calls_ = false;
   // Parked: the loop keeps not watching until a call that needs it. Not
-  // with a backward handler, whose calls may come at any time.
-  parked_for_blocking_calls_ = backward_handler_ == nullptr;
+  // with a backward handler, whose calls may come at any time, nor in
+  // version two, whose peer may send property and optional messages at
+  // any time (draft-04 §5.3, §4.1), some awaiting this side's answer.
+  parked_for_blocking_calls_ =
+      backward_handler_ == nullptr &&
+      (conn_ == nullptr || conn_->engine().version() != wire::kRpcRdmaVersion2);
   if (conn_.get() == conn && conn_watch_.get() == watch) UpdateInterest();
   // Whoever waits takes the reading over.
   blocking_cv_.notify_all();

@@ -32,6 +32,7 @@
 #include "plugin/api/connection.h"
 #include "plugin/api/limits.h"
 #include "plugin/api/reply_target.h"
+#include "plugin/api/version_two_user.h"
 #include "plugin/runtime/event_loop.h"
 #include "plugin/runtime/fd_watch.h"
 #include "plugin/runtime/worker_pool.h"
@@ -49,6 +50,7 @@ struct HandlerJob {
 
 class ChannelCore final : public runtime::Source,
                           public ReplyTarget,
+                          public VersionTwoTarget,
                           public std::enable_shared_from_this<ChannelCore> {
  public:
   ChannelCore(std::shared_ptr<Runtime> runtime, CallHandler backward_handler);
@@ -72,8 +74,24 @@ class ChannelCore final : public runtime::Source,
   Metrics metrics() const;
   bool connected() const { return connected_.load(); }
   ConnectionInfo connection_info() const;
+  // Version two (channel_v2.cc; rpcrdma/version_two.h). The options are
+  // set before Start().
+  void SetVersionTwo(VersionTwoOptions options);
   absl::Status RequestPeerReceiveSize(uint32_t octets,
                                       std::chrono::milliseconds timeout);
+  absl::Status UpdateReceiveSize(uint32_t octets,
+                                 std::chrono::milliseconds timeout);
+  absl::Status UpdateProperties(std::vector<TransportProperty> properties,
+                                std::chrono::milliseconds timeout);
+  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
+      std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout);
+  absl::StatusOr<OptionalMessage> SendOptional(
+      OptionalMessage message, std::chrono::milliseconds timeout);
+  // VersionTwoTarget: a handler's answer.
+  absl::Status OnConnection(
+      uint64_t generation,
+      absl::FunctionRef<absl::Status(Connection&)> op) override;
 
   // runtime::Source: the Channel's deadlines (its descriptors have watches
   // of their own).
@@ -131,11 +149,18 @@ class ChannelCore final : public runtime::Source,
     absl::InlinedVector<HandlerJob, 2> calls;
     absl::InlinedVector<ReleasingReply, 2> released;
     std::vector<ReleasingReply> dropped;  // a lost connection's replies
+    // Version two's handlers and decisions (version_two_user.h).
+    std::vector<std::function<void()>> jobs;
     bool empty() const {
       return completions.empty() && calls.empty() && released.empty() &&
-             dropped.empty();
+             dropped.empty() && jobs.empty();
     }
   };
+  // Starts a version-two operation on the connection (`start`, under the
+  // lock) and waits for its answer at most `timeout`.
+  template <typename Answer, typename Operation>
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
+                                         std::chrono::milliseconds timeout);
 
   // Runs `outcomes` (callbacks, backward handler) outside the mutex.
   void RunOutcomes(Outcomes& outcomes);
@@ -203,10 +228,9 @@ class ChannelCore final : public runtime::Source,
   mutable std::mutex mu_;
   // The connection's upcalls, taken each round into the same vector.
   std::vector<engine::Action> upcall_scratch_;
-  // RequestPeerReceiveSize calls awaiting the peer's answer, by the
-  // request's XID; filled by CollectUpcalls.
-  absl::flat_hash_map<uint32_t, std::shared_ptr<std::promise<absl::Status>>>
-      property_waits_;
+  // Version two: the user's options, and the operations awaiting the
+  // peer's answer (filled by CollectUpcalls).
+  VersionTwoUser v2_;
   std::mt19937 rng_{std::random_device{}()};
   std::unique_ptr<Connection> conn_;
   std::unique_ptr<runtime::FdWatch> conn_watch_;

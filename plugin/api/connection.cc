@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -140,8 +139,7 @@ fabric::EndpointOptions EndpointOptionsFor(const engine::Config& config) {
   o.owner_driven = true;
   // Receives: one per credit plus slack. Send queue: per call a Send, its
   // window binds and invalidations, reads and writes.
-  const uint32_t receives = config.credits + config.backchannel_credits +
-                            config.peer_backchannel_credits;
+  const uint32_t receives = engine::Engine::ReceivesFor(config);
   o.recv_queue_depth = std::min<uint32_t>(receives + 8, 4096);
   o.send_queue_depth = std::min<uint32_t>(config.credits * 16 + 64, 4096);
   return o;
@@ -211,14 +209,19 @@ void Connection::Run(engine::Actions& actions) {
   running_ = false;
   // Published under the lock only when they change: the peak rarely, the
   // connection's settings until the version negotiation is over.
+  // Version two's properties change on a live connection (epoch).
   const uint32_t outstanding = engine_.calls_outstanding();
   const bool new_peak = outstanding > peak_outstanding_;
-  if (!new_peak && info_settled_) return;
+  const uint64_t epoch = engine_.version_two().epoch;
+  if (!new_peak && info_settled_ && epoch == info_epoch_) return;
   peak_outstanding_ = std::max(peak_outstanding_, outstanding);
   std::optional<ConnectionInfo> info;
-  if (!info_settled_) {
+  if (!info_settled_ || epoch != info_epoch_) {
     info = ComputeInfo();
-    info_settled_ = engine_.connected() && !engine_.negotiating();
+    info_epoch_ = epoch;
+    if (!info_settled_) {
+      info_settled_ = engine_.connected() && !engine_.negotiating();
+    }
   }
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
@@ -226,13 +229,6 @@ void Connection::Run(engine::Actions& actions) {
     if (info) info_ = *info;
   }
   if (info && info_settled_) LogSetUp(*info);
-}
-
-absl::StatusOr<uint32_t> Connection::RequestProperties(wire::PropSet want) {
-  absl::StatusOr<uint32_t> xid =
-      engine_.RequestProperties(std::move(want), operation_actions_);
-  Run(operation_actions_);
-  return xid;
 }
 
 absl::StatusOr<engine::CallId> Connection::StartCall(
@@ -342,13 +338,11 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
              std::holds_alternative<engine::ReplySent>(action) ||
              std::holds_alternative<engine::CompleteCall>(action)) {
     upcalls_.push_back(std::move(action));
-  } else if (std::holds_alternative<engine::PropertiesAnswered>(action)) {
-    // A granted property changed the thresholds connection_info() reports.
-    ConnectionInfo info = ComputeInfo();
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      info_ = std::move(info);
-    }
+  } else if (std::holds_alternative<engine::PropertiesAnswered>(action) ||
+             std::holds_alternative<engine::PropertiesRequested>(action) ||
+             std::holds_alternative<engine::DeliverOptional>(action) ||
+             std::holds_alternative<engine::OptionalAnswered>(action)) {
+    // Version two; what they changed is published as Run() ends.
     upcalls_.push_back(std::move(action));
   } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
     // A call ended by the connection's loss says what was lost, when known.
@@ -607,115 +601,6 @@ void Connection::OnCompletion(const fabric::Completion& c,
       break;
     }
   }
-}
-
-namespace {
-
-// Read chunks are runs of segments with the same position (RFC 8166
-// §3.4.5 lists a chunk's segments together).
-uint64_t DistinctPositions(const wire::ChunkLists& chunks) {
-  uint64_t n = 0;
-  for (size_t i = 0; i < chunks.reads.size(); ++i) {
-    n += i == 0 || chunks.reads[i].position != chunks.reads[i - 1].position;
-  }
-  return n;
-}
-
-}  // namespace
-
-void Connection::Count(uint64_t Counters::*field) {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  ++(counters_.*field);
-}
-
-void Connection::CountMessage(const engine::MessageSeen& seen) {
-  const bool sent = seen.sent;
-  if (seen.v2_error) {
-    // The answer to a version-two probe (draft-04 §7.2) may come as a
-    // version-two RDMA2_ERROR, as Linux sends it.
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++(sent ? counters_.errors_sent : counters_.errors_received);
-    }
-    LogRdmaError(sent, seen.xid, "RDMA2_ERROR");
-    return;
-  }
-  if (seen.header == nullptr) {
-    if (!sent && seen.error != nullptr) {
-      undecodable_.emplace(seen.xid, seen.error->message);
-    }
-    return;
-  }
-  const wire::V1Header& h = *seen.header;
-  if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
-    {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++(sent ? counters_.errors_sent : counters_.errors_received);
-    }
-    LogRdmaError(sent, h.xid,
-                 err->code == wire::V1ErrorCode::kVers
-                     ? absl::StrCat("ERR_VERS (versions ", err->vers_low,
-                                    " to ", err->vers_high, ")")
-                     : std::string(wire::V1ErrorCodeName(err->code)));
-    return;
-  }
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  const wire::ChunkLists* chunks = h.chunks();
-  if (chunks == nullptr) return;
-  const bool is_call = seen.is_call;
-  // Forward calls go from the requester to the responder; a call the
-  // other way is a backward call (RFC 8167).
-  const bool forward = is_call == (sent == (role_ == Role::kRequester));
-  if (!forward) {
-    ++(is_call ? counters_.backward_calls : counters_.backward_replies);
-    return;
-  }
-  if (is_call) {
-    ++counters_.calls;
-    if (h.proc() == wire::V1Proc::kNoMsg) {
-      ++counters_.long_calls;
-    } else if (chunks->reads.empty()) {
-      ++counters_.inline_calls;
-    } else {
-      ++counters_.read_chunk_calls;
-      counters_.read_chunks += DistinctPositions(*chunks);
-    }
-    counters_.write_chunks += chunks->writes.size();
-    if (chunks->reply) ++counters_.reply_chunks;
-  } else {
-    ++counters_.replies;
-    if (h.proc() == wire::V1Proc::kNoMsg) ++counters_.long_replies;
-    counters_.credits_granted = h.credits;
-  }
-}
-
-ConnectionInfo Connection::info() const {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  return info_;
-}
-
-ConnectionInfo Connection::ComputeInfo() const {
-  ConnectionInfo i;
-  if (const auto& peer = engine_.peer_private_data()) {
-    i.peer_private_data = true;
-    i.peer_send_size = peer->send_size;
-    i.peer_receive_size = peer->receive_size;
-    i.peer_remote_invalidation = peer->remote_invalidation;
-  }
-  i.send_threshold = engine_.thresholds().send;
-  i.receive_threshold = engine_.thresholds().receive;
-  i.max_inline_reply = engine_.max_inline_reply();
-  i.remote_invalidation = engine_.thresholds().remote_invalidation;
-  i.max_segment_size = config_.max_segment_size;
-  i.offered_version = config_.offered_version;
-  i.version = engine_.version();
-  std::tie(i.peer_version_low, i.peer_version_high) = engine_.peer_versions();
-  return i;
-}
-
-Counters Connection::counters() const {
-  std::lock_guard<std::mutex> lock(counters_mu_);
-  return counters_;
 }
 
 }  // namespace api_internal

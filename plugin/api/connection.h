@@ -85,7 +85,16 @@ class Connection : public engine::MemoryExposer {
   void Run(engine::Actions& actions);
   // The engine's operations, carried out at once (engine.h).
   absl::StatusOr<engine::CallId> StartCall(engine::OutgoingCall call);
+  // Version two (connection_v2.cc).
   absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want);
+  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now);
+  absl::StatusOr<uint32_t> StartOptional(uint32_t type,
+                                         std::vector<uint8_t> info,
+                                         std::vector<uint8_t> payload);
+  absl::Status AnswerOptional(uint32_t xid,
+                              absl::StatusOr<engine::DeliverOptional> answer);
+  absl::Status DecideProperties(
+      uint32_t xid, std::vector<engine::PropertyDecision> decisions);
   void Cancel(engine::CallId call, absl::Status status);
   // A reply's RDMA_ERROR answer is logged as not fitting the call's chunks.
   absl::Status Reply(engine::CallId call, engine::OutgoingReply reply);
@@ -230,6 +239,7 @@ class Connection : public engine::MemoryExposer {
   // Loop thread only: what Run() has published.
   uint32_t peak_outstanding_ = 0;
   bool info_settled_ = false;
+  uint64_t info_epoch_ = 0;  // the engine's version-two epoch published
 };
 
 }  // namespace rpcrdma::api_internal

@@ -27,7 +27,9 @@ ServerCore::ServerCore(std::shared_ptr<Runtime> runtime,
                        Server::Handler handler, ServerOptions options)
     : runtime_(std::move(runtime)),
       handler_(std::move(handler)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      v2_options_(
+          std::make_shared<const VersionTwoOptions>(options_.version_two)) {
   listener_loop_ = RuntimeAccess::Loops(*runtime_).Next();
 }
 
@@ -154,6 +156,7 @@ void ServerCore::Accept() {
     if (*req == nullptr) return;
     accept_failing_ = false;
     engine::Config ecfg = EngineConfigFor(resolved_, Role::kResponder);
+    VersionTwoUser(v2_options_).Configure(ecfg);
     std::vector<uint8_t> private_data;
     if (resolved_.inline_settings.cm_private_data) {
       engine::Engine probe(ecfg, nullptr);
@@ -355,6 +358,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(
     absl::string_view uri, const config::TransportConfig& config,
     Handler handler, ServerOptions options) {
+  if (absl::Status s =
+          api_internal::VersionTwoUser::Validate(options.version_two);
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::shared_ptr<Runtime>> runtime =
       api_internal::RuntimeAccess::OrDefault(options.runtime);
   if (!runtime.ok()) return runtime.status();

@@ -29,7 +29,8 @@ ServerConnection::ServerConnection(ServerCore* server,
       busy_poll_us_(resolved.busy_poll_us),
       conn_(std::move(conn)),
       idle_(resolved.idle_timeout, Clock::now()),
-      abandoned_(resolved.abandoned_call_timeout) {}
+      abandoned_(resolved.abandoned_call_timeout),
+      v2_(server->version_two()) {}
 
 ServerConnection::~ServerConnection() = default;
 
@@ -129,7 +130,7 @@ void ServerConnection::Work(bool readable) {
 
 void ServerConnection::Defer(Outcomes o) {
   if (o.calls.empty() && o.completions.empty() && o.released.empty() &&
-      o.dropped.empty() && !o.closed) {
+      o.dropped.empty() && !o.closed && o.jobs.empty()) {
     return;
   }
   auto outcomes = std::make_shared<Outcomes>(std::move(o));
@@ -140,6 +141,7 @@ void ServerConnection::Defer(Outcomes o) {
 void ServerConnection::RunOutcomes(Outcomes& o) {
   for (HandlerJob& job : o.calls) server_->RunHandler(job);
   for (auto& [done, result] : o.completions) done(std::move(result));
+  for (std::function<void()>& job : o.jobs) job();
   if (o.closed) {
     server_->Notify(ServerConnectionEvent{ServerConnectionEvent::Type::kClosed,
                                           id_, "", std::move(*o.closed)});
@@ -204,6 +206,9 @@ void ServerConnection::CollectUpcalls(Outcomes& o) {
   std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
+    if (v2_.Collect(a, id_, /*generation=*/0, weak_from_this(), o.jobs)) {
+      continue;
+    }
     if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
       ++calls_in_progress_;
       o.calls.push_back(

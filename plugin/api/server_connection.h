@@ -26,6 +26,7 @@
 #include "plugin/api/connection.h"
 #include "plugin/api/limits.h"
 #include "plugin/api/reply_target.h"
+#include "plugin/api/version_two_user.h"
 #include "plugin/config/config_loader.h"
 #include "plugin/runtime/event_loop.h"
 #include "rpcrdma/server.h"
@@ -45,6 +46,7 @@ struct ServerShared {
 class ServerConnection final
     : public runtime::Source,
       public ReplyTarget,
+      public VersionTwoTarget,
       public std::enable_shared_from_this<ServerConnection> {
  public:
   ServerConnection(ServerCore* server, std::shared_ptr<ServerShared> shared,
@@ -85,6 +87,19 @@ class ServerConnection final
                          ServerReply reply,
                          Clock::time_point delivered_at) override;
 
+  // Version two (server_v2.cc; server.h).
+  absl::Status UpdateProperties(std::vector<TransportProperty> properties,
+                                std::chrono::milliseconds timeout);
+  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
+      std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout);
+  absl::StatusOr<OptionalMessage> SendOptional(
+      OptionalMessage message, std::chrono::milliseconds timeout);
+  // VersionTwoTarget: a handler's answer.
+  absl::Status OnConnection(
+      uint64_t generation,
+      absl::FunctionRef<absl::Status(Connection&)> op) override;
+
  private:
   struct Backward {
     Server::Callback done;
@@ -100,7 +115,12 @@ class ServerConnection final
     std::vector<ReleasingReply> dropped;
     std::optional<absl::Status> closed;  // ServerConnectionEvent::kClosed
     bool retired = false;
+    // Version two's handlers and decisions (version_two_user.h).
+    std::vector<std::function<void()>> jobs;
   };
+  template <typename Answer, typename Operation>
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
+                                         std::chrono::milliseconds timeout);
 
   void Work(bool readable);
   // The loop waits for what the endpoint now waits for (mu_ held).
@@ -144,6 +164,7 @@ class ServerConnection final
   bool awaiting_memory_ = false;  // reported to the Server
   uint64_t budget_releases_seen_ = 0;
   RepliesInFlight replies_;
+  VersionTwoUser v2_;
   absl::flat_hash_map<engine::CallId, Backward> backward_;
   std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
 };

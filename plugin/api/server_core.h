@@ -44,6 +44,12 @@ class ServerCore {
   absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
   void Call(uint64_t connection, CallRequest request, Server::Callback done);
   absl::Status Disconnect(uint64_t connection, absl::string_view reason);
+  // Version two on one connection (server_v2.cc); NOT_FOUND without it.
+  absl::StatusOr<std::shared_ptr<ServerConnection>> Find(
+      uint64_t connection) const;
+  const std::shared_ptr<const VersionTwoOptions>& version_two() const {
+    return v2_options_;
+  }
 
   // For its connections.
   const CallHandler& handler() const { return handler_; }
@@ -66,6 +72,7 @@ class ServerCore {
   const std::shared_ptr<Runtime> runtime_;
   const Server::Handler handler_;
   const ServerOptions options_;
+  const std::shared_ptr<const VersionTwoOptions> v2_options_;
   runtime::EventLoop* listener_loop_ = nullptr;
   std::unique_ptr<fabric::Fabric> fabric_;
   std::unique_ptr<fabric::Listener> listener_;

@@ -37,13 +37,24 @@ Engine::Engine(Config config, MemoryExposer* exposer,
       backward_requester_ ? config_.peer_backchannel_credits : config_.credits;
   responder_grant_ =
       backward_responder_ ? config_.backchannel_credits : config_.credits;
+  receives_ = ReceivesFor(config_);
+}
+
+uint32_t Engine::ReceivesFor(const Config& config) {
   // RFC 8167 §3.2: the client posts its backchannel credits beyond the
   // receives for forward replies; the server posts one more receive per
   // backward call it may have outstanding, for the backward replies.
-  uint64_t receives = config_.credits;
-  if (config_.requester) receives += config_.backchannel_credits;
-  if (backward_requester_) receives += config_.peer_backchannel_credits;
-  receives_ = static_cast<uint32_t>(
+  uint64_t receives = std::max<uint32_t>(config.credits, 1);
+  if (config.requester) receives += config.backchannel_credits;
+  if (!config.requester && config.responder) {
+    receives += config.peer_backchannel_credits;
+  }
+  // Version two: messages without RPC and their answers (version_two.h).
+  if ((config.requester && config.offered_version == 2) ||
+      (!config.requester && config.serve_version_two)) {
+    receives += 2 * kControlWindow;
+  }
+  return static_cast<uint32_t>(
       std::min<uint64_t>(receives, std::numeric_limits<uint32_t>::max()));
 }
 
@@ -112,8 +123,7 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   grant_ = 1;
   outstanding_ = 0;
   first_message_ = true;
-  peer_brs_ = wire::kDefaultBrs;
-  property_request_.reset();
+  StartVersionTwo();
   // A responder settles the version from the client's first message; a
   // requester from the probe's answer.
   if (!config_.requester) version_ = 1;
@@ -136,7 +146,7 @@ void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
   probe.xid = xid;
   probe.vers = wire::kRpcRdmaVersion2;
   probe.credits = requester_limit_;
-  probe.body = wire::V2ConnProp{LocalProperties(), {}};
+  probe.body = LocalConnProp();
   negotiating_ = true;
   probe_xid_ = xid;
   outstanding_ = 1;
@@ -157,9 +167,11 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
     wire::DecodeResult<wire::V2Decoded> d = wire::DecodeV2(bytes);
     const wire::V2Error* err =
         d.ok() ? std::get_if<wire::V2Error>(&d->header.body) : nullptr;
-    Observe({.xid = xid,
-             .v2_error = err != nullptr,
-             .error = d.ok() ? nullptr : &d.error()});
+    Observe(
+        {.xid = xid,
+         .v2_error = err != nullptr,
+         .error = d.ok() ? nullptr : &d.error(),
+         .v2_code = err != nullptr ? std::optional(err->code) : std::nullopt});
     const wire::V2ConnProp* props =
         d.ok() ? std::get_if<wire::V2ConnProp>(&d->header.body) : nullptr;
     if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&
@@ -170,7 +182,7 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
       // its properties and its credit grant.
       version_ = wire::kRpcRdmaVersion2;
       peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-      AdoptPeerProperties(props->start);
+      AdoptPeerConnProp(*props);
       grant_ = std::clamp<uint32_t>(d->header.credits, 1, requester_limit_);
     } else {
       negotiation_ = absl::DataLossError(
@@ -214,10 +226,7 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
 void Engine::OnDisconnected(Actions& out) {
   connected_ = false;
   negotiating_ = false;
-  if (property_request_) {
-    out.push_back(PropertiesAnswered{property_request_->xid, {}, true});
-    property_request_.reset();
-  }
+  FailExchanges(out);
   grant_ = 1;
   outstanding_ = 0;
   by_xid_.clear();

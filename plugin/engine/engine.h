@@ -169,6 +169,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/engine/engine_types.h"
+#include "plugin/engine/version_two.h"
 #include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/private_data.h"
@@ -178,260 +180,8 @@
 
 namespace rpcrdma::engine {
 
-using CallId = uint64_t;
-using OpId = uint64_t;
-
-// Rights a peer gets on exposed memory (bit flags).
-enum RemoteAccess : uint32_t {
-  kRemoteRead = 1,   // the peer may RDMA Read it (read chunks)
-  kRemoteWrite = 2,  // the peer may RDMA Write it (write and reply chunks)
-};
-
-// Gives memory a handle the peer can use. Implemented by the api layer on
-// top of the fabric (a memory window bound before the Send that advertises
-// it) and by a fake in tests. Expose is synchronous so the engine can encode
-// the segment in the header it is building; revoking a handle is an action
-// (Invalidate) whose completion comes back as OnInvalidated.
-class MemoryExposer {
- public:
-  virtual ~MemoryExposer() = default;
-  // Returns the segment naming `memory` (handle, length, offset as the peer
-  // must name it). `memory` stays valid until the handle is invalidated.
-  virtual absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
-                                               uint32_t access) = 0;
-};
-
-// Memory the responder may hold for incoming calls, shared by several
-// engines (a Server's connections): RFC 5666 §11 asks a responder to
-// protect itself from a requester that names large chunks. Thread-safe when
-// shared across threads. An engine reserves a call's reassembly size before
-// it allocates anything for it and releases it once the call's reply has
-// been sent (or the call is dropped).
-class ReassemblyBudget {
- public:
-  virtual ~ReassemblyBudget() = default;
-  // Takes `bytes` when that much is free now.
-  virtual bool TryReserve(uint64_t bytes) = 0;
-  virtual void Release(uint64_t bytes) = 0;
-  // The most that can ever be reserved: a call above it is never served.
-  virtual uint64_t capacity() const = 0;
-};
-
-// ---- Actions -------------------------------------------------------------
-
-// Post `count` more receive buffers of at least `buffer_size` octets.
-// Receives are posted per credit (RFC 8166 §3.3.1); every consumed receive
-// is replaced at once, so the posted count stays at Config::credits plus
-// the backchannel receives (RFC 8167 §3.2; Engine::receives_posted()).
-struct PostReceives {
-  uint32_t count = 0;
-  uint32_t buffer_size = 0;
-};
-// Send `bytes` (transport header plus any inline payload). With
-// `invalidate`, a Send With Invalidate of that handle of the peer's
-// (RFC 8797 §4.1). Completes with OnSendComplete(op).
-struct Send {
-  OpId op = 0;
-  std::vector<uint8_t> bytes;
-  std::optional<uint32_t> invalidate;
-};
-// RDMA Read the peer's `source` into `destination` (engine-owned memory,
-// valid until OnReadComplete(op) or OnDisconnected). Completes with
-// OnReadComplete(op).
-struct RdmaRead {
-  OpId op = 0;
-  wire::Segment source;
-  absl::Span<uint8_t> destination;
-};
-// RDMA Write `source` into the peer's `target` (source valid until the
-// Send of the same reply completes). Ordered before the Send that follows
-// it; no completion is required.
-struct RdmaWrite {
-  OpId op = 0;
-  absl::Span<const uint8_t> source;
-  wire::Segment target;
-};
-// Revoke a handle this side exposed. Report OnInvalidated(handle) only once
-// the peer can no longer use it.
-struct Invalidate {
-  uint32_t handle = 0;
-};
-// Responder: a complete incoming call, ready for the upper layer.
-struct DeliverCall {
-  CallId call = 0;
-  uint32_t xid = 0;
-  Buffer message;  // the reassembled RPC call stream
-  // Capacities the requester offered for the reply (RFC 8166 §3.4.7,
-  // §3.5.4): octets per write chunk, and of the reply chunk (0 if none).
-  // 64 bits: a chunk of many segments may exceed 4 GiB.
-  std::vector<uint64_t> write_chunk_capacities;
-  uint64_t reply_chunk_capacity = 0;
-};
-// Responder: the reply to `call` has been sent; the DdpResult memory given
-// to Reply() may be reused.
-struct ReplySent {
-  CallId call = 0;
-};
-// Requester: the call completed. All its handles are invalidated.
-struct CompleteCall {
-  CallId call = 0;
-  uint32_t xid = 0;
-  Buffer reply;  // the reduced reply stream
-  // Octets written into each write chunk the reply returned, in write list
-  // order (at most one per DdpResult the call named).
-  std::vector<uint32_t> result_lengths;
-};
-// Requester: the call failed. All its handles are invalidated.
-struct FailCall {
-  CallId call = 0;
-  absl::Status status;
-  // The call never left: it was still waiting for a credit when the
-  // connection was lost, so the peer cannot have run it and the owner may
-  // send it again on the next connection whatever its retry policy.
-  bool never_sent = false;
-  // For a call that never left, its stream, handed back (the owner gave
-  // it to the engine without keeping a copy).
-  std::vector<uint8_t> unsent_xdr = {};
-};
-
-// The peer broke a rule that leaves no way to go on with this connection
-// (for example a requester that exceeds its credit grant, RFC 8166
-// §3.3.1): the driver disconnects, naming `reason`, and then reports
-// OnDisconnected as for any loss. The engine ignores further receives.
-struct CloseConnection {
-  absl::Status reason;
-};
-// Version two: the peer answered RequestProperties (draft-04 §5.3.3);
-// `accepted[i]` says whether the i-th requested change was made (an index
-// the answer marks both done and rejected, or neither, was not).
-struct PropertiesAnswered {
-  uint32_t xid = 0;
-  std::vector<bool> accepted;
-  bool connection_lost = false;  // no answer came before the loss
-};
-
-using Action = std::variant<PostReceives, Send, RdmaRead, RdmaWrite, Invalidate,
-                            DeliverCall, ReplySent, CompleteCall, FailCall,
-                            CloseConnection, PropertiesAnswered>;
-using Actions = std::vector<Action>;
-
-// ---- Calls and replies -----------------------------------------------------
-
-struct DdpArgument {
-  uint32_t position = 0;  // XDR position in the reduced call stream
-  absl::Span<uint8_t> data;
-};
-
-struct OutgoingCall {
-  // The reduced RPC call stream; starts with the XID (rdma_xid is copied
-  // from it, RFC 8166 §4.1) and msg_type CALL.
-  std::vector<uint8_t> xdr;
-  std::vector<DdpArgument> arguments;
-  // Destinations of the DDP-eligible results, one write chunk each.
-  std::vector<absl::Span<uint8_t>> results;
-  // Largest reduced reply stream the caller accepts.
-  uint32_t max_reply_size = 0;
-};
-
-struct DdpResult {
-  uint32_t position = 0;  // XDR position in the reduced reply stream
-  absl::Span<const uint8_t> data;
-};
-
-struct OutgoingReply {
-  std::vector<uint8_t> xdr;  // the reduced RPC reply stream
-  std::vector<DdpResult> results;
-};
-
-// ---- Configuration ----------------------------------------------------------
-
-struct Config {
-  // What this side offers in RFC 8797 private data.
-  wire::PrivateData local = {.remote_invalidation = true,
-                             .send_size = wire::kMinInlineSize,
-                             .receive_size = wire::kMinInlineSize};
-  // Receives posted and credits requested/granted (RFC 8166 §3.3.1).
-  uint32_t credits = 32;
-  bool requester = true;
-  bool responder = true;
-  // Responder decode limits, checked before anything is allocated.
-  wire::ChunkLimits limits = {.max_read_segments = 16,
-                              .max_write_chunks = 8,
-                              .max_segments_per_chunk = 16};
-  // Largest reassembled incoming call the responder accepts.
-  uint32_t max_call_size = 1u << 20;
-  // Responder: octets of incoming calls this connection may hold at once,
-  // from reassembly until the reply has been sent (with the shared budget
-  // given to the constructor, if any, on top). 0 = no per-connection bound.
-  uint64_t max_reassembly_bytes = 0;
-  // Largest segment one exposure may cover; longer buffers are split.
-  uint32_t max_segment_size = 1u << 20;
-  // Requester: segments one call's transport header may name, all lists
-  // together (Linux: RPCRDMA_MAX_HDR_SEGS, 8). A call whose read chunks
-  // would exceed it goes as a long call instead; one that still exceeds it
-  // fails with RESOURCE_EXHAUSTED.
-  uint32_t max_header_segments = 8;
-  // Client (requester role): backward calls this side accepts at once
-  // (RFC 8167 §3.1); that many receives are posted beyond `credits`.
-  // 0 = no backchannel.
-  uint32_t backchannel_credits = 0;
-  // Server (responder role only): the client's backchannel_credits as the
-  // upper layer learned it (e.g. NFSv4.1 CREATE_SESSION); the most backward
-  // calls this side has outstanding. 0 = StartCall is refused.
-  uint32_t peer_backchannel_credits = 0;
-  // Requester: the RPC-over-RDMA version offered first on every connection
-  // (draft-cel-nfsv4-rpcrdma-version-two-04 §7). With 2, the first message
-  // is an RDMA2_CONNPROP with rdma_vers 2 and no call goes out until the
-  // peer has answered it: its own RDMA2_CONNPROP selects version two for
-  // the connection; ERR_VERS with a range holding 1 selects version one
-  // when `version_fallback` allows it (§7.2).
-  uint32_t offered_version = 1;
-  bool version_fallback = true;
-  // Responder: a client whose first message is an RDMA2_CONNPROP gets this
-  // side's RDMA2_CONNPROP and is served in version two (§7.1); without it
-  // the CONNPROP is answered ERR_VERS 1..1.
-  bool serve_version_two = false;
-  // Version two: the largest receive buffer size this side grants when the
-  // peer asks for a larger one (RDMA2_REQPROP, §5.3.2). Its receives are
-  // posted that large from the start, so a grant holds at once (§5.2.1:
-  // every pre-posted receive is at least the size advertised). 0: every
-  // request is rejected.
-  uint32_t max_receive_size_granted = 0;
-  // Responder: a client that opens in version one is answered RDMA_ERROR
-  // ERR_VERS 2..2 for every call (version_policy V2).
-  bool require_version_two = false;
-};
-
-struct ConnectionParams {
-  // The peer's RDMA-CM private data (accept or connect request), searched
-  // for the RFC 8797 magic; absent or invalid means the §5.1 defaults.
-  std::vector<uint8_t> peer_private_data;
-  // RDMA Reads this side may have outstanding (min of our ORD and the
-  // peer's IRD as negotiated); at least 1 is used.
-  uint32_t max_outstanding_reads = 1;
-  // XID of the version-two probe (Config::offered_version 2); the api
-  // layer draws it like any other XID.
-  uint32_t version_probe_xid = 0;
-};
-
 // ---- The engine ------------------------------------------------------------
-
-// What the engine made of a message it sent or received, for its owner's
-// counters and logs: the owner need not decode the message a second time.
-struct MessageSeen {
-  bool sent = false;
-  uint32_t xid = 0;
-  // The version-one header; null when the message was not one the engine
-  // could decode (then `error` says why, for a received one) or was a
-  // version-two RDMA2_ERROR (`v2_error`, draft-04 §7.2).
-  const wire::V1Header* header = nullptr;
-  // An RPC call (RFC 8167 §4: an RDMA_MSG whose msg_type is CALL, or an
-  // RDMA_NOMSG with a read list), forward or backward.
-  bool is_call = false;
-  bool v2_error = false;
-  const wire::DecodeError* error = nullptr;
-};
-using MessageObserver = std::function<void(const MessageSeen&)>;
+// Its types (actions, calls, configuration) are in engine_types.h.
 
 class Engine {
  public:
@@ -468,12 +218,33 @@ class Engine {
   // them, so the driver can tell when they hold every credit.
   void Cancel(CallId call, absl::Status status, Actions& out);
 
-  // Version two: asks the peer to change properties of this connection
-  // (RDMA2_REQPROP, §5.3.2); the answer comes as PropertiesAnswered with
-  // the returned XID. FAILED_PRECONDITION outside version two or while
-  // another request awaits its answer. A granted RBSIZ becomes this side's
-  // send threshold.
+  // Version two (version_two.h; FAILED_PRECONDITION on a connection that
+  // is not in version two, UNAVAILABLE before it is up and has settled its
+  // version). Each returns the XID whose answer comes as the action named.
+  // Asks the peer to change its properties (RDMA2_REQPROP, §5.3.2):
+  // PropertiesAnswered. Only properties the peer's RDMA2_CONNPROP lets
+  // change (§5.3.1); a lower RBSIZ bounds this side's Sends at once, until
+  // the answer (§5.2.1); a higher one than this side sends is refused.
   absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out);
+  // Changes this side's properties and tells the peer (RDMA2_UPDPROP,
+  // §5.3.4): RBSIZ only upward and only as far as every posted receive
+  // holds (§5.2.1), experimental ones stated at connect. PropertiesAnswered
+  // (with nothing accepted) once the peer has taken it.
+  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out);
+  // Sends an RDMA2_OPTIONAL (CALL) of `type` (§4.1): OptionalAnswered.
+  absl::StatusOr<uint32_t> StartOptional(uint32_t type,
+                                         std::vector<uint8_t> info,
+                                         std::vector<uint8_t> payload,
+                                         Actions& out);
+  // Answers a DeliverOptional: its answer as an RDMA2_OPTIONAL (REPLY), or
+  // with an error RDMA2_ERR_SYSTEM (§6.2.4). NOT_FOUND for an unknown XID.
+  absl::Status AnswerOptional(uint32_t xid,
+                              absl::StatusOr<DeliverOptional> answer,
+                              Actions& out);
+  // Decides a PropertiesRequested, one decision per item, in order.
+  absl::Status DecideProperties(uint32_t xid,
+                                std::vector<PropertyDecision> decisions,
+                                Actions& out);
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
@@ -543,6 +314,10 @@ class Engine {
   std::pair<uint32_t, uint32_t> peer_versions() const {
     return {peer_version_low_, peer_version_high_};
   }
+  // Version two: both sides' properties (version_two.h).
+  const VersionTwoState& version_two() const { return v2_; }
+  // The receives this configuration keeps posted (receives_posted()).
+  static uint32_t ReceivesFor(const Config& config);
 
  private:
   enum class ReqState { kQueued, kSent, kFinishing };
@@ -614,9 +389,37 @@ class Engine {
   bool TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out);
   void OnReceiveV2(absl::Span<const uint8_t> bytes,
                    std::optional<uint32_t> invalidated, Actions& out);
-  void AdoptPeerProperties(const wire::PropSet& properties);
-  wire::PropSet LocalProperties() const;
   void HandleV2Error(const wire::V2Header& header, Actions& out);
+  // §5 properties (properties.cc).
+  void StartVersionTwo();  // at connect: this side's initial properties
+  // The peer's RDMA2_CONNPROP (§5.3.1).
+  void AdoptPeerConnProp(const wire::V2ConnProp& connprop);
+  // Properties the peer states (CONNPROP, UPDPROP, RESPROP): only those
+  // present change (§5.3.4).
+  void AdoptPeerProperties(const wire::PropSet& properties);
+  void UpdateSendThreshold();
+  wire::V2ConnProp LocalConnProp() const;
+  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                             Actions& out);
+  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                          Actions& out);
+  absl::Status CheckVersionTwo() const;
+  // Optional messages and the control window (control.cc).
+  void HandleOptional(uint32_t xid, const wire::V2Optional& optional,
+                      absl::Span<const uint8_t> payload, Actions& out);
+  // Queues `exchange` and sends what the window admits.
+  void Enqueue(VersionTwoState::Exchange exchange, Actions& out);
+  void AdmitExchanges(Actions& out);
+  // The answer to exchange `xid` came (or the peer's error): its slots are
+  // free. Returns it, or nullopt when none awaits an answer with `xid`.
+  std::optional<VersionTwoState::Exchange> EndExchange(uint32_t xid,
+                                                       Actions& out);
+  // Every exchange fails with `status` (the connection's loss).
+  void FailExchanges(Actions& out);
+  uint32_t NextControlXid();
+  // Fails exchange `x` with `status` (its owner's action).
+  void FailExchange(const VersionTwoState::Exchange& x, absl::Status status,
+                    Actions& out);
   // Why the client's Backward Request Support does not allow backward call
   // `c` (§5.2.2); OK when it does or outside version two.
   absl::Status BackwardCallAllowed(const RequesterCall& c) const;
@@ -676,25 +479,13 @@ class Engine {
   wire::InlineThresholds thresholds_;
   std::optional<wire::PrivateData> peer_private_data_;
   bool negotiating_ = false;
-  // Version two: the client's Backward Request Support (§5.2.2; Table 1's
-  // default when it says nothing).
-  wire::BackwardRequestSupport peer_brs_ = wire::kDefaultBrs;
-  // Version two: the request awaiting its RDMA2_RESPROP.
-  struct PropertyRequest {
-    uint32_t xid = 0;
-    wire::PropSet want;
-  };
-  std::optional<PropertyRequest> property_request_;
-  uint32_t next_property_xid_ = 0x52455150;  // "REQP"
+  // Version two: properties and optional messages (version_two.h).
+  VersionTwoState v2_;
   // Octets of each posted receive (§5.2.1: at least what is advertised).
   uint32_t ReceiveCapacity() const {
     return std::max(config_.local.receive_size,
                     config_.max_receive_size_granted);
   }
-  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                             Actions& out);
-  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                          Actions& out);
   // Version two: rdma_inv_handle of the call being routed (§6.2.3).
   uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the

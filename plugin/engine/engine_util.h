@@ -123,6 +123,10 @@ absl::StatusOr<uint32_t> ReturnedLength(const wire::WriteChunk& returned,
 // unused chunk comes back with every length zero, as the Linux server does).
 wire::WriteChunk FillChunk(const wire::WriteChunk& offered, size_t length);
 
+// What a caller sees for a version-two error (draft-04 §6.2.4): a status
+// naming the code and its values (version_two.cc).
+absl::Status V2ErrorStatus(const wire::V2Error& e);
+
 }  // namespace rpcrdma::engine
 
 #endif  // RPCRDMA_PLUGIN_ENGINE_ENGINE_UTIL_H_

@@ -68,12 +68,21 @@ absl::StatusCode V2ErrorStatusCode(wire::V2ErrorCode code) {
       return absl::StatusCode::kResourceExhausted;
     case wire::V2ErrorCode::kSystem:
       return absl::StatusCode::kInternal;
+    case wire::V2ErrorCode::kInvalidOption:
+      return absl::StatusCode::kUnimplemented;
     default:
       return absl::StatusCode::kInvalidArgument;
   }
 }
 
 }  // namespace
+
+absl::Status V2ErrorStatus(const wire::V2Error& e) {
+  return absl::Status(
+      V2ErrorStatusCode(e.code),
+      absl::StrCat("RDMA2_ERROR ", wire::V2ErrorCodeName(e.code), ": ",
+                   V2ErrorDetail(e)));
+}
 
 size_t Engine::HeaderSize(const wire::V1Header& header) const {
   const size_t v1 = wire::V1EncodedSize(header);
@@ -91,29 +100,16 @@ uint32_t Engine::max_inline_reply() const {
              : 0;
 }
 
-// §5.2.1: RBSIZ is the size of the receives this side posts. §5.2.2: a
-// client says whether it takes backward calls: in every form (GENL) when
-// it serves them, not at all (NONE) when it has no backward service.
-wire::PropSet Engine::LocalProperties() const {
-  wire::PropSet props{wire::MakeRbsizProperty(config_.local.receive_size)};
-  if (config_.requester) {
-    props.push_back(wire::MakeBrsProperty(
-        backward_responder_ ? wire::BackwardRequestSupport::kGeneral
-                            : wire::BackwardRequestSupport::kNone));
-  }
-  return props;
-}
-
 absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
   if (!backward_requester_ || version_ != wire::kRpcRdmaVersion2) {
     return absl::OkStatus();
   }
-  if (peer_brs_ == wire::BackwardRequestSupport::kNone) {
+  if (v2_.peer_brs == wire::BackwardRequestSupport::kNone) {
     return absl::FailedPreconditionError(
         "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
         "draft-04 §5.2.2)");
   }
-  if (peer_brs_ != wire::BackwardRequestSupport::kInline) {
+  if (v2_.peer_brs != wire::BackwardRequestSupport::kInline) {
     return absl::OkStatus();
   }
   // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
@@ -139,24 +135,12 @@ absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
                    needs));
 }
 
-// §5.2.1: the peer's receive buffer size bounds every Send to it (§2:
-// 4096 when it does not say); unknown properties are ignored (§5.3.1).
-// Remote invalidation in version two is requested per message
-// (rdma_inv_handle, §6.2.3), not by RFC 8797's flag.
-void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
-  uint32_t rbsiz = wire::kDefaultRbsiz;
-  wire::DecodeResult<wire::KnownProperties> known =
-      wire::InterpretProperties(properties);
-  if (known.ok() && known->rbsiz) rbsiz = *known->rbsiz;
-  if (known.ok() && known->brs) peer_brs_ = *known->brs;
-  thresholds_.send = std::min(config_.local.send_size, rbsiz);
-  thresholds_.receive = config_.local.receive_size;
-  thresholds_.remote_invalidation = false;
-}
-
 void Engine::SendV2(wire::V2Header header, Actions& out) {
   if (header.proc() == wire::V2Proc::kError) {
-    Observe({.sent = true, .xid = header.xid, .v2_error = true});
+    Observe({.sent = true,
+             .xid = header.xid,
+             .v2_error = true,
+             .v2_code = std::get<wire::V2Error>(header.body).code});
   }
   std::vector<uint8_t> bytes = TakeSendBuffer();
   bytes.resize(wire::V2EncodedSize(header));
@@ -176,9 +160,9 @@ bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
   if (!d.ok()) return false;  // answered ERR_VERS as version one would be
   version_ = wire::kRpcRdmaVersion2;
   peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-  AdoptPeerProperties(std::get<wire::V2ConnProp>(d->header.body).start);
+  AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
   SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2, responder_grant_,
-                        wire::V2ConnProp{LocalProperties(), {}}},
+                        LocalConnProp()},
          out);
   return true;
 }
@@ -230,17 +214,14 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     return;
   }
   if (h.proc() == wire::V2Proc::kError) {
-    Observe({.xid = xid, .v2_error = true});
+    Observe({.xid = xid,
+             .v2_error = true,
+             .v2_code = std::get<wire::V2Error>(h.body).code});
     HandleV2Error(h, out);
     return;
   }
   if (const auto* opt = std::get_if<wire::V2Optional>(&h.body)) {
-    // §4.1: no optional message type is supported; its sender learns so.
-    (void)opt;
-    wire::V2Error e;
-    e.code = wire::V2ErrorCode::kInvalidOption;
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, e},
-           out);
+    HandleOptional(xid, *opt, bytes.subspan(d->header_length), out);
     return;
   }
   if (const auto* upd = std::get_if<wire::V2UpdProp>(&h.body)) {
@@ -258,77 +239,17 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
   // A later RDMA2_CONNPROP: ignored.
 }
 
-// §5.3.3: each requested change is done or rejected. This side changes
-// only its receive buffer size, within what its receives already hold
-// (Config::max_receive_size_granted); a smaller one is always granted.
-void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                                   Actions& out) {
-  wire::V2ResProp answer;
-  for (size_t i = 0; i < request.want.size(); ++i) {
-    const wire::PropVal& p = request.want[i];
-    wire::DecodeResult<wire::KnownProperties> known =
-        wire::InterpretProperties({p});
-    const bool granted = p.which == wire::kPropIdRbsiz && known.ok() &&
-                         known->rbsiz &&
-                         *known->rbsiz >= wire::kMinInlineSize &&
-                         *known->rbsiz <= ReceiveCapacity();
-    if (granted) {
-      config_.local.receive_size = *known->rbsiz;
-      thresholds_.receive = *known->rbsiz;
-      wire::SubsetAdd(answer.done, i);
-    } else {
-      wire::SubsetAdd(answer.rejected, i);
-    }
-  }
-  SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
-                        std::move(answer)},
-         out);
-}
-
-absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
-                                                   Actions& out) {
-  if (!connected_ || negotiating_ || version_ != wire::kRpcRdmaVersion2) {
-    return absl::FailedPreconditionError(
-        "transport properties can be changed only on a connection in "
-        "RPC-over-RDMA version two (draft-04 §5.3)");
-  }
-  if (property_request_) {
-    return absl::FailedPreconditionError(
-        "a property request is already awaiting its answer");
-  }
-  const uint32_t xid = next_property_xid_++;
-  property_request_ = PropertyRequest{xid, want};
-  SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, requester_limit_,
-                        wire::V2ReqProp{std::move(want)}},
-         out);
-  return xid;
-}
-
-// §5.3.3: an index marked both done and rejected, or neither, was not
-// changed; values in rdma_other are not acted on.
-void Engine::TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                                Actions& out) {
-  if (!property_request_ || property_request_->xid != xid) return;
-  PropertyRequest request = *std::move(property_request_);
-  property_request_.reset();
-  PropertiesAnswered result{xid, {}};
-  for (size_t i = 0; i < request.want.size(); ++i) {
-    const bool accepted = wire::SubsetContains(answer.done, i) &&
-                          !wire::SubsetContains(answer.rejected, i);
-    result.accepted.push_back(accepted);
-    if (!accepted) continue;
-    wire::DecodeResult<wire::KnownProperties> known =
-        wire::InterpretProperties({request.want[i]});
-    if (known.ok() && known->rbsiz) thresholds_.send = *known->rbsiz;
-  }
-  out.push_back(std::move(result));
-}
-
 void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
   const auto& e = std::get<wire::V2Error>(header.body);
-  if (!requester_on_) return;
   auto it = by_xid_.find(header.xid);
-  if (it == by_xid_.end()) {
+  if (it == by_xid_.end() || !requester_on_) {
+    // The answer to a message without RPC of this side's (§4.1, §5.3).
+    if (std::optional<VersionTwoState::Exchange> x =
+            EndExchange(header.xid, out)) {
+      FailExchange(*x, V2ErrorStatus(e), out);
+      return;
+    }
+    if (!requester_on_) return;
     if (cancelled_xids_.erase(header.xid) != 0) {
       --outstanding_;
       grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
@@ -339,12 +260,7 @@ void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
   RequesterCall& c = requests_.at(it->second);
   grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
   ReleaseCredit(c);
-  Finish(c,
-         FailCall{c.id, absl::Status(V2ErrorStatusCode(e.code),
-                                     absl::StrCat("RDMA2_ERROR ",
-                                                  wire::V2ErrorCodeName(e.code),
-                                                  ": ", V2ErrorDetail(e)))},
-         std::nullopt, out);
+  Finish(c, FailCall{c.id, V2ErrorStatus(e)}, std::nullopt, out);
   Dispatch(out);
 }
 

@@ -59,6 +59,19 @@ enum class BackwardRequestSupport : uint32_t {
 // §5.2 Table 1 defaults.
 constexpr uint32_t kDefaultRbsiz = 4096;
 constexpr BackwardRequestSupport kDefaultBrs = BackwardRequestSupport::kInline;
+// §5.4.2: property ids 4,294,967,040 to 4,294,967,295 are reserved for
+// experimental use.
+constexpr uint32_t kFirstExperimentalPropId = 4294967040u;
+constexpr bool IsExperimentalPropId(uint32_t id) {
+  return id >= kFirstExperimentalPropId;
+}
+// Table 2 (§5.3) numbers the four property operations as optional types
+// 1..4, while §6.2 makes them procedures of their own (RDMA2_CONNPROP ..
+// RDMA2_UPDPROP). We send them as the procedures; the four types are kept
+// from any other use.
+constexpr bool IsPropertyOperationOptType(uint32_t type) {
+  return type >= 1 && type <= 4;
+}
 
 struct PropVal {  // rpcrdma2_propval
   uint32_t which = 0;

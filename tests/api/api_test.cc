@@ -1459,7 +1459,7 @@ TEST_P(ApiTest, V2Draft_5_3_ReceiveBufferChangeOnALiveConnection) {
   server.mutable_inline_threshold()->set_receive_grantable(16384);
   StartServer(server);
   config::TransportConfig client = Version(config::TransportConfig::V2);
-  client.mutable_inline_threshold()->set_send(16384);
+  client.mutable_inline_threshold()->set_send(32768);
   Connect(client);
   Prime();
   ASSERT_EQ(channel_->connection_info().send_threshold, 4096u);
@@ -1486,7 +1486,7 @@ TEST_P(ApiTest, V2Draft_5_3_ReceiveBufferChangeOnALiveConnection) {
   EXPECT_EQ(after.inline_calls, before.inline_calls + 1);
   EXPECT_EQ(after.long_calls, before.long_calls);
 
-  absl::Status declined = channel_->RequestPeerReceiveSize(65536);
+  absl::Status declined = channel_->RequestPeerReceiveSize(32768);
   EXPECT_EQ(declined.code(), absl::StatusCode::kFailedPrecondition) << declined;
   EXPECT_EQ(channel_->connection_info().send_threshold, 16384u);
 }

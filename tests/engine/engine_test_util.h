@@ -130,6 +130,11 @@ struct Side {
   std::vector<CompleteCall> completed;
   std::vector<FailCall> failed;
   std::vector<ReplySent> replies_sent;
+  // Version two (version_two.h).
+  std::vector<PropertiesAnswered> properties_answered;
+  std::vector<PropertiesRequested> properties_requested;
+  std::vector<DeliverOptional> optionals;
+  std::vector<OptionalAnswered> optional_answers;
   std::vector<std::vector<uint8_t>> sends;  // every Send's bytes
   std::vector<std::optional<uint32_t>> send_invalidates;
   size_t reads_in_flight = 0;
@@ -151,6 +156,15 @@ struct Side {
     absl::Status status = engine.Reply(call, std::move(reply), out);
     Take(out);
     return status;
+  }
+  // Any other operation of the engine, e.g.
+  // side.Do([&](Actions& out) { return engine.StartOptional(..., out); }).
+  template <typename F>
+  auto Do(F&& operation) {
+    Actions out;
+    auto result = operation(out);
+    Take(out);
+    return result;
   }
 };
 
@@ -274,6 +288,14 @@ class Loopback {
       self.failed.push_back(std::move(*f));
     } else if (auto* rs = std::get_if<ReplySent>(&action)) {
       self.replies_sent.push_back(*rs);
+    } else if (auto* pa = std::get_if<PropertiesAnswered>(&action)) {
+      self.properties_answered.push_back(std::move(*pa));
+    } else if (auto* pr = std::get_if<PropertiesRequested>(&action)) {
+      self.properties_requested.push_back(std::move(*pr));
+    } else if (auto* o = std::get_if<DeliverOptional>(&action)) {
+      self.optionals.push_back(std::move(*o));
+    } else if (auto* oa = std::get_if<OptionalAnswered>(&action)) {
+      self.optional_answers.push_back(std::move(*oa));
     }
   }
 };

@@ -62,9 +62,10 @@ TEST_F(VersionTest, V2Draft_7_FirstMessageIsConnPropWithVersionTwo) {
   // rdma_start: two propvals, RDMA2_PROPID_RBSIZ (1) with a four-octet
   // uint32 of 4096 (§5.2.1) and RDMA2_PROPID_BRS (2) with
   // RDMA2_BKREQSUP_NONE (0): this client serves no backward calls
-  // (§5.2.2); rdma_nochg: an empty subset.
+  // (§5.2.2); rdma_nochg: one word with bit 1, BRS, which the
+  // configuration fixes for the connection (§5.3.1).
   EXPECT_EQ(sends[0].bytes,
-            Words({kProbeXid, 2, kCredits, 6, 2, 1, 4, 4096, 2, 4, 0, 0}));
+            Words({kProbeXid, 2, kCredits, 6, 2, 1, 4, 4096, 2, 4, 0, 1, 2}));
   // §7: no larger than the version-one default inline threshold.
   EXPECT_LE(sends[0].bytes.size(), 1024u);
   EXPECT_TRUE(engine_->negotiating());

@@ -39,11 +39,11 @@ std::vector<uint8_t> ConnProp(uint32_t xid, uint32_t rbsiz) {
                      wire::V2ConnProp{{wire::MakeRbsizProperty(rbsiz)}, {}}});
 }
 
-Config ClientConfig(uint32_t receive_size = 4096) {
+Config ClientConfig(uint32_t receive_size = 4096, uint32_t send_size = 4096) {
   Config c;
   c.responder = false;
   c.credits = kCredits;
-  c.local = {false, 4096, receive_size};
+  c.local = {false, send_size, receive_size};
   c.offered_version = 2;
   c.version_fallback = false;
   return c;
@@ -250,7 +250,7 @@ TEST_F(ResponderV2, V2Draft_5_3_3_RbsizGrantedWithinThePostedReceives) {
 // not changed; a granted RBSIZ becomes the send threshold.
 TEST(VersionTwoRequester, V2Draft_5_3_3_OverlapsAndOmissionsAreRejections) {
   FakeExposer exposer;
-  Engine engine(ClientConfig(), &exposer);
+  Engine engine(ClientConfig(4096, 16384), &exposer);
   Actions out;
   engine.OnConnected({{}, 4, 0x99}, out);
   engine.OnReceive(ConnProp(0x99, 4096), std::nullopt, out);
@@ -264,8 +264,8 @@ TEST(VersionTwoRequester, V2Draft_5_3_3_OverlapsAndOmissionsAreRejections) {
   std::vector<Send> sent = Only<Send>(out);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(DecodeOrDie(sent[0].bytes).proc(), wire::V2Proc::kReqProp);
-  EXPECT_EQ(engine.RequestProperties({}, out).status().code(),
-            absl::StatusCode::kFailedPrecondition);  // one at a time
+  // §5.2.1: the lower size asked for (index 2) bounds Sends meanwhile.
+  EXPECT_EQ(engine.thresholds().send, 2048u);
   out.clear();
   // Index 0 done; index 1 both; index 2 neither.
   engine.OnReceive(
@@ -282,7 +282,7 @@ TEST(VersionTwoRequester, V2Draft_5_3_3_OverlapsAndOmissionsAreRejections) {
 
 TEST(VersionTwoRequester, V2Draft_5_3_LossAnswersAPendingRequest) {
   FakeExposer exposer;
-  Engine engine(ClientConfig(), &exposer);
+  Engine engine(ClientConfig(4096, 8192), &exposer);
   Actions out;
   engine.OnConnected({{}, 4, 0x99}, out);
   engine.OnReceive(ConnProp(0x99, 4096), std::nullopt, out);

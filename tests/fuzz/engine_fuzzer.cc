@@ -14,7 +14,10 @@
 // Half the inputs run the connection in version two (draft-04): the peer
 // opens or answers with RDMA2_CONNPROP, the grammar's messages go in their
 // version-two form (with the direction sometimes a lie and a random
-// rdma_inv_handle), and property, optional and error messages are mixed in.
+// rdma_inv_handle), and property, optional and error messages are mixed in;
+// this side makes property requests, updates and optional messages, answers
+// the peer's and decides its requests, and every one of its own ends
+// exactly once, with at most kControlWindow awaiting their answer.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -29,83 +32,12 @@
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
+#include "tests/fuzz/engine_fuzz_support.h"
 
 namespace {
 
-using namespace rpcrdma::engine;  // NOLINT: a test driver
-namespace wire = rpcrdma::wire;
-
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
-
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return at_ >= size_; }
-  uint32_t Byte() { return at_ < size_ ? data_[at_++] : 0u; }
-  uint32_t Word() {
-    uint32_t w = 0;
-    for (int i = 0; i < 4; ++i) w = (w << 8) | Byte();
-    return w;
-  }
-  std::vector<uint8_t> Bytes(size_t n) {
-    std::vector<uint8_t> out;
-    while (n-- > 0 && !empty()) out.push_back(data_[at_++]);
-    return out;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t at_ = 0;
-};
-
-class Exposer : public MemoryExposer {
- public:
-  absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
-                                       uint32_t) override {
-    uint32_t handle = next_++;
-    valid[handle] = true;
-    return wire::Segment{handle, static_cast<uint32_t>(memory.size()),
-                         uint64_t{handle} << 32};
-  }
-  std::map<uint32_t, bool> valid;
-
- private:
-  uint32_t next_ = 0x100;
-};
-
-class Budget : public ReassemblyBudget {
- public:
-  explicit Budget(uint64_t capacity) : capacity_(capacity) {}
-  bool TryReserve(uint64_t bytes) override {
-    if (held + bytes > capacity_) return false;
-    held += bytes;
-    return true;
-  }
-  void Release(uint64_t bytes) override {
-    Check(bytes <= held);
-    held -= bytes;
-  }
-  uint64_t capacity() const override { return capacity_; }
-  uint64_t held = 0;
-
- private:
-  uint64_t capacity_;
-};
-
-void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  uint8_t b[4];
-  wire::StoreBigEndian32(b, w);
-  out.insert(out.end(), b, b + 4);
-}
-
-std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : words) AppendWord(out, w);
-  return out;
-}
+using namespace rpcrdma::engine;        // NOLINT: a test driver
+using namespace rpcrdma::engine::fuzz;  // NOLINT
 
 class Driver {
  public:
@@ -124,6 +56,10 @@ class Driver {
     version_two_ = in_.Byte() % 2 == 0;
     if (version_two_) {
       config_.local = {in_.Byte() % 2 == 0, 4096, 4096};
+      config_.max_receive_size_granted = in_.Byte() % 2 ? 8192 : 0;
+      config_.optional_types = {kOptType};
+      config_.decides_properties = in_.Byte() % 2 == 0;
+      if (in_.Byte() % 2) config_.experimental_properties = {{kExpProp, {1}}};
       if (client_) {
         config_.offered_version = 2;
       } else {
@@ -155,7 +91,8 @@ class Driver {
       }
       Apply();
     }
-    Check(started_.empty());  // every call ended, exactly once
+    Check(started_.empty());    // every call ended, exactly once
+    Check(exchanges_.empty());  // and every exchange of version two
     for (const auto& [h, valid] : exposer_.valid) Check(!valid);
     Check(engine_->reassembly_bytes_held() == 0);
     Check(budget_->held == other_held_);
@@ -192,29 +129,9 @@ class Driver {
   std::vector<uint8_t> ToVersionTwo(const std::vector<uint8_t>& bytes) {
     const uint32_t xid =
         bytes.size() >= 4 ? wire::LoadBigEndian32(bytes.data()) : 0;
-    switch (in_.Byte() % 16) {
-      case 0:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2Optional{wire::MsgDirection::kCall, in_.Word(),
-                             in_.Bytes(in_.Byte() % 8)}});
-      case 1:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2ReqProp{{wire::MakeRbsizProperty(in_.Word())}}});
-      case 2:
-        return wire::EncodeV2(wire::V2Header{
-            xid, 2, in_.Byte() % 6,
-            wire::V2UpdProp{{wire::MakeRbsizProperty(in_.Word())}}});
-      case 3: {
-        wire::V2Error e;
-        e.code = static_cast<wire::V2ErrorCode>(1 + in_.Byte() % 10);
-        e.vers_low = e.max_chunks = e.max_segments = e.chunk_index = in_.Byte();
-        e.vers_high = e.length_needed = in_.Word();
-        return wire::EncodeV2(wire::V2Header{xid, 2, in_.Byte() % 6, e});
-      }
-      default:
-        break;
+    if (std::optional<std::vector<uint8_t>> own =
+            VersionTwoMessage(in_, xid, PickExchange())) {
+      return *std::move(own);
     }
     auto d = wire::DecodeV1(bytes);
     if (!d.ok() || d->header.chunks() == nullptr) {
@@ -245,6 +162,9 @@ class Driver {
   void Disconnect() {
     engine_->OnDisconnected(out_);
     Apply();
+    // What the peer sent that awaited this side's answer is gone with it.
+    optionals_.clear();
+    requested_.clear();
     for (OpId op : std::exchange(sends_, {})) {
       engine_->OnSendComplete(op, false, out_);
     }
@@ -295,7 +215,13 @@ class Driver {
       closed_ = false;
       Disconnect();
     }
-    switch (in_.Byte() % 16) {
+    switch (in_.Byte() % 18) {
+      case 14:  // version two: a property request, update or optional
+        StartExchange();
+        break;
+      case 15:  // version two: answer the peer's optional or request
+        AnswerPeer();
+        break;
       case 0: {  // inline call
         uint32_t xid = in_.Byte();
         Receive(Concat(Words({xid, 1, in_.Byte(), 0, 0, 0, 0}), RpcCall(xid)));
@@ -469,6 +395,60 @@ class Driver {
     Apply();
   }
 
+  uint32_t PickExchange() {
+    if (!exchanges_.empty() && in_.Byte() % 4 != 0) {
+      auto it = exchanges_.begin();
+      std::advance(it, in_.Byte() % exchanges_.size());
+      return *it;
+    }
+    return in_.Word();
+  }
+
+  void StartExchange() {
+    absl::StatusOr<uint32_t> xid;
+    switch (in_.Byte() % 3) {
+      case 0:
+        xid = engine_->RequestProperties({RandomProperty(in_)}, out_);
+        break;
+      case 1:
+        xid = engine_->UpdateProperties({RandomProperty(in_)}, out_);
+        break;
+      default:
+        xid = engine_->StartOptional(in_.Byte() % 2 ? kOptType : in_.Byte(),
+                                     in_.Bytes(in_.Byte() % 8),
+                                     in_.Bytes(in_.Byte() % 16), out_);
+        break;
+    }
+    // Refused outside version two; otherwise awaited until answered.
+    if (xid.ok()) Check(exchanges_.insert(*xid).second);
+  }
+
+  void AnswerPeer() {
+    if (!optionals_.empty() && in_.Byte() % 2) {
+      const uint32_t xid = *optionals_.begin();
+      optionals_.erase(optionals_.begin());
+      absl::StatusOr<DeliverOptional> answer =
+          in_.Byte() % 4 == 0
+              ? absl::StatusOr<DeliverOptional>(absl::InternalError("fuzz"))
+              : DeliverOptional{0, 0, in_.Bytes(in_.Byte() % 8),
+                                in_.Bytes(in_.Byte() % 5000)};
+      (void)engine_->AnswerOptional(xid, std::move(answer), out_);
+    } else if (!requested_.empty()) {
+      auto [xid, items] = *requested_.begin();
+      requested_.erase(requested_.begin());
+      std::vector<PropertyDecision> decisions;
+      for (size_t i = 0; i < items; ++i) {
+        if (in_.Byte() % 2) {
+          decisions.push_back(in_.Bytes(in_.Byte() % 6));
+        } else {
+          decisions.push_back(std::nullopt);
+        }
+      }
+      if (in_.Byte() % 8 == 0) decisions.push_back(std::nullopt);  // too many
+      (void)engine_->DecideProperties(xid, std::move(decisions), out_);
+    }
+  }
+
   uint32_t PickXid() {
     if (!started_.empty() && in_.Byte() % 4 != 0) {
       auto it = started_.begin();
@@ -513,8 +493,25 @@ class Driver {
         Finished(f->call);
       } else if (std::holds_alternative<CloseConnection>(a)) {
         closed_ = true;
+      } else if (auto* pa = std::get_if<PropertiesAnswered>(&a)) {
+        Check(exchanges_.erase(pa->xid) == 1);  // started, answered once
+      } else if (auto* oa = std::get_if<OptionalAnswered>(&a)) {
+        Check(exchanges_.erase(oa->xid) == 1);
+      } else if (auto* o = std::get_if<DeliverOptional>(&a)) {
+        Check(o->type == kOptType);
+        Check(optionals_.insert(o->xid).second);
+      } else if (auto* pr = std::get_if<PropertiesRequested>(&a)) {
+        Check(!pr->wanted.empty());
+        for (const auto& item : pr->wanted) {
+          Check(item.second.which == kExpProp);
+        }
+        requested_[pr->xid] = pr->wanted.size();
       }
     }
+    // version_two.h: at most kControlWindow of this side's messages
+    // without RPC await their answer.
+    Check(engine_->version_two().slots_used <= kControlWindow);
+    Check(engine_->version_two().in_flight.size() <= kControlWindow);
     Check(engine_->calls_outstanding() <= requester_limit_);
     Check(engine_->calls_unanswered() <= responder_grant_);
     if (config_.max_reassembly_bytes != 0) {
@@ -609,6 +606,11 @@ class Driver {
   std::map<CallId, std::vector<uint32_t>> handles_by_call_;
   std::deque<CallBuffers> buffers_;  // stable: spans point into them
   std::deque<std::vector<uint8_t>> reply_buffers_;
+  // Version two: this side's exchanges awaiting their answer; the peer's
+  // optional messages and property requests awaiting this side's.
+  std::set<uint32_t> exchanges_;
+  std::set<uint32_t> optionals_;
+  std::map<uint32_t, size_t> requested_;
 };
 
 }  // namespace

@@ -78,7 +78,14 @@ std::string SoakStats::Summary(const std::string& transport,
       backward_ok.load(), ", failed cleanly ", backward_failed.load(),
       "), delayed replies ", delayed_replies.load(), "; breaks: links cut ",
       cuts, ", channels replaced ", channels_replaced.load(), "; reconnects ",
-      reconnects.load(), "; ", wire);
+      reconnects.load(),
+      v2_updates + v2_optionals == 0
+          ? std::string()
+          : absl::StrCat("; version two: receive size raised ",
+                         v2_updates_ok.load(), " of ", v2_updates.load(),
+                         ", optional messages answered ",
+                         v2_optionals_ok.load(), " of ", v2_optionals.load()),
+      "; ", wire);
 }
 
 void SoakStats::SetWire(std::string wire) {
@@ -89,10 +96,19 @@ void SoakStats::SetWire(std::string wire) {
 SoakServer::SoakServer(const config::TransportConfig& config,
                        const std::string& uri, uint64_t seed, SoakStats* stats)
     : stats_(stats), rng_(seed ^ 0x5eed5eed) {
-  auto server = Server::Create(uri, config,
-                               [this](IncomingCall call, Responder responder) {
-                                 Handle(std::move(call), std::move(responder));
-                               });
+  // Version two: optional messages of the soak type come back as sent.
+  ServerOptions options;
+  options.version_two.optional_handlers[kSoakOptionalType] =
+      [](uint64_t,
+         const OptionalMessage& m) -> absl::StatusOr<OptionalMessage> {
+    return m;
+  };
+  auto server = Server::Create(
+      uri, config,
+      [this](IncomingCall call, Responder responder) {
+        Handle(std::move(call), std::move(responder));
+      },
+      std::move(options));
   if (!server.ok()) {
     status_ = server.status();
     return;

@@ -46,6 +46,12 @@ struct SoakStats {
   std::atomic<uint64_t> dropped_calls{0};  // never answered by the Server
   std::atomic<uint64_t> channels_replaced{0};
   std::atomic<uint64_t> reconnects{0};
+  // Version two (--soak_version=2): receive buffer sizes raised and
+  // optional messages answered, of those tried.
+  std::atomic<uint64_t> v2_updates{0};
+  std::atomic<uint64_t> v2_updates_ok{0};
+  std::atomic<uint64_t> v2_optionals{0};
+  std::atomic<uint64_t> v2_optionals_ok{0};
 
   void Count(bool retried, absl::StatusCode code);
   // The Server's counters, recorded when it goes away.
@@ -65,6 +71,10 @@ struct SoakStats {
   // By kind: how many, and the first message.
   std::map<std::string, std::pair<uint64_t, std::string>> failure_kinds_;
 };
+
+// The optional message type the soak Server answers (echoing it) under
+// version two.
+inline constexpr uint32_t kSoakOptionalType = 0x534F414B;  // "SOAK"
 
 class SoakServer {
  public:

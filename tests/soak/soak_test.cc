@@ -26,9 +26,13 @@
 //   --soak_seconds=N   RPCRDMA_SOAK_SECONDS   duration per transport (60)
 //   --soak_seed=N      RPCRDMA_SOAK_SEED      seed (default: random)
 //   --soak_cut_ms=N    RPCRDMA_SOAK_CUT_MS    mean time between link cuts
+//                                             (150; 0: no cut proxy)
 //   --soak_remote_invalidation=0|1  RPCRDMA_SOAK_REMOTE_INVALIDATION
 //                                   remote_invalidation in the config (1)
-//                                             (150; 0: no cut proxy)
+//   --soak_version=1|2 RPCRDMA_SOAK_VERSION   version_policy V1 or V2 (1);
+//                      with 2 the Channels also raise their receive buffer
+//                      size (draft-04 §5.3.4) and send optional messages
+//                      (§4.1) under the load: each ends OK or cleanly
 // The seed is printed. It fixes every random choice (shapes, sizes,
 // deadlines, cancels, which link is cut); thread timing still differs from
 // run to run, so a rerun repeats the load, not the exact interleaving.
@@ -75,6 +79,7 @@ uint64_t g_seconds = 60;
 uint64_t g_seed = 0;
 uint64_t g_cut_interval_ms = 150;
 uint64_t g_remote_invalidation = 1;
+uint64_t g_version = 1;
 
 // What the process may keep after everything is torn down. main() limits
 // malloc to one arena and malloc_trim(0) runs before both samples. Live heap
@@ -115,6 +120,13 @@ config::TransportConfig SoakConfig() {
   c.mutable_timeouts()->set_request_deadline_ms(10000);
   c.mutable_timeouts()->set_connect_ms(10000);
   c.set_remote_invalidation(g_remote_invalidation != 0);
+  if (g_version == 2) {
+    c.set_version_policy(config::TransportConfig::V2);
+    // Receives posted at 16 KiB, so a Channel can raise its receive buffer
+    // size that far; the Server sends that much inline once told.
+    c.mutable_inline_threshold()->set_send(16384);
+    c.mutable_inline_threshold()->set_receive_grantable(16384);
+  }
   return c;
 }
 
@@ -147,6 +159,10 @@ class SoakTest : public ::testing::TestWithParam<Transport> {
   void Complete(const std::shared_ptr<PlannedCall>& call,
                 const absl::StatusOr<Reply>& result, int index);
   bool ProbeChannel(Channel& channel, int index);
+  // Version two on a live, loaded connection: a receive buffer size raised
+  // (or refused, when lower than the one in force) or an optional message
+  // echoed; anything but those or a clean loss is a failure.
+  void VersionTwoStep(Channel& channel, std::mt19937_64& rng);
 
   SoakStats stats_;
   std::atomic<bool> stop_{false};
@@ -308,6 +324,7 @@ void SoakTest::Drive(int index, std::string uri) {
       }
     }
     for (Channel::CallId c : to_cancel) channel->Cancel(c);
+    if (g_version == 2 && chance(150)) VersionTwoStep(*channel, rng);
     if (chance(50)) std::this_thread::sleep_for(milliseconds(rng() % 5));
     CheckWatched(index, milliseconds(500));
   }
@@ -332,6 +349,41 @@ void SoakTest::Drive(int index, std::string uri) {
   channel.reset();
   std::lock_guard<std::mutex> lock(mu_);
   outstanding_[index].clear();
+}
+
+void SoakTest::VersionTwoStep(Channel& channel, std::mt19937_64& rng) {
+  auto clean = [](absl::StatusCode code) {
+    return code == absl::StatusCode::kOk ||
+           code == absl::StatusCode::kUnavailable ||
+           code == absl::StatusCode::kDeadlineExceeded;
+  };
+  if (rng() % 2 == 0) {
+    const uint32_t octets = 4096 + 1024 * static_cast<uint32_t>(rng() % 13);
+    ++stats_.v2_updates;
+    const absl::Status s =
+        channel.UpdateReceiveSize(octets, std::chrono::seconds(5));
+    if (s.ok()) ++stats_.v2_updates_ok;
+    // Lower than the size in force: refused (§5.2.1).
+    if (!clean(s.code()) && s.code() != absl::StatusCode::kFailedPrecondition) {
+      stats_.Fail(
+          absl::StrCat("UpdateReceiveSize(", octets, "): ", s.ToString()));
+    }
+    return;
+  }
+  OptionalMessage m{kSoakOptionalType, {}, {}};
+  m.info.resize(rng() % 64, static_cast<uint8_t>(rng()));
+  m.payload.resize(rng() % 2048, static_cast<uint8_t>(rng()));
+  ++stats_.v2_optionals;
+  absl::StatusOr<OptionalMessage> answer =
+      channel.SendOptional(m, std::chrono::seconds(5));
+  if (answer.ok()) {
+    ++stats_.v2_optionals_ok;
+    if (answer->info != m.info || answer->payload != m.payload) {
+      stats_.Fail("SendOptional: the answer differs from the echo");
+    }
+  } else if (!clean(answer.status().code())) {
+    stats_.Fail(absl::StrCat("SendOptional: ", answer.status().ToString()));
+  }
 }
 
 // After the load, with nothing else pending, one call must get through.
@@ -499,6 +551,8 @@ int main(int argc, char** argv) {
   rpcrdma::soak::g_remote_invalidation =
       FlagOrEnv(argc, argv, "soak_remote_invalidation",
                 "RPCRDMA_SOAK_REMOTE_INVALIDATION", 1);
+  rpcrdma::soak::g_version =
+      FlagOrEnv(argc, argv, "soak_version", "RPCRDMA_SOAK_VERSION", 1);
 #ifdef RPCRDMA_SOAK_VERBS
   if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
 #endif

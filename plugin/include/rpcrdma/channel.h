@@ -69,6 +69,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -78,6 +79,7 @@
 #include "rpcrdma/responder.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/types.h"
+#include "rpcrdma/version_two.h"
 
 namespace rpcrdma {
 
@@ -98,6 +100,10 @@ struct ChannelOptions {
   // are dropped, as the Linux client drops them without a backchannel
   // service.
   CallHandler backward_handler;
+  // Version two: experimental properties and optional message handlers
+  // (rpcrdma/version_two.h); INVALID_ARGUMENT from Create naming what is
+  // wrong with them.
+  VersionTwoOptions version_two = {};
 };
 
 class Channel {
@@ -199,6 +205,44 @@ class Channel {
   // user-driven one, drive it from another thread while this waits.
   absl::Status RequestPeerReceiveSize(
       uint32_t octets,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // More of version two (rpcrdma/version_two.h), on the live connection;
+  // each returns once the Server has answered, with the errors of
+  // RequestPeerReceiveSize (FAILED_PRECONDITION outside version two,
+  // UNAVAILABLE, DEADLINE_EXCEEDED) and those below. Must not be called
+  // from a callback or handler of this Channel.
+  // Raises this side's receive buffer size to `octets` and tells the
+  // Server (RDMA2_UPDPROP, §5.3.4), so that larger replies come inline:
+  // connection_info().receive_threshold (and the Server's
+  // peer_receive_buffer_size) is then `octets`. Only upward
+  // (FAILED_PRECONDITION: §5.2.1 lowers it only at the peer's request) and
+  // only as far as inline_threshold.receive_grantable, the size the
+  // receives are posted at from the start, so that none of a smaller size
+  // is posted when it rises (FAILED_PRECONDITION beyond).
+  absl::Status UpdateReceiveSize(
+      uint32_t octets,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Changes experimental properties of this side stated at connect and
+  // tells the Server (RDMA2_UPDPROP); FAILED_PRECONDITION for one not
+  // stated, INVALID_ARGUMENT for an id that is not experimental.
+  absl::Status UpdateProperties(
+      std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Asks the Server to change its properties (RDMA2_REQPROP): experimental
+  // ones it stated at connect, decided by its PropertyDecider, or its
+  // receive buffer size (id 1). FAILED_PRECONDITION for one its
+  // RDMA2_CONNPROP did not let change (§5.3.1).
+  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
+      std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Sends an optional message (RDMA2_OPTIONAL) and returns the Server's
+  // answer from its OptionalHandler. UNIMPLEMENTED when it serves no such
+  // type (RDMA2_ERR_INVALID_OPTION), INTERNAL when its handler failed
+  // (RDMA2_ERR_SYSTEM), RESOURCE_EXHAUSTED when the message does not fit
+  // the Server's receive buffer size, INVALID_ARGUMENT for types 1 to 4.
+  absl::StatusOr<OptionalMessage> SendOptional(
+      OptionalMessage message,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:

@@ -38,6 +38,7 @@
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_SERVER_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_SERVER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -53,6 +54,7 @@
 #include "rpcrdma/responder.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/types.h"
+#include "rpcrdma/version_two.h"
 
 namespace rpcrdma {
 
@@ -88,6 +90,9 @@ struct ServerOptions {
   // When set, runs on a loop thread at each ServerConnectionEvent; it must
   // not block, and may call Server::Call for the connection.
   std::function<void(const ServerConnectionEvent&)> on_connection;
+  // Version two: experimental properties and optional message handlers
+  // (rpcrdma/version_two.h), for every connection in version two.
+  VersionTwoOptions version_two = {};
 };
 
 class Server {
@@ -149,6 +154,23 @@ class Server {
   // (seen from this side: its thresholds, the client's private data).
   // NOT_FOUND for an unknown connection or one that is gone.
   absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
+
+  // Version two on `connection` (rpcrdma/version_two.h), as the Channel
+  // methods of the same names describe them with the roles swapped;
+  // NOT_FOUND for an unknown connection or one that is gone. Must not be
+  // called from a handler or callback of this Server.
+  absl::Status UpdateReceiveSize(
+      uint64_t connection, uint32_t octets,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  absl::Status UpdateProperties(
+      uint64_t connection, std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
+      uint64_t connection, std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  absl::StatusOr<OptionalMessage> SendOptional(
+      uint64_t connection, OptionalMessage message,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
   explicit Server(std::shared_ptr<api_internal::ServerCore> core);

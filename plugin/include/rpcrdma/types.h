@@ -42,6 +42,7 @@
 
 #include "absl/types/span.h"
 #include "rpcrdma/buffer.h"
+#include "rpcrdma/version_two.h"
 
 namespace rpcrdma {
 
@@ -217,6 +218,14 @@ struct ConnectionInfo {
   uint32_t version = 1;
   uint32_t peer_version_low = 0;
   uint32_t peer_version_high = 0;
+  // Version two (rpcrdma/version_two.h): the receive buffer size the peer
+  // last stated (RBSIZ, draft-04 §5.2.1; send_threshold is it, bounded by
+  // this side's inline_threshold.send, while receive_threshold is this
+  // side's), this side's experimental properties as in effect and the
+  // peer's as it last stated them (§5.4.2).
+  uint32_t peer_receive_buffer_size = 0;
+  std::vector<TransportProperty> properties = {};
+  std::vector<TransportProperty> peer_properties = {};
 
   friend bool operator==(const ConnectionInfo&,
                          const ConnectionInfo&) = default;

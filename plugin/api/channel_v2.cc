@@ -1,0 +1,136 @@
+// A Channel's operations of version two (rpcrdma/version_two.h,
+// draft-cel-nfsv4-rpcrdma-version-two-04): each starts on the connection
+// under the lock and waits for the Server's answer, which the loop (or
+// another caller's thread) reads.
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/api/channel_core.h"
+#include "plugin/wire/v2.h"
+
+namespace rpcrdma::api_internal {
+
+void ChannelCore::SetVersionTwo(VersionTwoOptions options) {
+  v2_ = VersionTwoUser(
+      std::make_shared<const VersionTwoOptions>(std::move(options)));
+}
+
+template <typename Answer, typename Operation>
+absl::StatusOr<Answer> ChannelCore::AwaitVersionTwo(
+    Operation start, std::chrono::milliseconds timeout) {
+  std::optional<VersionTwoUser::Wait<Answer>> wait;
+  std::optional<Clock::time_point> wake;
+  Outcomes o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!Up()) return absl::UnavailableError("channel: not connected");
+    absl::StatusOr<VersionTwoUser::Wait<Answer>> started = start(*conn_);
+    if (!started.ok()) return started.status();
+    wait = *std::move(started);
+    // The loop reads the answer (channel_core.h: not parked).
+    parked_for_blocking_calls_ = false;
+    conn_->Poll();
+    CollectUpcalls(o);
+    wake = conn_->poll_deadline();
+    UpdateInterest();
+  }
+  Defer(std::move(o));
+  if (wake) WakeBy(*wake);
+  if (wait->answer.wait_for(timeout) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Still awaited: given up. Otherwise answered while this thread took
+    // the lock.
+    if (v2_.Forget(wait->xid)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("channel: no answer from the server within ",
+                       timeout.count(), " ms"));
+    }
+  }
+  return wait->answer.get();
+}
+
+absl::Status ChannelCore::OnConnection(
+    uint64_t generation, absl::FunctionRef<absl::Status(Connection&)> op) {
+  Outcomes o;
+  absl::Status s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (generation != generation_ || !Up()) {
+      return absl::UnavailableError("channel: the connection is gone");
+    }
+    s = op(*conn_);
+    conn_->Poll();
+    CollectUpcalls(o);
+    UpdateInterest();
+  }
+  Defer(std::move(o));
+  return s;
+}
+
+absl::Status ChannelCore::RequestPeerReceiveSize(
+    uint32_t octets, std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) {
+            return v2_.Request(
+                c, {TransportProperty{wire::kPropIdRbsiz,
+                                      wire::MakeRbsizProperty(octets).data}});
+          },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  absl::StatusOr<PropertyAnswer> result =
+      VersionTwoUser::RequestResult(*answer);
+  if (!result.ok()) return result.status();
+  if (result->done.empty() || !result->done[0]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "channel: the server declined a receive buffer size of ", octets,
+        " octets (RDMA2_RESPROP did not grant it, draft-04 §5.3.3); it "
+        "now states ",
+        connection_info().peer_receive_buffer_size, " octets"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChannelCore::UpdateReceiveSize(uint32_t octets,
+                                            std::chrono::milliseconds timeout) {
+  return UpdateProperties(
+      {TransportProperty{wire::kPropIdRbsiz,
+                         wire::MakeRbsizProperty(octets).data}},
+      timeout);
+}
+
+absl::Status ChannelCore::UpdateProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) { return v2_.Update(c, std::move(properties)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::UpdateResult(*answer);
+}
+
+absl::StatusOr<PropertyAnswer> ChannelCore::RequestPeerProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) { return v2_.Request(c, std::move(properties)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::RequestResult(*answer);
+}
+
+absl::StatusOr<OptionalMessage> ChannelCore::SendOptional(
+    OptionalMessage message, std::chrono::milliseconds timeout) {
+  const uint32_t type = message.type;
+  absl::StatusOr<engine::OptionalAnswered> answer =
+      AwaitVersionTwo<engine::OptionalAnswered>(
+          [&](Connection& c) { return v2_.Optional(c, std::move(message)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::OptionalResult(type, *std::move(answer));
+}
+
+}  // namespace rpcrdma::api_internal

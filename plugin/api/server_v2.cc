@@ -1,0 +1,146 @@
+// A Server's operations of version two on one of its connections
+// (rpcrdma/version_two.h, draft-cel-nfsv4-rpcrdma-version-two-04), as
+// channel_v2.cc does them for a Channel.
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/api/server_core.h"
+#include "plugin/wire/v2.h"
+#include "rpcrdma/server.h"
+
+namespace rpcrdma {
+namespace api_internal {
+
+template <typename Answer, typename Operation>
+absl::StatusOr<Answer> ServerConnection::AwaitVersionTwo(
+    Operation start, std::chrono::milliseconds timeout) {
+  std::optional<VersionTwoUser::Wait<Answer>> wait;
+  std::optional<Clock::time_point> wake;
+  Outcomes o;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conn_ == nullptr || conn_->disconnected() || shutting_down_) {
+      return absl::NotFoundError(absl::StrCat("server: no connection ", id_));
+    }
+    absl::StatusOr<VersionTwoUser::Wait<Answer>> started = start(*conn_);
+    if (!started.ok()) return started.status();
+    wait = *std::move(started);
+    conn_->Poll();
+    CollectUpcalls(o);
+    wake = conn_->poll_deadline();
+    UpdateInterest();
+  }
+  Defer(std::move(o));
+  if (wake) WakeBy(*wake);
+  if (wait->answer.wait_for(timeout) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (v2_.Forget(wait->xid)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("server: no answer from the client on connection ", id_,
+                       " within ", timeout.count(), " ms"));
+    }
+  }
+  return wait->answer.get();
+}
+
+absl::Status ServerConnection::OnConnection(
+    uint64_t /*generation*/, absl::FunctionRef<absl::Status(Connection&)> op) {
+  Outcomes o;
+  absl::Status s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conn_ == nullptr || conn_->disconnected()) {
+      return absl::UnavailableError(
+          absl::StrCat("server: connection ", id_, " is gone"));
+    }
+    s = op(*conn_);
+    conn_->Poll();
+    CollectUpcalls(o);
+    UpdateInterest();
+  }
+  Defer(std::move(o));
+  return s;
+}
+
+absl::Status ServerConnection::UpdateProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) { return v2_.Update(c, std::move(properties)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::UpdateResult(*answer);
+}
+
+absl::StatusOr<PropertyAnswer> ServerConnection::RequestPeerProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) { return v2_.Request(c, std::move(properties)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::RequestResult(*answer);
+}
+
+absl::StatusOr<OptionalMessage> ServerConnection::SendOptional(
+    OptionalMessage message, std::chrono::milliseconds timeout) {
+  const uint32_t type = message.type;
+  absl::StatusOr<engine::OptionalAnswered> answer =
+      AwaitVersionTwo<engine::OptionalAnswered>(
+          [&](Connection& c) { return v2_.Optional(c, std::move(message)); },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::OptionalResult(type, *std::move(answer));
+}
+
+absl::StatusOr<std::shared_ptr<ServerConnection>> ServerCore::Find(
+    uint64_t connection) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = conns_.find(connection);
+  if (it == conns_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("server: no connection ", connection));
+  }
+  return it->second;
+}
+
+}  // namespace api_internal
+
+absl::Status Server::UpdateReceiveSize(uint64_t connection, uint32_t octets,
+                                       std::chrono::milliseconds timeout) {
+  return UpdateProperties(
+      connection,
+      {TransportProperty{wire::kPropIdRbsiz,
+                         wire::MakeRbsizProperty(octets).data}},
+      timeout);
+}
+
+absl::Status Server::UpdateProperties(uint64_t connection,
+                                      std::vector<TransportProperty> properties,
+                                      std::chrono::milliseconds timeout) {
+  auto conn = core_->Find(connection);
+  if (!conn.ok()) return conn.status();
+  return (*conn)->UpdateProperties(std::move(properties), timeout);
+}
+
+absl::StatusOr<PropertyAnswer> Server::RequestPeerProperties(
+    uint64_t connection, std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  auto conn = core_->Find(connection);
+  if (!conn.ok()) return conn.status();
+  return (*conn)->RequestPeerProperties(std::move(properties), timeout);
+}
+
+absl::StatusOr<OptionalMessage> Server::SendOptional(
+    uint64_t connection, OptionalMessage message,
+    std::chrono::milliseconds timeout) {
+  auto conn = core_->Find(connection);
+  if (!conn.ok()) return conn.status();
+  return (*conn)->SendOptional(std::move(message), timeout);
+}
+
+}  // namespace rpcrdma
