@@ -326,7 +326,11 @@ int main(int argc, char** argv) {
         continue;
       }
       PrintCounters(listeners);
-      if (signal_number != SIGUSR1) std::_Exit(0);
+      if (signal_number == SIGUSR1) continue;
+      // Stopping: each listener's Server closes its connections and its
+      // capture file (capture_path), whose last frames are lost otherwise.
+      for (SVCXPRT* xprt : listeners) svc_destroy(xprt);
+      std::_Exit(0);
     }
   });
   signal_thread.detach();

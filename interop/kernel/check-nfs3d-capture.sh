@@ -39,13 +39,29 @@ if [ -n "$bad" ]; then
   fail "malformed frames or expert warnings"
 fi
 
-# NFSv3 procedures (RFC 1813 §3.3) the session sends: GETATTR 1, LOOKUP 3,
-# ACCESS 4, READ 6, WRITE 7, CREATE 8, FSINFO 19, COMMIT 21.
-for proc in 1:GETATTR 3:LOOKUP 6:READ 7:WRITE 19:FSINFO; do
+# NFSv3 procedures (RFC 1813 §3.3) the session sends inline: LOOKUP 3,
+# ACCESS 4, READ 6, COMMIT 21, FSINFO 19.
+for proc in 3:LOOKUP 4:ACCESS 6:READ 19:FSINFO 21:COMMIT; do
   n=$(count "nfs && rpc.program == 100003 && rpc.programversion == 3 && rpc.procedure == ${proc%%:*}")
   echo "NFSv3 ${proc#*:}: $n"
   [ "$n" -gt 0 ] || fail "no NFSv3 ${proc#*:} decoded"
 done
+# A WRITE's RPC message continues in its read chunk (RFC 8166 §3.5.3),
+# which our side pulls by RDMA Read: the capture holds its Send, a call
+# with a read list at the data's position, but not the data, so tshark
+# shows the transport header only. READ replies come with a write list.
+n=$(count "rpcordma.msg_type == 0 && rpcordma.reads_count > 0")
+echo "calls with read chunks (WRITE): $n"
+[ "$n" -gt 0 ] || fail "no call with a read chunk"
+n=$(count "rpcordma.msg_type == 0 && rpcordma.writes_count > 0 && rpc.msgtyp == 1")
+echo "replies with write chunks (READ): $n"
+[ "$n" -gt 0 ] || fail "no reply with a write chunk"
+# Every call has its reply: nfs3d closes its capture when it stops (a
+# capture cut at a buffer's end once lost the session's last frames).
+unanswered=$("$tshark" -r "$capture" -T fields -e rpcordma.xid 2>/dev/null |
+  sort | uniq -c | awk '$1 != 2' | wc -l)
+echo "XIDs without exactly one call and one reply: $unanswered"
+[ "$unanswered" -eq 0 ] || fail "$unanswered XIDs are not a call and a reply"
 echo "RPC-over-RDMA messages by type: $("$tshark" -r "$capture" -T fields \
   -e rpcordma.msg_type 2>/dev/null | sort -n | uniq -c | tr '\n' ' ')"
 
