@@ -18,6 +18,14 @@ if(RPCRDMA_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+  # C programs that link the C++ libraries (the ONC RPC adapter's C
+  # consumers and examples) need UBSan's C++ runtime too (the libraries'
+  # vptr checks), and the C++ library it uses, which the C driver leaves
+  # out.
+  if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
+    add_link_options($<$<LINK_LANGUAGE:C>:-fsanitize-link-c++-runtime>)
+    string(APPEND CMAKE_C_STANDARD_LIBRARIES " -lstdc++")
+  endif()
 endif()
 
 set(RPCRDMA_CAN_FUZZ OFF)

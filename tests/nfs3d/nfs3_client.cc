@@ -37,7 +37,12 @@ FileHandle HandleOf(const post_op_fh3& fh) {
 }  // namespace
 
 Nfs3Client::~Nfs3Client() {
-  if (client_ != nullptr) clnt_destroy(client_);
+  if (client_ != nullptr) {
+    // The caller's AUTH, as with libtirpc's own clients: clnt_destroy
+    // leaves it.
+    if (client_->cl_auth != nullptr) auth_destroy(client_->cl_auth);
+    clnt_destroy(client_);
+  }
   if (xprt_ != nullptr) {
     svc_unreg(NFS_PROGRAM, NFS_V3);
     svc_destroy(xprt_);
