@@ -1,0 +1,190 @@
+// Channel's synchronous calls (BlockingCall, StartCall/Await): the waiting
+// thread reads the connection itself while the loop leaves it parked, so
+// that a reply wakes the thread that waits for it and no other.
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "plugin/api/channel_core.h"
+#include "plugin/api/runtime_loops.h"
+
+namespace rpcrdma::api_internal {
+
+void ChannelCore::BlockingCompletion::operator()(
+    absl::StatusOr<Reply> result) const {
+  {
+    std::lock_guard<std::mutex> lock(core->mu_);
+    slot->result = std::move(result);
+    slot->done = true;
+  }
+  core->blocking_cv_.notify_all();
+}
+
+absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
+  if (loop_->InLoopThread()) {
+    return absl::FailedPreconditionError(
+        "channel: BlockingCall from a callback of the Channel's own loop");
+  }
+  BlockingSlot slot;
+  Submit(std::move(request), BlockingCompletion{this, &slot},
+         /*blocking=*/true);
+  return WaitForBlockingSlot(slot);
+}
+
+Channel::CallId ChannelCore::StartCall(CallRequest request) {
+  // The slot exists before Submit, which may complete the call at once.
+  auto slot = std::make_unique<BlockingSlot>();
+  BlockingSlot* const filled = slot.get();
+  const Channel::CallId id = Submit(
+      std::move(request), BlockingCompletion{this, filled}, /*blocking=*/true);
+  std::lock_guard<std::mutex> lock(mu_);
+  started_.emplace(id, std::move(slot));
+  return id;
+}
+
+absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
+  if (loop_->InLoopThread()) {
+    return absl::FailedPreconditionError(
+        "channel: Await from a callback of the Channel's own loop");
+  }
+  BlockingSlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = started_.find(id);
+    if (it == started_.end() || it->second->awaited) {
+      return absl::NotFoundError(
+          absl::StrCat("channel: call ", id,
+                       " was not started by StartCall, or is "
+                       "already awaited"));
+    }
+    slot = it->second.get();
+    slot->awaited = true;
+  }
+  absl::StatusOr<Reply> result = WaitForBlockingSlot(*slot);
+  std::lock_guard<std::mutex> lock(mu_);
+  started_.erase(id);
+  return result;
+}
+
+absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!RuntimeAccess::Loops(*runtime_).threads()) {
+    // A runtime its user drives: this thread drives it while it waits.
+    while (!slot.done) {
+      lock.unlock();
+      runtime_->RunReady(std::chrono::milliseconds(20));
+      lock.lock();
+    }
+  }
+  while (!slot.done) {
+    if (!reading_for_blocking_calls_ && conn_watch_ != nullptr &&
+        conn_ != nullptr && !conn_->disconnected() && !shutting_down_) {
+      ReadForBlockingCalls(lock, slot);
+      continue;
+    }
+    // Another blocking call reads (it wakes this one when its call is
+    // done, or hands the reading over), or the loop reconnects.
+    blocking_cv_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  // Work the reads left delayed (the soft fabric's acknowledgement of the
+  // reply, which completes the server's Send and returns the memory it
+  // lent) is the loop's now: it does not watch a parked connection.
+  const std::optional<Clock::time_point> due =
+      conn_ != nullptr ? conn_->poll_deadline() : std::nullopt;
+  lock.unlock();
+  if (due) WakeBy(*due);
+  return *std::move(slot.result);
+}
+
+void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
+                                       const BlockingSlot& slot) {
+  reading_for_blocking_calls_ = true;
+  Connection* const conn = conn_.get();
+  runtime::FdWatch* const watch = conn_watch_.get();
+  loop_->Modify(watch, 0);  // (if not parked) the loop stops watching
+  while (!slot.done && conn_.get() == conn && !conn->disconnected()) {
+    // With busy polling configured the waiting thread polls the connection
+    // itself first, the way perftest waits for its completion.
+    if (busy_poll_us_ > 0 && SpinForBlockingCall(lock, conn)) {
+      RunBlockingOutcomes(lock);
+      continue;
+    }
+    if (conn_.get() != conn || slot.done) continue;
+    const int fd = conn->endpoint().event_fd();
+    const uint32_t events = conn->endpoint().event_fd_events();
+    // Bounded, so that a deadline the loop enforces, or a lost
+    // connection, is noticed here too; and no later than the work the
+    // endpoint holds back (fabric.h poll_deadline: the soft fabric's
+    // coalesced acknowledgements, which the peer may be waiting for).
+    int timeout_ms = 20;
+    const std::optional<Clock::time_point> due = conn->poll_deadline();
+    if (due.has_value()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+      timeout_ms =
+          static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout_ms));
+    }
+    lock.unlock();
+    pollfd p{fd,
+             static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
+                                ((events & EPOLLOUT) ? POLLOUT : 0)),
+             0};
+    const bool ready = poll(&p, 1, timeout_ms) > 0;
+    lock.lock();
+    if (conn_.get() != conn || (!ready && !due.has_value())) continue;
+    conn->Poll(/*readable=*/ready);
+    RunBlockingOutcomes(lock);
+  }
+  reading_for_blocking_calls_ = false;
+  // Parked: the loop keeps not watching until a call that needs it. Not
+  // with a backward handler, whose calls may come at any time, nor in
+  // version two, whose peer may send property and optional messages at
+  // any time (draft-04 §5.3, §4.1), some awaiting this side's answer.
+  parked_for_blocking_calls_ =
+      backward_handler_ == nullptr &&
+      (conn_ == nullptr || conn_->engine().version() != wire::kRpcRdmaVersion2);
+  if (conn_.get() == conn && conn_watch_.get() == watch) UpdateInterest();
+  // Whoever waits takes the reading over.
+  blocking_cv_.notify_all();
+}
+
+// Polls `conn` without sleeping for up to busy_poll_us; true when that
+// found work (left for RunBlockingOutcomes).
+bool ChannelCore::SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
+                                      Connection* conn) {
+  const Clock::time_point until =
+      Clock::now() + std::chrono::microseconds(busy_poll_us_);
+  do {
+    if (conn->Spin()) return true;
+    // Other threads may be waiting for the lock to send their calls.
+    lock.unlock();
+    lock.lock();
+    if (conn_.get() != conn || conn->disconnected()) return false;
+  } while (Clock::now() < until);
+  return false;
+}
+
+// After the waiting thread polled `conn`: blocking calls' completions only
+// fill their slots and run here; the rest (other callbacks, backward calls)
+// belongs to the loop.
+void ChannelCore::RunBlockingOutcomes(std::unique_lock<std::mutex>& lock) {
+  Outcomes o;
+  CollectUpcalls(o);
+  Outcomes mine;
+  for (auto it = o.completions.begin(); it != o.completions.end();) {
+    if (it->first.target<BlockingCompletion>() != nullptr) {
+      mine.completions.push_back(std::move(*it));
+      it = o.completions.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  lock.unlock();
+  RunOutcomes(mine);
+  Defer(std::move(o));
+  lock.lock();
+}
+
+}  // namespace rpcrdma::api_internal
