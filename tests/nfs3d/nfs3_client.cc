@@ -24,6 +24,20 @@ void Free(bool_t (*routine)(XDR*, Result*), Result& result) {
   xdr_free(AsXdrProc(routine), &result);
 }
 
+// One NFSv3 call through rpcgen's stub; `take` reads what it needs of an
+// NFS3_OK result before the result is freed.
+template <typename Args, typename Result, typename Take>
+nfsstat3 CallNfs(enum clnt_stat (*stub)(Args*, Result*, CLIENT*),
+                 bool_t (*routine)(XDR*, Result*), Args& args, CLIENT* client,
+                 Take take) {
+  Result res{};
+  if (stub(&args, &res, client) != RPC_SUCCESS) return NFS3ERR_SERVERFAULT;
+  if (res.status == NFS3_OK) take(res);
+  const nfsstat3 status = res.status;
+  Free(routine, res);
+  return status;
+}
+
 diropargs3 DirOp(const FileHandle& dir, const char* name) {
   return diropargs3{AsNfsHandle(dir), const_cast<char*>(name)};
 }
@@ -76,44 +90,28 @@ Counters Nfs3Client::server_counters() const {
 
 nfsstat3 Nfs3Client::Getattr(const FileHandle& fh, fattr3& out) {
   GETATTR3args args{AsNfsHandle(fh)};
-  GETATTR3res res{};
-  if (nfsproc3_getattr_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = res.GETATTR3res_u.resok.obj_attributes;
-  const nfsstat3 status = res.status;
-  Free(&xdr_GETATTR3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_getattr_3, &xdr_GETATTR3res, args, client_,
+      [&](GETATTR3res& res) { out = res.GETATTR3res_u.resok.obj_attributes; });
 }
 
 nfsstat3 Nfs3Client::Lookup(const FileHandle& dir, const char* name,
                             FileHandle& out) {
   LOOKUP3args args{DirOp(dir, name)};
-  LOOKUP3res res{};
-  if (nfsproc3_lookup_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) {
-    const nfs_fh3& h = res.LOOKUP3res_u.resok.object;
-    out.assign(h.data.data_val, h.data.data_val + h.data.data_len);
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_LOOKUP3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_lookup_3, &xdr_LOOKUP3res, args, client_, [&](LOOKUP3res& res) {
+        const nfs_fh3& h = res.LOOKUP3res_u.resok.object;
+        out.assign(h.data.data_val, h.data.data_val + h.data.data_len);
+      });
 }
 
 nfsstat3 Nfs3Client::Create(const FileHandle& dir, const char* name,
                             createmode3 mode, FileHandle& out) {
   CREATE3args args{DirOp(dir, name), {}};
   args.how.mode = mode;
-  CREATE3res res{};
-  if (nfsproc3_create_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = HandleOf(res.CREATE3res_u.resok.obj);
-  const nfsstat3 status = res.status;
-  Free(&xdr_CREATE3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_create_3, &xdr_CREATE3res, args, client_,
+      [&](CREATE3res& res) { out = HandleOf(res.CREATE3res_u.resok.obj); });
 }
 
 nfsstat3 Nfs3Client::CreateExclusive(const FileHandle& dir, const char* name,
@@ -122,98 +120,58 @@ nfsstat3 Nfs3Client::CreateExclusive(const FileHandle& dir, const char* name,
   CREATE3args args{DirOp(dir, name), {}};
   args.how.mode = EXCLUSIVE;
   std::memcpy(args.how.createhow3_u.verf, verifier, NFS3_CREATEVERFSIZE);
-  CREATE3res res{};
-  if (nfsproc3_create_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = HandleOf(res.CREATE3res_u.resok.obj);
-  const nfsstat3 status = res.status;
-  Free(&xdr_CREATE3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_create_3, &xdr_CREATE3res, args, client_,
+      [&](CREATE3res& res) { out = HandleOf(res.CREATE3res_u.resok.obj); });
 }
 
 nfsstat3 Nfs3Client::Mkdir(const FileHandle& dir, const char* name,
                            FileHandle& out) {
   MKDIR3args args{DirOp(dir, name), {}};
-  MKDIR3res res{};
-  if (nfsproc3_mkdir_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = HandleOf(res.MKDIR3res_u.resok.obj);
-  const nfsstat3 status = res.status;
-  Free(&xdr_MKDIR3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_mkdir_3, &xdr_MKDIR3res, args, client_,
+      [&](MKDIR3res& res) { out = HandleOf(res.MKDIR3res_u.resok.obj); });
 }
 
 nfsstat3 Nfs3Client::Symlink(const FileHandle& dir, const char* name,
                              const char* target, FileHandle& out) {
   SYMLINK3args args{DirOp(dir, name), {{}, const_cast<char*>(target)}};
-  SYMLINK3res res{};
-  if (nfsproc3_symlink_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = HandleOf(res.SYMLINK3res_u.resok.obj);
-  const nfsstat3 status = res.status;
-  Free(&xdr_SYMLINK3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_symlink_3, &xdr_SYMLINK3res, args, client_,
+      [&](SYMLINK3res& res) { out = HandleOf(res.SYMLINK3res_u.resok.obj); });
 }
 
 nfsstat3 Nfs3Client::Readlink(const FileHandle& fh, std::string& target) {
   READLINK3args args{AsNfsHandle(fh)};
-  READLINK3res res{};
-  if (nfsproc3_readlink_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) target = res.READLINK3res_u.resok.data;
-  const nfsstat3 status = res.status;
-  Free(&xdr_READLINK3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_readlink_3, &xdr_READLINK3res, args, client_,
+      [&](READLINK3res& res) { target = res.READLINK3res_u.resok.data; });
 }
 
 nfsstat3 Nfs3Client::Link(const FileHandle& file, const FileHandle& dir,
                           const char* name) {
   LINK3args args{AsNfsHandle(file), DirOp(dir, name)};
-  LINK3res res{};
-  if (nfsproc3_link_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_LINK3res, res);
-  return status;
+  return CallNfs(&nfsproc3_link_3, &xdr_LINK3res, args, client_,
+                 [](LINK3res&) {});
 }
 
 nfsstat3 Nfs3Client::Rename(const FileHandle& from, const char* from_name,
                             const FileHandle& to, const char* to_name) {
   RENAME3args args{DirOp(from, from_name), DirOp(to, to_name)};
-  RENAME3res res{};
-  if (nfsproc3_rename_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_RENAME3res, res);
-  return status;
+  return CallNfs(&nfsproc3_rename_3, &xdr_RENAME3res, args, client_,
+                 [](RENAME3res&) {});
 }
 
 nfsstat3 Nfs3Client::Remove(const FileHandle& dir, const char* name) {
   REMOVE3args args{DirOp(dir, name)};
-  REMOVE3res res{};
-  if (nfsproc3_remove_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_REMOVE3res, res);
-  return status;
+  return CallNfs(&nfsproc3_remove_3, &xdr_REMOVE3res, args, client_,
+                 [](REMOVE3res&) {});
 }
 
 nfsstat3 Nfs3Client::Rmdir(const FileHandle& dir, const char* name) {
   RMDIR3args args{DirOp(dir, name)};
-  RMDIR3res res{};
-  if (nfsproc3_rmdir_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_RMDIR3res, res);
-  return status;
+  return CallNfs(&nfsproc3_rmdir_3, &xdr_RMDIR3res, args, client_,
+                 [](RMDIR3res&) {});
 }
 
 nfsstat3 Nfs3Client::Setattr(const FileHandle& fh, std::optional<uint32_t> mode,
@@ -232,13 +190,8 @@ nfsstat3 Nfs3Client::Setattr(const FileHandle& fh, std::optional<uint32_t> mode,
     args.guard.check = TRUE;
     args.guard.sattrguard3_u.obj_ctime = *guard;
   }
-  SETATTR3res res{};
-  if (nfsproc3_setattr_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_SETATTR3res, res);
-  return status;
+  return CallNfs(&nfsproc3_setattr_3, &xdr_SETATTR3res, args, client_,
+                 [](SETATTR3res&) {});
 }
 
 nfsstat3 Nfs3Client::Write(const FileHandle& fh, uint64_t offset,
@@ -266,34 +219,22 @@ nfsstat3 Nfs3Client::Write(const FileHandle& fh, uint64_t offset,
 nfsstat3 Nfs3Client::Commit(const FileHandle& fh,
                             std::array<char, NFS3_WRITEVERFSIZE>& verifier) {
   COMMIT3args args{AsNfsHandle(fh), 0, 0};
-  COMMIT3res res{};
-  if (nfsproc3_commit_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) {
-    std::memcpy(verifier.data(), res.COMMIT3res_u.resok.verf,
-                NFS3_WRITEVERFSIZE);
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_COMMIT3res, res);
-  return status;
+  return CallNfs(&nfsproc3_commit_3, &xdr_COMMIT3res, args, client_,
+                 [&](COMMIT3res& res) {
+                   std::memcpy(verifier.data(), res.COMMIT3res_u.resok.verf,
+                               NFS3_WRITEVERFSIZE);
+                 });
 }
 
 nfsstat3 Nfs3Client::Read(const FileHandle& fh, uint64_t offset, uint32_t count,
                           std::vector<uint8_t>& out, bool& eof) {
   READ3args args{AsNfsHandle(fh), offset, count};
-  READ3res res{};
-  if (nfsproc3_read_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) {
-    const READ3resok& ok = res.READ3res_u.resok;
-    out.assign(ok.data.data_val, ok.data.data_val + ok.data.data_len);
-    eof = ok.eof;
-  }
-  const nfsstat3 status = res.status;
-  Free(&xdr_READ3res, res);
-  return status;
+  return CallNfs(
+      &nfsproc3_read_3, &xdr_READ3res, args, client_, [&](READ3res& res) {
+        const READ3resok& ok = res.READ3res_u.resok;
+        out.assign(ok.data.data_val, ok.data.data_val + ok.data.data_len);
+        eof = ok.eof;
+      });
 }
 
 nfsstat3 Nfs3Client::ListAll(const FileHandle& dir, bool plus, uint32_t count,
@@ -349,26 +290,14 @@ nfsstat3 Nfs3Client::ListAll(const FileHandle& dir, bool plus, uint32_t count,
 
 nfsstat3 Nfs3Client::Fsinfo(const FileHandle& fh, FSINFO3resok& out) {
   FSINFO3args args{AsNfsHandle(fh)};
-  FSINFO3res res{};
-  if (nfsproc3_fsinfo_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = res.FSINFO3res_u.resok;
-  const nfsstat3 status = res.status;
-  Free(&xdr_FSINFO3res, res);
-  return status;
+  return CallNfs(&nfsproc3_fsinfo_3, &xdr_FSINFO3res, args, client_,
+                 [&](FSINFO3res& res) { out = res.FSINFO3res_u.resok; });
 }
 
 nfsstat3 Nfs3Client::Fsstat(const FileHandle& fh, FSSTAT3resok& out) {
   FSSTAT3args args{AsNfsHandle(fh)};
-  FSSTAT3res res{};
-  if (nfsproc3_fsstat_3(&args, &res, client_) != RPC_SUCCESS) {
-    return NFS3ERR_SERVERFAULT;
-  }
-  if (res.status == NFS3_OK) out = res.FSSTAT3res_u.resok;
-  const nfsstat3 status = res.status;
-  Free(&xdr_FSSTAT3res, res);
-  return status;
+  return CallNfs(&nfsproc3_fsstat_3, &xdr_FSSTAT3res, args, client_,
+                 [&](FSSTAT3res& res) { out = res.FSSTAT3res_u.resok; });
 }
 
 }  // namespace rpcrdma::nfs3d
