@@ -18,9 +18,14 @@ constexpr uint8_t kFormat = 1;
 constexpr size_t kTagSize = 8;
 constexpr size_t kMaxKernelHandle = NFS3_FHSIZE - kTagSize;
 
+// struct file_handle ends in a flexible array: room for its header and the
+// largest handle, aligned for the header.
 struct KernelHandle {
-  struct file_handle header;
-  unsigned char bytes[MAX_HANDLE_SZ];
+  alignas(struct file_handle) unsigned char storage[sizeof(struct file_handle) +
+                                                    MAX_HANDLE_SZ] = {};
+  struct file_handle* header() {
+    return reinterpret_cast<struct file_handle*>(storage);
+  }
 };
 
 }  // namespace
@@ -63,21 +68,22 @@ absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
 
 nfsstat3 Export::HandleOf(int fd, FileHandle& out) const {
   KernelHandle h{};
-  h.header.handle_bytes = MAX_HANDLE_SZ;
+  h.header()->handle_bytes = MAX_HANDLE_SZ;
   int mount_id = 0;
-  if (name_to_handle_at(fd, "", &h.header, &mount_id, AT_EMPTY_PATH) != 0) {
+  if (name_to_handle_at(fd, "", h.header(), &mount_id, AT_EMPTY_PATH) != 0) {
     return StatusOfErrno(errno);
   }
-  if (h.header.handle_bytes > kMaxKernelHandle) return NFS3ERR_SERVERFAULT;
-  const uint32_t type = static_cast<uint32_t>(h.header.handle_type);
-  out.assign(kTagSize + h.header.handle_bytes, 0);
+  if (h.header()->handle_bytes > kMaxKernelHandle) return NFS3ERR_SERVERFAULT;
+  const uint32_t type = static_cast<uint32_t>(h.header()->handle_type);
+  out.assign(kTagSize + h.header()->handle_bytes, 0);
   out[0] = kFormat;
-  out[2] = static_cast<uint8_t>(h.header.handle_bytes >> 8);
-  out[3] = static_cast<uint8_t>(h.header.handle_bytes);
+  out[2] = static_cast<uint8_t>(h.header()->handle_bytes >> 8);
+  out[3] = static_cast<uint8_t>(h.header()->handle_bytes);
   for (int i = 0; i < 4; ++i) {
     out[4 + i] = static_cast<uint8_t>(type >> (24 - 8 * i));
   }
-  std::memcpy(out.data() + kTagSize, h.bytes, h.header.handle_bytes);
+  std::memcpy(out.data() + kTagSize, h.header()->f_handle,
+              h.header()->handle_bytes);
   return NFS3_OK;
 }
 
@@ -92,12 +98,12 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
     return NFS3ERR_BADHANDLE;
   }
   KernelHandle h{};
-  h.header.handle_bytes = static_cast<unsigned int>(kernel_length);
-  h.header.handle_type =
+  h.header()->handle_bytes = static_cast<unsigned int>(kernel_length);
+  h.header()->handle_type =
       static_cast<int>(uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
                        uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]});
-  std::memcpy(h.bytes, bytes + kTagSize, kernel_length);
-  UniqueFd fd(open_by_handle_at(root_.get(), &h.header, flags | O_CLOEXEC));
+  std::memcpy(h.header()->f_handle, bytes + kTagSize, kernel_length);
+  UniqueFd fd(open_by_handle_at(root_.get(), h.header(), flags | O_CLOEXEC));
   if (!fd.valid()) {
     // ESTALE: deleted; EINVAL: a handle the file system does not take.
     return errno == ELOOP || errno == EISDIR || errno == ENOTDIR ||

@@ -5,8 +5,9 @@
 // rpcbind:
 //
 //   nfs3d --export /srv/data --nfs rdma://0.0.0.0:20049 --mount-port 20048
-//   mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\
-//         mountport=20048,nolock server:/srv/data /mnt
+//   mount -t nfs -o OPTIONS server:/srv/data /mnt
+// where OPTIONS is vers=3,proto=rdma,port=20049,mountproto=tcp,
+// mountport=20048,nolock (one word).
 //
 // Options:
 //   --export DIR      the directory served (required)
