@@ -68,19 +68,6 @@ uint32_t RandomXid() {
   return static_cast<uint32_t>(device());
 }
 
-// Frees what xdr_replymsg allocated for an accepted reply's verifier
-// (clnt_vc does the same). A rejected reply's fields share that memory
-// (rm_reply is a union): its verifier must not be touched.
-void FreeVerifier(rpc_msg& reply) {
-  opaque_auth& verifier = reply.acpted_rply.ar_verf;
-  if (reply.rm_reply.rp_stat != MSG_ACCEPTED || verifier.oa_base == nullptr) {
-    return;
-  }
-  XDR free_stream{};
-  free_stream.x_op = XDR_FREE;
-  (void)xdr_opaque_auth(&free_stream, &verifier);
-}
-
 }  // namespace
 
 RdmaClient::RdmaClient(std::unique_ptr<CallPath> path, rpcprog_t program,
@@ -308,7 +295,7 @@ rpc_err RdmaClient::Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
       reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_void));
   if (!xdr_replymsg(decoder.xdr(), &reply_msg) ||
       reply_msg.rm_xid != prepared.xid) {
-    FreeVerifier(reply_msg);
+    FreeReplyVerifier(reply_msg);
     SetLastError("clnt_call: the reply's RPC header does not decode");
     return ErrorOf(RPC_CANTDECODERES);
   }
@@ -335,7 +322,7 @@ rpc_err RdmaClient::Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
         " write chunk(s) that no result of procedure ", procedure,
         " took (the server's DDP policy differs from ours)"));
   }
-  FreeVerifier(reply_msg);
+  FreeReplyVerifier(reply_msg);
   return error;
 }
 

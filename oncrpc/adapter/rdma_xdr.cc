@@ -1,6 +1,7 @@
 #include "oncrpc/adapter/rdma_xdr.h"
 
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace rpcrdma::oncrpc {
@@ -309,6 +310,18 @@ bool_t RdmaXdrDecoder::Control(XDR* xdrs, int request, void* argument) {
     default:
       return FALSE;
   }
+}
+
+void FreeReplyVerifier(rpc_msg& reply) {
+  // xdr_enum stores whatever integer the peer sent; reading it back as the
+  // enum would be undefined for a value outside reply_stat.
+  std::underlying_type_t<reply_stat> stat;
+  std::memcpy(&stat, &reply.rm_reply.rp_stat, sizeof stat);
+  opaque_auth& verifier = reply.acpted_rply.ar_verf;
+  if (stat != MSG_ACCEPTED || verifier.oa_base == nullptr) return;
+  XDR free_stream{};
+  free_stream.x_op = XDR_FREE;
+  (void)xdr_opaque_auth(&free_stream, &verifier);
 }
 
 }  // namespace rpcrdma::oncrpc

@@ -9,7 +9,7 @@
 #ifndef RPCRDMA_ONCRPC_ADAPTER_RDMA_XDR_H_
 #define RPCRDMA_ONCRPC_ADAPTER_RDMA_XDR_H_
 
-#include <rpc/xdr.h>
+#include <rpc/rpc.h>
 
 #include <cstdint>
 #include <optional>
@@ -135,6 +135,12 @@ class RdmaXdrDecoder {
   bool marked_ = false;
   u_int roundup_to_fill_ = 0;
 };
+
+// Frees what xdr_replymsg allocated for an accepted reply's verifier
+// (clnt_vc does the same). A rejected reply's fields share that memory
+// (rm_reply is a union), and a reply that failed to decode may hold any
+// reply_stat a peer sent: only MSG_ACCEPTED's verifier is freed.
+void FreeReplyVerifier(rpc_msg& reply);
 
 }  // namespace rpcrdma::oncrpc
 

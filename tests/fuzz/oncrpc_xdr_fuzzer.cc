@@ -19,6 +19,7 @@
 namespace {
 
 using rpcrdma::oncrpc::DdpItem;
+using rpcrdma::oncrpc::FreeReplyVerifier;
 using rpcrdma::oncrpc::RdmaXdrDecoder;
 using rpcrdma::oncrpc::RdmaXdrEncoder;
 
@@ -97,13 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       reply.acpted_rply.ar_verf = _null_auth;
       reply.acpted_rply.ar_results.proc = AsXdrProc(&xdr_void);
       (void)xdr_replymsg(decoder.xdr(), &reply);
-      // Only an accepted reply has a verifier (rm_reply is a union).
-      if (reply.rm_reply.rp_stat == MSG_ACCEPTED &&
-          reply.acpted_rply.ar_verf.oa_base != nullptr) {
-        XDR free_stream{};
-        free_stream.x_op = XDR_FREE;
-        (void)xdr_opaque_auth(&free_stream, &reply.acpted_rply.ar_verf);
-      }
+      FreeReplyVerifier(reply);
       break;
     }
     case 1:

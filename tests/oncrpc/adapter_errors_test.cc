@@ -4,9 +4,11 @@
 #include <rpc/rpc.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "rpcrdma/server.h"
@@ -186,22 +188,32 @@ TEST_P(AdapterErrorTest, Rfc8166_9_2_RpcsecGssCallsUseNoDdp) {
   EXPECT_EQ(server.long_replies, 1u);  // the result by the reply chunk
 }
 
-// RFC 5531 §9: a server that speaks another RPC version answers
-// MSG_DENIED / RPC_MISMATCH with its range. (A rejected reply shares its
-// memory with the accepted arm's verifier: the client must free the
-// verifier only of an accepted reply.)
-TEST(AdapterReplies, Rfc5531_9_RpcMismatchIsVersMismatchWithTheRange) {
-  auto server = Server::Create(
-      ListenUri("soft+unix"), {}, [](IncomingCall call, Responder responder) {
+// A server that answers every call with `words` (after the call's xid) as
+// the reply's RPC header.
+absl::StatusOr<std::unique_ptr<Server>> ServerAnsweringWith(
+    std::vector<uint32_t> words) {
+  return Server::Create(
+      ListenUri("soft+unix"), {},
+      [words](IncomingCall call, Responder responder) {
         std::vector<uint8_t> reply;
-        for (uint32_t word : {call.xid, 1u /* REPLY */, 1u /* MSG_DENIED */,
-                              0u /* RPC_MISMATCH */, 2u, 2u}) {
+        std::vector<uint32_t> header = {call.xid};
+        header.insert(header.end(), words.begin(), words.end());
+        for (uint32_t word : header) {
           for (int shift = 24; shift >= 0; shift -= 8) {
             reply.push_back(static_cast<uint8_t>(word >> shift));
           }
         }
         (void)responder.Send(ServerReply(std::move(reply)));
       });
+}
+
+// RFC 5531 §9: a server that speaks another RPC version answers
+// MSG_DENIED / RPC_MISMATCH with its range. (A rejected reply shares its
+// memory with the accepted arm's verifier: the client must free the
+// verifier only of an accepted reply.)
+TEST(AdapterReplies, Rfc5531_9_RpcMismatchIsVersMismatchWithTheRange) {
+  auto server = ServerAnsweringWith(
+      {1u /* REPLY */, 1u /* MSG_DENIED */, 0u /* RPC_MISMATCH */, 2u, 2u});
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<CLIENT*> client =
       CreateClient((*server)->uri(), TESTPROG, TESTVERS);
@@ -211,6 +223,22 @@ TEST(AdapterReplies, Rfc5531_9_RpcMismatchIsVersMismatchWithTheRange) {
   clnt_geterr(*client, &error);
   EXPECT_EQ(error.re_vers.low, 2u);
   EXPECT_EQ(error.re_vers.high, 2u);
+  clnt_destroy(*client);
+}
+
+// RFC 5531 §9: reply_stat is 0 or 1. Another value is a reply that does
+// not decode, whatever the words after it (found by the reply fuzzer:
+// reading such a value back as the enum was undefined behaviour).
+TEST(AdapterReplies, Rfc5531_9_UnknownReplyStatIsCantDecodeRes) {
+  auto server = ServerAnsweringWith(
+      {1u /* REPLY */, 0x0600e5dfu /* no reply_stat */, 0u, 0u, 0u});
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<CLIENT*> client =
+      CreateClient((*server)->uri(), TESTPROG, TESTVERS);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ(testproc_null_1(nullptr, nullptr, *client), RPC_CANTDECODERES);
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "does not decode"))
+      << rdma_oncrpc_error();
   clnt_destroy(*client);
 }
 
