@@ -1,0 +1,275 @@
+// A Channel's connections: the first one (Start, and the version probe of
+// version two), each one after it (Reconnect with its backoff), and the end
+// of a lost one (Retire). The calls on a live connection are in
+// channel_core.cc.
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "plugin/api/channel_core.h"
+#include "plugin/log/logging.h"
+
+namespace rpcrdma::api_internal {
+
+namespace {
+
+// Waits up to 100 ms, and not past `until`, for what `endpoint` waits for
+// on its descriptor (fabric.h event_fd_events), and tells it when that
+// came; false once `until` has passed.
+bool WaitForEndpoint(fabric::Endpoint& endpoint, Clock::time_point until) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - Clock::now());
+  if (left.count() <= 0) return false;
+  const uint32_t events = endpoint.event_fd_events();
+  pollfd p{endpoint.event_fd(),
+           static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
+                              ((events & EPOLLOUT) ? POLLOUT : 0)),
+           0};
+  if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100))) > 0) {
+    endpoint.OnEventFdReadable();
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ChannelCore::Start(absl::string_view uri,
+                                const config::TransportConfig& config) {
+  absl::StatusOr<ParsedUri> parsed = ParseUri(uri);
+  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<std::unique_ptr<fabric::Fabric>> fab =
+      MakeFabricFor(*parsed, config);
+  if (!fab.ok()) return fab.status();
+  fabric_ = std::move(*fab);
+  absl::StatusOr<std::shared_ptr<CaptureTap>> capture = OpenCaptureFor(config);
+  if (!capture.ok()) return capture.status();
+  capture_ = std::move(*capture);
+  const config::ResolvedConfig resolved = config::Resolve(config);
+  default_deadline_ = resolved.request_deadline;
+  connect_timeout_ = resolved.connect_timeout;
+  backoff_initial_ = resolved.reconnect_backoff_initial;
+  backoff_max_ = resolved.reconnect_backoff_max;
+  backoff_ = backoff_initial_;
+  idle_timeout_ = resolved.idle_timeout;
+  busy_poll_us_ = resolved.busy_poll_us;
+  abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
+  address_ = parsed->address;
+  uri_ = std::string(uri);
+  ecfg_ =
+      EngineConfigFor(resolved, Role::kRequester, backward_handler_ != nullptr);
+  v2_.Configure(ecfg_);
+  if (resolved.inline_settings.cm_private_data) {
+    engine::Engine probe(ecfg_, nullptr);
+    auto pd = probe.LocalPrivateData();
+    private_data_.assign(pd.begin(), pd.end());
+  }
+  if (backward_handler_ != nullptr && resolved.handler_threads > 0) {
+    handler_pool_ = std::make_unique<runtime::WorkerPool<HandlerJob>>(
+        resolved.handler_threads, "rpcrdma-handler", [](HandlerJob& job) {
+          (*job.handler)(std::move(job.call), *std::move(job.responder));
+        });
+  }
+  absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
+      fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
+  if (!ep.ok()) {
+    // A host name that does not resolve stays INVALID_ARGUMENT.
+    return absl::Status(
+        ep.status().code() == absl::StatusCode::kInvalidArgument
+            ? absl::StatusCode::kInvalidArgument
+            : absl::StatusCode::kUnavailable,
+        absl::StrCat("connect to ", uri, ": ", ep.status().message()));
+  }
+  // Wait for the outcome of the connect.
+  const Clock::time_point until = Clock::now() + resolved.connect_timeout;
+  std::optional<fabric::ConnectionEvent> ev;
+  (*ep)->OnEventFdReadable();  // the answer may be there already
+  while (!(ev = (*ep)->PollConnectionEvent())) {
+    if (!WaitForEndpoint(**ep, until)) {
+      (*ep)->Disconnect();
+      return absl::DeadlineExceededError(
+          absl::StrCat("connect to ", uri, ": no answer within ",
+                       resolved.connect_timeout.count(), " ms"));
+    }
+  }
+  if (ev->type != fabric::ConnectionEventType::kEstablished) {
+    // A Server names why it rejected (limits.h RejectPrivateData).
+    std::optional<std::string> reason;
+    if (ev->type == fabric::ConnectionEventType::kRejected) {
+      reason = RejectReason(ev->private_data);
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "connect to ", uri, ": ", fabric::ConnectionEventTypeName(ev->type),
+        ev->detail.empty() ? "" : ": ", ev->detail,
+        reason ? ": the server says: " : "", reason ? *reason : ""));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conn_ = MakeConnection(std::move(*ep));
+    idle_.emplace(idle_timeout_, Clock::now());
+    conn_->Connected(ev->private_data, DrawXid());
+  }
+  if (absl::Status s = AwaitVersion(uri, until); !s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    conn_->Disconnect();
+    return s;
+  }
+  // Joins the loop: from here on the loop and callers share the state.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = loop_->Add(this, -1); !s.ok()) return s;
+    registered_ = true;
+    Watch(conn_watch_, conn_->endpoint());
+  }
+  std::weak_ptr<ChannelCore> weak = weak_from_this();
+  loop_->Post([weak] {
+    if (std::shared_ptr<ChannelCore> self = weak.lock()) self->Work(false);
+  });
+  return absl::OkStatus();
+}
+
+// draft-cel-nfsv4-rpcrdma-version-two-04 §7: with version two offered,
+// Create returns once the peer has answered the probe.
+absl::Status ChannelCore::AwaitVersion(absl::string_view uri,
+                                       Clock::time_point until) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Not on a loop yet: nobody else touches the connection.
+  while (conn_->engine().negotiating() && !conn_->disconnected()) {
+    if (!WaitForEndpoint(conn_->endpoint(), until)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "connect to ", uri, ": no answer to the version-two probe"));
+    }
+    conn_->Poll();
+  }
+  if (conn_->disconnected()) {
+    return absl::UnavailableError(absl::StrCat(
+        "connect to ", uri, ": connection lost during version negotiation"));
+  }
+  const absl::Status& st = conn_->engine().negotiation_status();
+  if (!st.ok()) {
+    return absl::Status(st.code(),
+                        absl::StrCat("connect to ", uri, ": ", st.message()));
+  }
+  // §7.2: a peer that answered ERR_VERS is not asked again on a reconnect.
+  ecfg_.offered_version = conn_->engine().version();
+  return absl::OkStatus();
+}
+
+// XIDs of version probes: drawn at random, as RPC clients draw their first
+// XID, so that they do not repeat across connections.
+uint32_t ChannelCore::DrawXid() {
+  if (ecfg_.offered_version < 2) return 0;
+  return static_cast<uint32_t>(rng_());
+}
+
+std::unique_ptr<Connection> ChannelCore::MakeConnection(
+    std::unique_ptr<fabric::Endpoint> endpoint) {
+  // The remote invalidation bit must match what was sent, so the
+  // connection recomputes nothing: the engine config is used as sent.
+  Connection::Hooks hooks;
+  AttachCapture(capture_, Role::kRequester, hooks);
+  auto conn = std::make_unique<Connection>(std::move(endpoint), ecfg_,
+                                           Role::kRequester, std::move(hooks));
+  conn->SetLogContext(++generation_, absl::StrCat("channel to ", uri_));
+  return conn;
+}
+
+// The lost connection has drained (or the guard ran out): its endpoint,
+// and with it every registration and handle of it, goes away.
+void ChannelCore::Retire(Clock::time_point now, Outcomes& o) {
+  past_ += conn_->counters();
+  last_loss_ = conn_->lost_reason();
+  last_info_ = conn_->info();
+  Unwatch(conn_watch_);
+  for (ReleasingReply& r : replies_.TakeAll())
+    o.dropped.push_back(std::move(r));
+  conn_.reset();
+  by_engine_.clear();
+  lost_since_.reset();
+  std::vector<std::pair<Channel::CallId, absl::Status>> failed;
+  for (auto& [id, p] : pending_) {
+    if (!p.engine_id) continue;
+    // Not finished by the engine: only when the drain guard ran out.
+    p.engine_id.reset();
+    if (p.ending) {
+      failed.emplace_back(id, *p.ending);
+    } else if (!p.request.retry_on_reconnect || shutting_down_) {
+      failed.emplace_back(id,
+                          absl::UnavailableError("channel: connection lost"));
+    }
+  }
+  for (auto& [id, status] : failed) Complete(id, std::move(status), o);
+  backoff_ = backoff_initial_;
+  next_attempt_ = now;  // the first attempt at once
+}
+
+void ChannelCore::Backoff(Clock::time_point now, absl::string_view cause) {
+  RPCRDMA_LOG(kWarning, 0, "channel to ", uri_, ": reconnect failed: ", cause,
+              "; next attempt in ", backoff_.count(), " ms");
+  next_attempt_ = now + backoff_;
+  backoff_ = std::min(backoff_ * 2, backoff_max_);
+}
+
+// Without a connection: drives the connect attempts.
+void ChannelCore::Reconnect(Clock::time_point now, Outcomes& o) {
+  if (connecting_ == nullptr) {
+    if (now < next_attempt_) return;
+    absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
+        fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
+    if (!ep.ok()) {
+      Backoff(now, ep.status().message());
+      return;
+    }
+    connecting_ = std::move(*ep);
+    connect_until_ = now + connect_timeout_;
+    Watch(connecting_watch_, *connecting_);
+  }
+  std::optional<fabric::ConnectionEvent> ev =
+      connecting_->PollConnectionEvent();
+  if (!ev) {
+    if (now >= connect_until_) {
+      Unwatch(connecting_watch_);
+      connecting_->Disconnect();
+      connecting_.reset();
+      Backoff(now, absl::StrCat("no answer within ", connect_timeout_.count(),
+                                " ms"));
+    }
+    return;
+  }
+  Unwatch(connecting_watch_);
+  if (ev->type != fabric::ConnectionEventType::kEstablished) {
+    connecting_.reset();
+    Backoff(now, absl::StrCat(fabric::ConnectionEventTypeName(ev->type),
+                              ev->detail.empty() ? "" : ": ", ev->detail));
+    return;
+  }
+  conn_ = MakeConnection(std::move(connecting_));
+  idle_.emplace(idle_timeout_, now);
+  abandoned_.Reset();
+  ++reconnects_;
+  RPCRDMA_LOG(kWarning, generation_, "channel to ", uri_,
+              ": reconnected after the connection was lost (",
+              last_loss_.empty() ? "cause unknown" : last_loss_,
+              "); calls waiting to be sent again: ", pending_.size());
+  connected_.store(true);
+  idle_closed_ = false;
+  Watch(conn_watch_, conn_->endpoint());
+  // A fresh engine: credits restart at one and the inline thresholds are
+  // negotiated again from this connection's private data (RFC 8166
+  // §3.3.1, RFC 8797 §4.2).
+  conn_->Connected(ev->private_data, DrawXid());
+  std::vector<Channel::CallId> held;
+  for (const auto& [id, p] : pending_) {
+    if (!p.engine_id) held.push_back(id);
+  }
+  // In the order the calls were made.
+  std::sort(held.begin(), held.end());
+  for (Channel::CallId id : held) {
+    if (!Up()) break;
+    Send(id, o);
+  }
+}
+
+}  // namespace rpcrdma::api_internal
