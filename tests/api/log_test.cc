@@ -134,7 +134,7 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   // The cause travels with the reconnect line.
   EXPECT_TRUE(absl::StrContains(reconnected->message, "connection event"))
       << reconnected->message;
-  EXPECT_EQ(reconnected->file, "channel_core.cc");
+  EXPECT_EQ(reconnected->file, "channel_connect.cc");
   EXPECT_EQ((*channel)->counters().reconnects, 1u);
 }
 
