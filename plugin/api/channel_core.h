@@ -51,6 +51,7 @@ struct HandlerJob {
 class ChannelCore final : public runtime::Source,
                           public ReplyTarget,
                           public VersionTwoTarget,
+                          public VersionTwoOperations<ChannelCore>,
                           public std::enable_shared_from_this<ChannelCore> {
  public:
   ChannelCore(std::shared_ptr<Runtime> runtime, CallHandler backward_handler);
@@ -81,13 +82,8 @@ class ChannelCore final : public runtime::Source,
                                       std::chrono::milliseconds timeout);
   absl::Status UpdateReceiveSize(uint32_t octets,
                                  std::chrono::milliseconds timeout);
-  absl::Status UpdateProperties(std::vector<TransportProperty> properties,
-                                std::chrono::milliseconds timeout);
-  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
-      std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout);
-  absl::StatusOr<OptionalMessage> SendOptional(
-      OptionalMessage message, std::chrono::milliseconds timeout);
+  // UpdateProperties, RequestPeerProperties, SendOptional: from
+  // VersionTwoOperations.
   // VersionTwoTarget: a handler's answer.
   absl::Status OnConnection(
       uint64_t generation,
@@ -106,6 +102,8 @@ class ChannelCore final : public runtime::Source,
                          Clock::time_point delivered_at) override;
 
  private:
+  friend class VersionTwoOperations<ChannelCore>;
+
   struct Pending {
     // Unset while the call waits for a connection (held for a re-send).
     std::optional<engine::CallId> engine_id;
@@ -270,6 +268,9 @@ class ChannelCore final : public runtime::Source,
   // Calls made by StartCall, until Await takes their outcome.
   absl::flat_hash_map<Channel::CallId, std::unique_ptr<BlockingSlot>> started_;
 };
+
+// Instantiated in channel_v2.cc, beside ChannelCore::AwaitVersionTwo.
+extern template class VersionTwoOperations<ChannelCore>;
 
 }  // namespace rpcrdma::api_internal
 

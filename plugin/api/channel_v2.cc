@@ -100,37 +100,8 @@ absl::Status ChannelCore::UpdateReceiveSize(uint32_t octets,
       timeout);
 }
 
-absl::Status ChannelCore::UpdateProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  absl::StatusOr<engine::PropertiesAnswered> answer =
-      AwaitVersionTwo<engine::PropertiesAnswered>(
-          [&](Connection& c) { return v2_.Update(c, std::move(properties)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::UpdateResult(*answer);
-}
-
-absl::StatusOr<PropertyAnswer> ChannelCore::RequestPeerProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  absl::StatusOr<engine::PropertiesAnswered> answer =
-      AwaitVersionTwo<engine::PropertiesAnswered>(
-          [&](Connection& c) { return v2_.Request(c, std::move(properties)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::RequestResult(*answer);
-}
-
-absl::StatusOr<OptionalMessage> ChannelCore::SendOptional(
-    OptionalMessage message, std::chrono::milliseconds timeout) {
-  const uint32_t type = message.type;
-  absl::StatusOr<engine::OptionalAnswered> answer =
-      AwaitVersionTwo<engine::OptionalAnswered>(
-          [&](Connection& c) { return v2_.Optional(c, std::move(message)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::OptionalResult(type, *std::move(answer));
-}
+// UpdateProperties, RequestPeerProperties and SendOptional over the
+// AwaitVersionTwo above.
+template class VersionTwoOperations<ChannelCore>;
 
 }  // namespace rpcrdma::api_internal

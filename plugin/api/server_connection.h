@@ -47,6 +47,7 @@ class ServerConnection final
     : public runtime::Source,
       public ReplyTarget,
       public VersionTwoTarget,
+      public VersionTwoOperations<ServerConnection>,
       public std::enable_shared_from_this<ServerConnection> {
  public:
   ServerConnection(ServerCore* server, std::shared_ptr<ServerShared> shared,
@@ -87,20 +88,16 @@ class ServerConnection final
                          ServerReply reply,
                          Clock::time_point delivered_at) override;
 
-  // Version two (server_v2.cc; server.h).
-  absl::Status UpdateProperties(std::vector<TransportProperty> properties,
-                                std::chrono::milliseconds timeout);
-  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
-      std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout);
-  absl::StatusOr<OptionalMessage> SendOptional(
-      OptionalMessage message, std::chrono::milliseconds timeout);
+  // Version two (server_v2.cc; server.h): UpdateProperties,
+  // RequestPeerProperties, SendOptional from VersionTwoOperations.
   // VersionTwoTarget: a handler's answer.
   absl::Status OnConnection(
       uint64_t generation,
       absl::FunctionRef<absl::Status(Connection&)> op) override;
 
  private:
+  friend class VersionTwoOperations<ServerConnection>;
+
   struct Backward {
     Server::Callback done;
     std::optional<Clock::time_point> deadline;
@@ -168,6 +165,9 @@ class ServerConnection final
   absl::flat_hash_map<engine::CallId, Backward> backward_;
   std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
 };
+
+// Instantiated in server_v2.cc, beside ServerConnection::AwaitVersionTwo.
+extern template class VersionTwoOperations<ServerConnection>;
 
 }  // namespace rpcrdma::api_internal
 

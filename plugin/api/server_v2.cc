@@ -64,39 +64,6 @@ absl::Status ServerConnection::OnConnection(
   return s;
 }
 
-absl::Status ServerConnection::UpdateProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  absl::StatusOr<engine::PropertiesAnswered> answer =
-      AwaitVersionTwo<engine::PropertiesAnswered>(
-          [&](Connection& c) { return v2_.Update(c, std::move(properties)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::UpdateResult(*answer);
-}
-
-absl::StatusOr<PropertyAnswer> ServerConnection::RequestPeerProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  absl::StatusOr<engine::PropertiesAnswered> answer =
-      AwaitVersionTwo<engine::PropertiesAnswered>(
-          [&](Connection& c) { return v2_.Request(c, std::move(properties)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::RequestResult(*answer);
-}
-
-absl::StatusOr<OptionalMessage> ServerConnection::SendOptional(
-    OptionalMessage message, std::chrono::milliseconds timeout) {
-  const uint32_t type = message.type;
-  absl::StatusOr<engine::OptionalAnswered> answer =
-      AwaitVersionTwo<engine::OptionalAnswered>(
-          [&](Connection& c) { return v2_.Optional(c, std::move(message)); },
-          timeout);
-  if (!answer.ok()) return answer.status();
-  return VersionTwoUser::OptionalResult(type, *std::move(answer));
-}
-
 absl::StatusOr<std::shared_ptr<ServerConnection>> ServerCore::Find(
     uint64_t connection) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -107,6 +74,10 @@ absl::StatusOr<std::shared_ptr<ServerConnection>> ServerCore::Find(
   }
   return it->second;
 }
+
+// UpdateProperties, RequestPeerProperties and SendOptional over the
+// AwaitVersionTwo above.
+template class VersionTwoOperations<ServerConnection>;
 
 }  // namespace api_internal
 

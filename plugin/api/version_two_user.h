@@ -7,10 +7,12 @@
 #ifndef RPCRDMA_PLUGIN_API_VERSION_TWO_USER_H_
 #define RPCRDMA_PLUGIN_API_VERSION_TWO_USER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -85,6 +87,73 @@ class VersionTwoUser {
                       std::shared_ptr<std::promise<engine::OptionalAnswered>>>
       optional_waits_;
 };
+
+// The blocking operations of rpcrdma/version_two.h that a Channel and a
+// Server's connection share, for an Owner (ChannelCore, ServerConnection)
+// that has a VersionTwoUser `v2_` and an `AwaitVersionTwo<Answer>(start,
+// timeout)`, which starts the operation under the owner's lock and waits
+// for the peer's answer (each owner locks and reports its own way). The
+// owner befriends this class; each owner's .cc, where its AwaitVersionTwo
+// is defined, instantiates it explicitly.
+template <typename Owner>
+class VersionTwoOperations {
+ public:
+  absl::Status UpdateProperties(std::vector<TransportProperty> properties,
+                                std::chrono::milliseconds timeout);
+  absl::StatusOr<PropertyAnswer> RequestPeerProperties(
+      std::vector<TransportProperty> properties,
+      std::chrono::milliseconds timeout);
+  absl::StatusOr<OptionalMessage> SendOptional(
+      OptionalMessage message, std::chrono::milliseconds timeout);
+
+ private:
+  Owner& owner() { return static_cast<Owner&>(*this); }
+};
+
+// Defined out of the class, so that the owners' `extern template` keeps
+// every other file from instantiating them without AwaitVersionTwo.
+template <typename Owner>
+absl::Status VersionTwoOperations<Owner>::UpdateProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) {
+            return owner().v2_.Update(c, std::move(properties));
+          },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::UpdateResult(*answer);
+}
+
+template <typename Owner>
+absl::StatusOr<PropertyAnswer>
+VersionTwoOperations<Owner>::RequestPeerProperties(
+    std::vector<TransportProperty> properties,
+    std::chrono::milliseconds timeout) {
+  absl::StatusOr<engine::PropertiesAnswered> answer =
+      owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
+          [&](Connection& c) {
+            return owner().v2_.Request(c, std::move(properties));
+          },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::RequestResult(*answer);
+}
+
+template <typename Owner>
+absl::StatusOr<OptionalMessage> VersionTwoOperations<Owner>::SendOptional(
+    OptionalMessage message, std::chrono::milliseconds timeout) {
+  const uint32_t type = message.type;
+  absl::StatusOr<engine::OptionalAnswered> answer =
+      owner().template AwaitVersionTwo<engine::OptionalAnswered>(
+          [&](Connection& c) {
+            return owner().v2_.Optional(c, std::move(message));
+          },
+          timeout);
+  if (!answer.ok()) return answer.status();
+  return VersionTwoUser::OptionalResult(type, *std::move(answer));
+}
 
 }  // namespace rpcrdma::api_internal
 
