@@ -9,36 +9,9 @@
 set -uo pipefail
 
 capture="${1:?usage: check-capture.sh CAPTURE.pcap}"
-tshark="$(command -v tshark)" || {
-  echo "FAIL: tshark not found (scripts/install-deps.sh installs it)"
-  exit 1
-}
-[ -s "$capture" ] || {
-  echo "FAIL: no capture at $capture (kernel.interop writes it)"
-  exit 1
-}
-
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-count() { "$tshark" -r "$capture" -Y "$1" 2>/dev/null | wc -l; }
-
-frames=$(count "frame")
-rpcordma=$(count "rpcordma")
-rpc=$(count "rpc")
-echo "frames $frames, RPC-over-RDMA $rpcordma, ONC RPC $rpc"
-[ "$frames" -gt 0 ] || fail "the capture holds no frame"
-[ "$rpcordma" -eq "$frames" ] ||
-  fail "$((frames - rpcordma)) frames not decoded as RPC-over-RDMA"
-
-bad=$("$tshark" -r "$capture" \
-  -Y "_ws.malformed || _ws.expert.severity >= 6291456" 2>/dev/null)
-if [ -n "$bad" ]; then
-  echo "$bad"
-  fail "malformed frames or expert warnings"
-fi
+# shellcheck source=capture-checks.sh
+source "$(dirname "$0")/capture-checks.sh"
+capture_checks_start kernel.interop
 
 # Each NFSv4 operation the shared connection's steps send (RFC 7530 §16):
 # PUTROOTFH 24, LOOKUP 15, GETFH 10, PUTFH 22, READ 25, READDIR 26, and the
@@ -56,8 +29,4 @@ echo "RDMA_ERROR: $errors"
 echo "credit values seen: $("$tshark" -r "$capture" -T fields \
   -e rpcordma.flow_control 2>/dev/null | sort -n | uniq -c | tr '\n' ' ')"
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "tshark decodes all $frames frames"
+capture_checks_finish

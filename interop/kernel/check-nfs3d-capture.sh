@@ -9,35 +9,9 @@
 set -uo pipefail
 
 capture="${1:?usage: check-nfs3d-capture.sh CAPTURE.pcap}"
-tshark="$(command -v tshark)" || {
-  echo "FAIL: tshark not found (scripts/install-deps.sh installs it)"
-  exit 1
-}
-[ -s "$capture" ] || {
-  echo "FAIL: no capture at $capture (kernel.nfs3d writes it)"
-  exit 1
-}
-
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-count() { "$tshark" -r "$capture" -Y "$1" 2>/dev/null | wc -l; }
-
-frames=$(count "frame")
-rpcordma=$(count "rpcordma")
-echo "frames $frames, RPC-over-RDMA $rpcordma, ONC RPC $(count rpc)"
-[ "$frames" -gt 0 ] || fail "the capture holds no frame"
-[ "$rpcordma" -eq "$frames" ] ||
-  fail "$((frames - rpcordma)) frames not decoded as RPC-over-RDMA"
-
-bad=$("$tshark" -r "$capture" \
-  -Y "_ws.malformed || _ws.expert.severity >= 6291456" 2>/dev/null)
-if [ -n "$bad" ]; then
-  echo "$bad"
-  fail "malformed frames or expert warnings"
-fi
+# shellcheck source=capture-checks.sh
+source "$(dirname "$0")/capture-checks.sh"
+capture_checks_start kernel.nfs3d
 
 # NFSv3 procedures (RFC 1813 §3.3) the session sends inline: LOOKUP 3,
 # ACCESS 4, READ 6, COMMIT 21, FSINFO 19.
@@ -65,8 +39,4 @@ echo "XIDs without exactly one call and one reply: $unanswered"
 echo "RPC-over-RDMA messages by type: $("$tshark" -r "$capture" -T fields \
   -e rpcordma.msg_type 2>/dev/null | sort -n | uniq -c | tr '\n' ' ')"
 
-if [ "$failures" -gt 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "tshark decodes all $frames frames"
+capture_checks_finish
