@@ -25,6 +25,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
+#include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"
 
 namespace rpcrdma {
@@ -142,8 +143,9 @@ class CaptureTap : public ::testing::Test {
   // Every call kind, one at a time so the capture order is known.
   static void RunTraffic() {
     static std::atomic<int> counter{0};
-    const std::string uri = absl::StrCat("soft+unix://@rpcrdma-capture-test-",
-                                         getpid(), "-", counter++);
+    const std::string uri =
+        absl::StrCat("soft+unix://@rpcrdma-capture-test-",
+                     ::rpcrdma::testing::ProcessTag(), "-", counter++);
     config::TransportConfig server_config;
     server_config.set_capture_path(ServerPcap());
     auto server = Server::Create(uri, server_config,
@@ -387,9 +389,9 @@ TEST(CaptureConfig, PathNamingADirectoryIsRejected) {
 TEST(CaptureConfig, UnwritablePathFailsCreate) {
   config::TransportConfig c;
   c.set_capture_path("/nonexistent-directory-for-rpcrdma/x.pcap");
-  auto server = Server::Create(
-      absl::StrCat("soft+unix://@rpcrdma-capture-bad-", getpid()), c,
-      [](IncomingCall, Responder) {});
+  auto server = Server::Create(absl::StrCat("soft+unix://@rpcrdma-capture-bad-",
+                                            ::rpcrdma::testing::ProcessTag()),
+                               c, [](IncomingCall, Responder) {});
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(server.status().message()).find("capture_path"),

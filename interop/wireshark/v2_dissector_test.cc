@@ -25,6 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "plugin/capture/pcap_writer.h"
 #include "plugin/wire/v2.h"
+#include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"
 
 namespace rpcrdma::interop {
@@ -327,8 +328,10 @@ TEST_F(V2Dissector, Draft04_6_2_EveryFieldOfALiveSessionMatchesRpcrdmaDump) {
   const bool ours = pcap.empty();
   if (ours) {
     pcap = *dir_ + "/live.pcap";
-    const absl::Status session = RunV2LiveSession(
-        absl::StrCat("soft+unix://@rpcrdma-v2-lua-live-", getpid()), pcap);
+    const absl::Status session =
+        RunV2LiveSession(absl::StrCat("soft+unix://@rpcrdma-v2-lua-live-",
+                                      ::rpcrdma::testing::ProcessTag()),
+                         pcap);
     ASSERT_TRUE(session.ok()) << session;
   }
   std::printf("capture: %s\n", pcap.c_str());

@@ -24,6 +24,7 @@
 #include "plugin/wire/v2.h"
 #include "plugin/wire/xdr.h"
 #include "rpcrdma_corev2.h"
+#include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"
 #include "tools/pcap/pcap_reader.h"
 
@@ -438,8 +439,10 @@ TEST(RpcgenOracleLive, Draft04_6_2_EveryMessageOfALiveSessionDecodes) {
   const bool ours = pcap.empty();
   if (ours) {
     pcap = dir + "/server.pcap";
-    const absl::Status session = RunV2LiveSession(
-        absl::StrCat("soft+unix://@rpcrdma-v2-live-", getpid()), pcap);
+    const absl::Status session =
+        RunV2LiveSession(absl::StrCat("soft+unix://@rpcrdma-v2-live-",
+                                      ::rpcrdma::testing::ProcessTag()),
+                         pcap);
     ASSERT_TRUE(session.ok()) << session;
   }
   std::printf("capture: %s\n", pcap.c_str());

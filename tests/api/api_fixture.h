@@ -33,6 +33,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
 #include "tests/testing/byte_vectors.h"
+#include "tests/testing/process_tag.h"
 #ifdef RPCRDMA_API_TEST_VERBS
 #include "tests/testing/rdma_vm.h"
 #endif
@@ -133,8 +134,8 @@ inline ServerReply Answer(const IncomingCall& call) {
 // A fresh abstract Unix socket name (the native binary only).
 inline std::string UniqueUri() {
   static std::atomic<int> counter{0};
-  return absl::StrCat("soft+unix://@rpcrdma-api-test-", getpid(), "-",
-                      counter++);
+  return absl::StrCat("soft+unix://@rpcrdma-api-test-",
+                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
 }
 
 // A transport the tests run over: its name (the test name's suffix) and

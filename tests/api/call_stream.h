@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "rpcrdma/types.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::test_calls {
 
@@ -49,8 +50,8 @@ inline CallRequest NullCall(uint32_t xid) {
 // An abstract Unix-domain URI no other test of this process uses.
 inline std::string UniqueUnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
-  return absl::StrCat("soft+unix://@rpcrdma-", what, "-", getpid(), "-",
-                      counter++);
+  return absl::StrCat("soft+unix://@rpcrdma-", what, "-",
+                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
 }
 
 }  // namespace rpcrdma::test_calls

@@ -28,6 +28,7 @@
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
 #include "tests/api/process_stats.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma {
 namespace {
@@ -126,7 +127,8 @@ TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
   // A server that dies must fail the test with a reason, not kill it with
   // SIGPIPE when the report is asked for.
   signal(SIGPIPE, SIG_IGN);
-  const std::string uri = absl::StrCat("soft+unix://@rpcrdma-scale-", getpid());
+  const std::string uri = absl::StrCat("soft+unix://@rpcrdma-scale-",
+                                       ::rpcrdma::testing::ProcessTag());
   int ready[2], control[2], report[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(control), 0);

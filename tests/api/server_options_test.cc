@@ -28,6 +28,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma {
 namespace {
@@ -60,7 +61,7 @@ class EventLog {
 std::string UnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-server-options-", what, "-",
-                      getpid(), "-", counter++);
+                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
 }
 
 CallRequest NullCall(uint32_t xid) {

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_fabric.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::fabric {
 namespace {
@@ -38,8 +39,9 @@ class SoftCrossMemory : public ::testing::Test {
   void SetUp() override {
     fabric_ = MakeSoftFabric();
     const std::string name =
-        std::string("unix:@rpcrdma-cma-flush-") + std::to_string(getpid()) +
-        "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::string("unix:@rpcrdma-cma-flush-") +
+        ::rpcrdma::testing::ProcessTag() + "-" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
     auto listener = fabric_->Listen(name);
     ASSERT_TRUE(listener.ok()) << listener.status();
     listener_ = std::move(*listener);

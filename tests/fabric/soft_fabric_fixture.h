@@ -21,12 +21,14 @@
 #include "gtest/gtest.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "tests/fabric/fabric_conformance.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::fabric::testing {
 
 inline std::string UniqueName() {
   static std::atomic<int> counter{0};
-  return absl::StrCat("rpcrdma-fabric-", getpid(), "-", counter++);
+  return absl::StrCat("rpcrdma-fabric-", ::rpcrdma::testing::ProcessTag(), "-",
+                      counter++);
 }
 
 inline std::string UnixAddress() {

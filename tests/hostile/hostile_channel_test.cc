@@ -10,6 +10,7 @@
 
 #include "rpcrdma/channel.h"
 #include "tests/hostile/hostile_peer.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::hostile {
 namespace {
@@ -22,7 +23,8 @@ class HostileResponder : public ::testing::Test {
     threads_before_ = Threads();
     fabric_ = fabric::MakeSoftFabric();
     auto l = fabric_->Listen(absl::StrCat("unix:@rpcrdma-hostile-responder-",
-                                          getpid(), "-", ++serial_));
+                                          ::rpcrdma::testing::ProcessTag(), "-",
+                                          ++serial_));
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = std::move(*l);
     auto created = std::async(std::launch::async, [this] {

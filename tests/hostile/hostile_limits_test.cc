@@ -16,6 +16,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tests/hostile/hostile_peer.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::hostile {
 namespace {
@@ -24,8 +25,8 @@ using ::testing::HasSubstr;
 
 int serial = 0;
 std::string NewUri() {
-  return absl::StrCat("soft+unix://@rpcrdma-hostile-limits-", getpid(), "-",
-                      ++serial);
+  return absl::StrCat("soft+unix://@rpcrdma-hostile-limits-",
+                      ::rpcrdma::testing::ProcessTag(), "-", ++serial);
 }
 
 // Answers every call at once, except XIDs in `swallow`, which it keeps

@@ -11,6 +11,7 @@
 
 #include "rpcrdma/server.h"
 #include "tests/hostile/hostile_peer.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::hostile {
 namespace {
@@ -40,7 +41,8 @@ class HostileServer : public ::testing::Test {
 
   void StartServer(config::TransportConfig config = {}) {
     auto s = Server::Create(
-        absl::StrCat("soft+unix://@rpcrdma-hostile-", getpid(), "-", ++serial_),
+        absl::StrCat("soft+unix://@rpcrdma-hostile-",
+                     ::rpcrdma::testing::ProcessTag(), "-", ++serial_),
         config, [this](IncomingCall call, Responder r) {
           std::lock_guard<std::mutex> lock(mu_);
           delivered_.push_back(call.message.size());

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
+#include "tests/testing/process_tag.h"
 
 extern "C" void nfs_program_3(struct svc_req* request, SVCXPRT* transport);
 
@@ -68,7 +69,8 @@ bool Nfs3Client::Start() {
   oncrpc::AdapterConfig config;
   config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
   absl::StatusOr<SVCXPRT*> xprt = oncrpc::CreateServerTransport(
-      absl::StrCat("soft+unix://@rpcrdma-nfs3d-test-", getpid(), "-", next++),
+      absl::StrCat("soft+unix://@rpcrdma-nfs3d-test-",
+                   ::rpcrdma::testing::ProcessTag(), "-", next++),
       config);
   if (!xprt.ok()) return false;
   xprt_ = *xprt;

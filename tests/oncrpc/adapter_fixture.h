@@ -15,6 +15,7 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/oncrpc/testprog_server.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::oncrpc::testing {
 
@@ -22,8 +23,8 @@ namespace rpcrdma::oncrpc::testing {
 inline std::string ListenUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "soft+tcp") return "soft+tcp://127.0.0.1:0";
-  return absl::StrCat("soft+unix://@rpcrdma-oncrpc-test-", getpid(), "-",
-                      next++);
+  return absl::StrCat("soft+unix://@rpcrdma-oncrpc-test-",
+                      ::rpcrdma::testing::ProcessTag(), "-", next++);
 }
 
 // testprog's Upper Layer Binding: READ's data and ECHO's result in a

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::soak {
 namespace {
@@ -139,8 +140,8 @@ absl::StatusOr<std::unique_ptr<CutProxy>> CutProxy::Start(
   p->seed_ = seed;
   p->mean_interval_ = mean_interval;
   static std::atomic<int> counter{0};
-  const std::string name =
-      absl::StrCat("rpcrdma-soak-proxy-", getpid(), "-", counter++);
+  const std::string name = absl::StrCat(
+      "rpcrdma-soak-proxy-", ::rpcrdma::testing::ProcessTag(), "-", counter++);
   Address listen = tcp ? TcpAddress(0) : UnixAddress(name);
   p->listener_ = socket(tcp ? AF_INET : AF_UNIX,
                         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -63,6 +63,7 @@
 #include "tests/soak/process_resources.h"
 #include "tests/soak/soak_calls.h"
 #include "tests/soak/soak_server.h"
+#include "tests/testing/process_tag.h"
 #ifdef RPCRDMA_SOAK_VERBS
 #include "tests/testing/rdma_vm.h"
 #else
@@ -142,7 +143,8 @@ std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
 
 [[maybe_unused]] std::string FreshUnixUri() {
   static std::atomic<int> counter{0};
-  return absl::StrCat("soft+unix://@rpcrdma-soak-", getpid(), "-", counter++);
+  return absl::StrCat("soft+unix://@rpcrdma-soak-",
+                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
 }
 
 // One Channel's call under way.

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::thrift::test {
 
@@ -162,8 +163,8 @@ std::string ServerUri(Fabric fabric) {
     return absl::StrCat(
         "rdma://", addr != nullptr && *addr != '\0' ? addr : "192.0.2.1", ":0");
   }
-  return absl::StrCat("soft+unix://@rpcrdma-thrift-test-", getpid(), "-",
-                      counter++);
+  return absl::StrCat("soft+unix://@rpcrdma-thrift-test-",
+                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
 }
 
 // ---- StoreHandler ----------------------------------------------------------
