@@ -66,6 +66,20 @@ bool WaitFor(const std::function<bool()>& done, std::vector<Side*> sides,
   }
 }
 
+std::unique_ptr<ConnectRequest> NextConnectRequest(Listener& listener,
+                                                   std::vector<Side*> sides) {
+  std::unique_ptr<ConnectRequest> request;
+  WaitFor(
+      [&] {
+        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
+            listener.PollConnectRequest();
+        if (r.ok() && *r != nullptr) request = *std::move(r);
+        return request != nullptr;
+      },
+      std::move(sides), &listener);
+  return request;
+}
+
 void FillPattern(absl::Span<uint8_t> bytes, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 12345u;
   for (uint8_t& b : bytes) {
@@ -268,15 +282,9 @@ TEST_P(FabricConformanceTest, RejectCarriesPrivateData) {
   client.endpoint = *std::move(ep);
   Memory m = Register(client, 64);
   ASSERT_TRUE(client.endpoint->PostReceive(7, m.Slice(0, 64)).ok());
-  std::unique_ptr<ConnectRequest> request;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-            listener_->PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {&client}, listener_.get()));
+  std::unique_ptr<ConnectRequest> request =
+      NextConnectRequest(*listener_, {&client});
+  ASSERT_NE(request, nullptr);
   const std::vector<uint8_t> reject = Bytes(17, 4);
   ASSERT_TRUE(request->Reject(reject).ok());
   EXPECT_FALSE(request->Accept({}, {}).ok());

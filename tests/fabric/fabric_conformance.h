@@ -60,6 +60,11 @@ bool WaitFor(const std::function<bool()>& done, std::vector<Side*> sides,
              Listener* listener = nullptr,
              std::chrono::milliseconds timeout = kTimeout);
 
+// Polls `listener` (and drains `sides`) until a connect request arrives;
+// null on timeout.
+std::unique_ptr<ConnectRequest> NextConnectRequest(
+    Listener& listener, std::vector<Side*> sides = {});
+
 // Fills `bytes` with a pattern that depends on `seed` and the position.
 void FillPattern(absl::Span<uint8_t> bytes, uint32_t seed);
 

@@ -26,17 +26,8 @@ int EchoServer(const std::string& address, bool cross_memory) {
   absl::StatusOr<std::unique_ptr<Listener>> listener = fabric->Listen(address);
   if (!listener.ok()) return 2;
   Side server;
-  std::unique_ptr<ConnectRequest> request;
-  if (!WaitFor(
-          [&] {
-            absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-                (*listener)->PollConnectRequest();
-            if (r.ok() && *r != nullptr) request = *std::move(r);
-            return request != nullptr;
-          },
-          {}, listener->get())) {
-    return 3;
-  }
+  std::unique_ptr<ConnectRequest> request = NextConnectRequest(**listener);
+  if (request == nullptr) return 3;
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = request->Accept({}, {});
   if (!ep.ok()) return 4;
   server.endpoint = *std::move(ep);
@@ -408,15 +399,8 @@ TEST_F(SoftFabricTest, RequestOfAnExitedProcessIsNotCopied) {
   ASSERT_GE(child, 0);
   if (child == 0) _exit(WriteAndExit(address));
   Side server;
-  std::unique_ptr<ConnectRequest> request;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-            listener_->PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {}, listener_.get()));
+  std::unique_ptr<ConnectRequest> request = NextConnectRequest(*listener_);
+  ASSERT_NE(request, nullptr);
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = request->Accept({}, {});
   ASSERT_TRUE(ep.ok()) << ep.status();
   server.endpoint = *std::move(ep);

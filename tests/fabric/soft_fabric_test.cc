@@ -53,14 +53,8 @@ TEST_F(SoftFabricTest, PrivateDataBeyondTheCmLimitsIsRefused) {
             absl::StatusCode::kInvalidArgument);
   auto client = client_fabric_->Connect(listener_->address(), Seq(56), {});
   ASSERT_TRUE(client.ok()) << client.status();
-  std::unique_ptr<ConnectRequest> request;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto r = listener_->PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {}, listener_.get()));
+  std::unique_ptr<ConnectRequest> request = NextConnectRequest(*listener_);
+  ASSERT_NE(request, nullptr);
   EXPECT_EQ(request->Accept(Seq(197), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(request->Reject(Seq(149)).code(),
@@ -140,15 +134,9 @@ TEST_F(SoftFabricTest, UnansweredConnectRequestIsRejected) {
   Start({});
   Side client;
   client.endpoint = *client_fabric_->Connect(listener_->address(), {}, {});
-  std::unique_ptr<ConnectRequest> request;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-            listener_->PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {&client}, listener_.get()));
+  std::unique_ptr<ConnectRequest> request =
+      NextConnectRequest(*listener_, {&client});
+  ASSERT_NE(request, nullptr);
   request.reset();
   ASSERT_TRUE(
       WaitFor([&] { return client.HasEvent(ConnectionEventType::kRejected); },

@@ -99,15 +99,9 @@ TEST_F(VerbsFabricTest, AcceptAndRejectPrivateDataOverTheCmLimitAreRefused) {
       client_fabric_->Connect(listener_->address(), {}, {});
   ASSERT_TRUE(ep.ok()) << ep.status();
   client.endpoint = *std::move(ep);
-  std::unique_ptr<ConnectRequest> request;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-            listener_->PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {&client}, listener_.get()));
+  std::unique_ptr<ConnectRequest> request =
+      NextConnectRequest(*listener_, {&client});
+  ASSERT_NE(request, nullptr);
   EXPECT_EQ(request->Accept(Seq(197), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(request->Reject(Seq(149)).code(),
@@ -193,27 +187,14 @@ TEST_F(VerbsFabricTest, SendBeforeEstablishedIsFailedPrecondition) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-// Waits for the listener's next connect request.
-std::unique_ptr<ConnectRequest> NextRequest(Listener& listener, Side& client) {
-  std::unique_ptr<ConnectRequest> request;
-  WaitFor(
-      [&] {
-        absl::StatusOr<std::unique_ptr<ConnectRequest>> r =
-            listener.PollConnectRequest();
-        if (r.ok() && *r != nullptr) request = *std::move(r);
-        return request != nullptr;
-      },
-      {&client}, &listener);
-  return request;
-}
-
 TEST_F(VerbsFabricTest, ARequestNeitherAcceptedNorRejectedIsRejected) {
   Side client;
   absl::StatusOr<std::unique_ptr<Endpoint>> ep =
       client_fabric_->Connect(listener_->address(), Seq(8), {});
   ASSERT_TRUE(ep.ok()) << ep.status();
   client.endpoint = *std::move(ep);
-  std::unique_ptr<ConnectRequest> request = NextRequest(*listener_, client);
+  std::unique_ptr<ConnectRequest> request =
+      NextConnectRequest(*listener_, {&client});
   ASSERT_NE(request, nullptr);
   request.reset();
   ASSERT_TRUE(WaitFor([&] { return !client.events.empty(); }, {&client}));
@@ -226,7 +207,8 @@ TEST_F(VerbsFabricTest, ARequestOutlivesItsListener) {
       client_fabric_->Connect(listener_->address(), {}, {});
   ASSERT_TRUE(ep.ok()) << ep.status();
   client.endpoint = *std::move(ep);
-  std::unique_ptr<ConnectRequest> request = NextRequest(*listener_, client);
+  std::unique_ptr<ConnectRequest> request =
+      NextConnectRequest(*listener_, {&client});
   ASSERT_NE(request, nullptr);
   listener_.reset();
   absl::StatusOr<std::unique_ptr<Endpoint>> accepted =
