@@ -5,9 +5,19 @@
 # set their own LABELS. The first run downloads the kernel and busybox
 # Debian packages into RPCRDMA_VM_CACHE (about 70 MB); later runs reuse
 # them. Defined here, before any subdirectory, so that every directory can
-# register VM tests.
+# register VM tests. The cache lies outside every build tree and checkout
+# (beside ccache's, under the user's cache directory), so that each build
+# of each clone reuses one download; prepare-image.sh locks it, and
+# rebuilds the small initramfs from the running checkout at every boot.
 
-set(RPCRDMA_VM_CACHE "${CMAKE_BINARY_DIR}/vm-cache"
+if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+  set(rpcrdma_user_cache "$ENV{XDG_CACHE_HOME}")
+elseif(DEFINED ENV{HOME} AND NOT "$ENV{HOME}" STREQUAL "")
+  set(rpcrdma_user_cache "$ENV{HOME}/.cache")
+else()
+  set(rpcrdma_user_cache "${CMAKE_BINARY_DIR}")
+endif()
+set(RPCRDMA_VM_CACHE "${rpcrdma_user_cache}/rpcrdma/vm-cache"
     CACHE PATH "Where the VM harness keeps Debian packages and its boot image")
 set(RPCRDMA_VM_TIMEOUT 300
     CACHE STRING "Seconds a VM test may run before run-in-vm.sh stops it")

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake make ninja-build pkg-config git ca-certificates
+  ccache  # optional: every build compiles through it when present (cmake/CompilerCache.cmake)
   clang clang-format libclang-rt-14-dev llvm
   dpkg-dev file  # make package: cpack's DEB generator and dpkg-shlibdeps
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core

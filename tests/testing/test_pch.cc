@@ -1,0 +1,2 @@
+// The unit that builds the precompiled header every GoogleTest program
+// reuses (cmake/TestBuild.cmake); it has no code of its own.
