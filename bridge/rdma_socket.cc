@@ -164,12 +164,19 @@ void SocketState::ServeCallback(QueuedCall call) {
     }
     auto transport = std::make_shared<CallTransport>(core, config_);
     auto protocol = options_.callback_protocol->getProtocol(transport);
+    // Any exception ends the backward call, not the client's process: a
+    // hostile server's message can make the generated code throw
+    // std::bad_alloc (see TRdmaServer's PoolServer::Process).
     try {
       options_.callback_processor->process(protocol, protocol, nullptr);
-    } catch (const apache::thrift::TException& e) {
+    } catch (const std::exception& e) {
       apache::thrift::GlobalOutput(
           absl::StrCat("rpcrdma thrift: callback processing: ", e.what())
               .c_str());
+    } catch (...) {
+      apache::thrift::GlobalOutput(
+          "rpcrdma thrift: callback processing: an exception that is not a "
+          "std::exception");
     }
     core.Finish();
   });

@@ -1,0 +1,216 @@
+// Hostile peers against the Thrift bridge's servers: a raw client (a
+// Channel of the public API sending octets a test builds) whose calls carry
+// Thrift messages no Thrift client would write. Whatever such a call
+// makes a server do, it ends that call or its connection, never the
+// process, and the server goes on answering other clients.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "bridge/config_defaults.h"
+#include "bridge/wire/thrift_xdr.h"
+#include "gtest/gtest.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/server.h"
+#include "tests/thrift/harness.h"
+
+namespace rpcrdma::thrift::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Thrift's TBinaryProtocol (strict) from scratch.
+void PutU8(std::vector<uint8_t>& out, uint8_t v) { out.push_back(v); }
+void PutU16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v >> 8));
+  out.push_back(static_cast<uint8_t>(v));
+}
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int shift : {24, 16, 8, 0}) {
+    out.push_back(static_cast<uint8_t>(v >> shift));
+  }
+}
+constexpr uint8_t kTypeList = 15, kTypeString = 11;
+
+// A strict TBinaryProtocol T_CALL header of `name`, then field 1 as a
+// list of `count` elements of `element` type and nothing after it.
+std::vector<uint8_t> ListHeaderCall(const std::string& name, uint8_t element,
+                                    uint32_t count) {
+  std::vector<uint8_t> out;
+  PutU32(out, 0x80010001u);  // version 1, T_CALL
+  PutU32(out, static_cast<uint32_t>(name.size()));
+  out.insert(out.end(), name.begin(), name.end());
+  PutU32(out, 1);  // seqid
+  PutU8(out, kTypeList);
+  PutU16(out, 1);
+  PutU8(out, element);
+  PutU32(out, count);
+  return out;
+}
+
+// A raw client of the bridge program: THRIFT_CALL and friends built here.
+class RawClient {
+ public:
+  static std::unique_ptr<RawClient> Connect(const std::string& uri) {
+    absl::StatusOr<std::unique_ptr<Channel>> channel =
+        Channel::Create(uri, config::TransportConfig{});
+    if (!channel.ok()) {
+      ADD_FAILURE() << channel.status();
+      return nullptr;
+    }
+    auto client = std::make_unique<RawClient>();
+    client->channel = *std::move(channel);
+    return client;
+  }
+
+  // Sends `rpc` (a complete RPC call message) and waits at most a minute:
+  // a loaded machine is slow, but a wedged server never answers.
+  absl::StatusOr<Reply> Send(std::vector<uint8_t> rpc,
+                             uint32_t max_reply = 64 * 1024) {
+    CallRequest request;
+    request.xdr = std::move(rpc);
+    request.max_reply_size = max_reply;
+    request.deadline = Clock::now() + std::chrono::seconds(60);
+    return channel->BlockingCall(std::move(request));
+  }
+
+  // THRIFT_CALL carrying `thrift` as the message's leading octets and
+  // accepting a reduced reply of `max_reply` octets.
+  absl::StatusOr<Reply> Call(absl::Span<const uint8_t> thrift,
+                             uint32_t max_reply = 64 * 1024) {
+    std::vector<uint8_t> rpc =
+        wire::CallHeader(next_xid++, wire::Procedure::kCall);
+    wire::XdrWriter(rpc).Uint32(max_reply);
+    wire::OutgoingMessage message;
+    message.leading = thrift;
+    std::vector<uint32_t> positions;
+    wire::EncodeMessage(message, rpc, positions);
+    return Send(std::move(rpc));
+  }
+
+  // The thrift_status of a THRIFT_CALL's reply; nullopt when the call
+  // failed or was not answered SUCCESS.
+  std::optional<wire::Status> StatusOf(const absl::StatusOr<Reply>& reply) {
+    if (!reply.ok()) return std::nullopt;
+    absl::StatusOr<size_t> results =
+        wire::DecodeReplyHeader(reply->xdr.span(), next_xid - 1);
+    if (!results.ok()) return std::nullopt;
+    wire::XdrReader in(reply->xdr.span().subspan(*results));
+    absl::StatusOr<uint32_t> status = in.Uint32("status");
+    if (!status.ok()) return std::nullopt;
+    return static_cast<wire::Status>(*status);
+  }
+
+  std::unique_ptr<Channel> channel;
+  uint32_t next_xid = 1;
+};
+
+// The server still answers a well-behaved client.
+void ExpectServes(const Setup& setup, const std::string& uri) {
+  std::unique_ptr<TestClient> client = TestClient::Connect(setup, uri);
+  std::string out;
+  client->store->echo(out, "still here");
+  EXPECT_EQ(out, "still here");
+}
+
+// The binary protocol, unwrapped, over soft+unix (a function: inside a
+// test, gtest's Test::Setup hides the harness's Setup).
+Setup PlainSetup(ServerKind server) {
+  return Setup{server, ProtocolKind::kBinary, Wrapper::kPlain, Fabric::kUnix};
+}
+
+class HostileCall : public ::testing::TestWithParam<ServerKind> {
+ protected:
+  auto setup() const { return PlainSetup(GetParam()); }
+};
+
+// A list<binary> header claiming 2^31-1 elements: Thrift 0.17's own check
+// (element count times minimum size, multiplied in int) overflows and lets
+// it through, and the generated code's vector::resize throws
+// std::bad_alloc. The call's connection ends; the process and the server
+// go on.
+TEST_P(HostileCall, ProcessingFailureEndsTheCallNotTheProcess) {
+  std::unique_ptr<TestServer> server = TestServer::Start(setup());
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  const std::vector<uint8_t> call =
+      ListHeaderCall("sizes", kTypeString, 0x7fffffffu);
+  absl::StatusOr<Reply> reply = raw->Call(call);
+  // No THRIFT_OK reply can come from a message that does not decode; the
+  // call ends with its connection (or an error reply), not by deadline.
+  EXPECT_NE(reply.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << reply.status();
+  ExpectServes(setup(), server->uri());
+}
+
+// A processor that fails with an exception that is not Thrift's, as the
+// generated code does with std::bad_alloc when a container header claims
+// more elements than memory holds (whether Thrift 0.17's size check lets
+// 2^31-1 through depends on how libthrift was compiled: it multiplies in
+// int, and the overflow is undefined behaviour). TRdmaServer ends the
+// connection. Thrift's own servers let such an exception end the process
+// (TConnectedClient catches only Thrift's), over sockets as over the
+// bridge: there the bridge's part is that no message makes the generated
+// code allocate more than the message can hold (below).
+class BadAllocProcessor : public apache::thrift::TProcessor {
+ public:
+  bool process(std::shared_ptr<apache::thrift::protocol::TProtocol> in,
+               std::shared_ptr<apache::thrift::protocol::TProtocol> /*out*/,
+               void* /*context*/) override {
+    std::string name;
+    apache::thrift::protocol::TMessageType type;
+    int32_t seqid = 0;
+    in->readMessageBegin(name, type, seqid);
+    throw std::bad_alloc();
+  }
+};
+
+TEST(ProcessingFailure, StdExceptionEndsTheConnectionNotTheProcess) {
+  const auto rdma = PlainSetup(ServerKind::kRdma);
+  std::unique_ptr<TestServer> failing =
+      TestServer::Start(rdma, std::make_shared<BadAllocProcessor>());
+  for (int i = 0; i < 2; ++i) {
+    // The failing server ends each connection and goes on accepting.
+    std::unique_ptr<TestClient> client =
+        TestClient::Connect(rdma, failing->uri());
+    EXPECT_ANY_THROW(client->store->ping());
+  }
+  // The process lives on: another server of it answers.
+  std::unique_ptr<TestServer> server = TestServer::Start(rdma);
+  ExpectServes(rdma, server->uri());
+}
+
+INSTANTIATE_TEST_SUITE_P(Thrift, HostileCall,
+                         ::testing::Values(ServerKind::kRdma,
+                                           ServerKind::kThreaded,
+                                           ServerKind::kThreadPool),
+                         [](const ::testing::TestParamInfo<ServerKind>& p) {
+                           switch (p.param) {
+                             case ServerKind::kRdma:
+                               return std::string("TRdmaServer");
+                             case ServerKind::kThreaded:
+                               return std::string("TThreadedServer");
+                             case ServerKind::kThreadPool:
+                               return std::string("TThreadPoolServer");
+                             case ServerKind::kSimple:
+                               break;
+                           }
+                           return std::string("TSimpleServer");
+                         });
+
+}  // namespace
+}  // namespace rpcrdma::thrift::test
