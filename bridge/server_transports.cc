@@ -74,8 +74,10 @@ void ConnectionTransport::NextCall() {
                     next.args_offset)) {
       serving_ = true;
       CurrentConnectionState() = state_;
-      // See ConsumedSizeNote in server_transports.h.
+      // See ConsumedSizeNote and KnownSizeNote in server_transports.h.
       resetConsumedMessageSize();
+      resetConsumedMessageSize(
+          KnownMessageSize(core_.call_size(), getMaxMessageSize()));
       return;
     }
   }
@@ -123,8 +125,10 @@ CallTransport::CallTransport(
     : TVirtualTransport(std::move(config)),
       core_(core),
       state_(std::move(state)) {
-  // See ConsumedSizeNote in server_transports.h.
+  // See ConsumedSizeNote and KnownSizeNote in server_transports.h.
   resetConsumedMessageSize();
+  resetConsumedMessageSize(
+      KnownMessageSize(core_.call_size(), getMaxMessageSize()));
 }
 
 uint32_t CallTransport::read(uint8_t* buffer, uint32_t length) {
