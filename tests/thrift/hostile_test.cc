@@ -294,5 +294,69 @@ TEST_P(HostileCall, ContainerLargerThanItsMessageIsRefusedUnallocated) {
   ExpectServes(setup(), server->uri());
 }
 
+// ---- Deferred replies -------------------------------------------------------
+
+// A strict TBinaryProtocol call of Store.echo with `size` octets of data.
+std::vector<uint8_t> EchoCall(size_t size) {
+  std::vector<uint8_t> out;
+  PutU32(out, 0x80010001u);
+  PutU32(out, 4);
+  for (char c : std::string("echo")) out.push_back(static_cast<uint8_t>(c));
+  PutU32(out, 1);
+  PutU8(out, kTypeString);
+  PutU16(out, 1);
+  PutU32(out, static_cast<uint32_t>(size));
+  out.insert(out.end(), size, 0x5a);
+  PutU8(out, 0);  // T_STOP of the arguments
+  return out;
+}
+
+const Setup kRdmaBinary{ServerKind::kRdma, ProtocolKind::kBinary,
+                        Wrapper::kPlain, Fabric::kUnix};
+
+// Calls whose replies are kept for a THRIFT_FETCH that never comes, as
+// many as TRdmaServer has workers (the harness's four): the workers go on
+// serving other clients.
+TEST(DeferredReplies, UnfetchedRepliesHoldNoWorker) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  const std::vector<uint8_t> call = EchoCall(100);
+  for (int i = 0; i < 4; ++i) {
+    // max_reply 0: no reply fits, every one is kept (THRIFT_DEFERRED).
+    absl::StatusOr<Reply> reply = raw->Call(call, /*max_reply=*/0);
+    ASSERT_EQ(raw->StatusOf(reply), wire::Status::kDeferred) << reply.status();
+  }
+  std::unique_ptr<TestClient> client =
+      TestClient::Connect(kRdmaBinary, server->uri());
+  // Generous: a wedged server never answers, a loaded machine does.
+  client->socket->setRecvTimeout(30000);
+  std::string out;
+  EXPECT_NO_THROW(client->store->echo(out, "served"));
+  EXPECT_EQ(out, "served");
+}
+
+// Kept replies have a bound per connection: beyond it a call whose reply
+// does not fit is refused rather than kept.
+TEST(DeferredReplies, KeptRepliesAreBoundedPerConnection) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  // 48 replies of 2 MiB: more octets than a connection keeps.
+  const std::vector<uint8_t> call = EchoCall(2 << 20);
+  int deferred = 0, refused = 0;
+  for (int i = 0; i < 48; ++i) {
+    absl::StatusOr<Reply> reply = raw->Call(call, /*max_reply=*/0);
+    std::optional<wire::Status> status = raw->StatusOf(reply);
+    ASSERT_TRUE(status.has_value()) << i << ": " << reply.status();
+    if (*status == wire::Status::kDeferred) ++deferred;
+    if (*status == wire::Status::kRefused) ++refused;
+  }
+  EXPECT_GT(deferred, 0);
+  EXPECT_LT(deferred, 48);
+  EXPECT_EQ(deferred + refused, 48);
+  ExpectServes(kRdmaBinary, server->uri());
+}
+
 }  // namespace
 }  // namespace rpcrdma::thrift::test
