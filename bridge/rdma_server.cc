@@ -96,7 +96,7 @@ class PoolServer {
                TProcessor& processor, QueuedCall& call) {
     ResponderCore core(state->stash, socket_->limits);
     if (!core.Begin(std::move(call.call), std::move(call.responder),
-                    call.args_offset)) {
+                    call.args_offset, call.oneway)) {
       return;
     }
     CurrentConnectionState() = state;
@@ -124,6 +124,7 @@ class PoolServer {
       Failed(state, "an exception that is not a std::exception");
     }
     core.Finish();
+    call.acknowledged.reset();
     CurrentConnectionState().reset();
   }
 

@@ -159,7 +159,7 @@ void SocketState::ServeCallback(QueuedCall call) {
   callbacks_->Submit([this, queued, stash] {
     ResponderCore core(stash, callback_limits_);
     if (!core.Begin(std::move(queued->call), std::move(queued->responder),
-                    queued->args_offset)) {
+                    queued->args_offset, queued->oneway)) {
       return;
     }
     auto transport = std::make_shared<CallTransport>(core, config_);

@@ -209,8 +209,9 @@ ResponderCore::~ResponderCore() {
 }
 
 bool ResponderCore::Begin(IncomingCall call, std::optional<Responder> responder,
-                          size_t args_offset) {
+                          size_t args_offset, bool oneway) {
   writer_.Reset();
+  oneway_ = oneway;
   responder_ = std::move(responder);
   xid_ = call.xid;
   write_chunks_ = call.write_chunk_capacities;
@@ -252,8 +253,8 @@ void ResponderCore::Write(const uint8_t* data, uint32_t length) {
 
 void ResponderCore::Flush() {
   if (writer_.empty()) return;
-  if (!responder_.has_value()) {
-    // A oneway call (answered on receipt) or a second reply: nobody waits.
+  if (!responder_.has_value() || oneway_) {
+    // A oneway call or a second reply: nobody waits for it.
     writer_.Reset();
     return;
   }

@@ -99,8 +99,10 @@ class ResponderCore {
   // no responder). A call that does not decode, or exceeds
   // max_message_size, is answered (GARBAGE_ARGS, REFUSED) and false
   // returned.
+  // A oneway with a responder (answered once processed) gets NO_REPLY from
+  // Finish() whatever the processor writes.
   bool Begin(IncomingCall call, std::optional<Responder> responder,
-             size_t args_offset);
+             size_t args_offset, bool oneway = false);
   // The call's message, for the processor.
   MessageReader& reader() { return reader_; }
   // TTransport write()/flush() of the reply. Throw TTransportException.
@@ -121,6 +123,7 @@ class ResponderCore {
   uint32_t xid_ = 0;
   std::vector<uint64_t> write_chunks_;  // capacities the call offered
   uint32_t max_reply_ = 0;
+  bool oneway_ = false;
 };
 
 }  // namespace rpcrdma::thrift::internal

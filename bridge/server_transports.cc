@@ -39,6 +39,7 @@ void ConnectionTransport::close() {
   if (closed_) return;
   closed_ = true;
   core_.Finish();
+  acknowledged_.reset();
   serving_ = false;
   if (std::shared_ptr<Listener> listener = state_->listener.lock()) {
     (void)listener->Disconnect(state_->id, "the server closed the transport");
@@ -49,6 +50,7 @@ void ConnectionTransport::close() {
 void ConnectionTransport::NextCall() {
   if (serving_) {
     core_.Finish();
+    acknowledged_.reset();
     serving_ = false;
   }
   for (;;) {
@@ -71,7 +73,8 @@ void ConnectionTransport::NextCall() {
       state_->calls.pop_front();
     }
     if (core_.Begin(std::move(next.call), std::move(next.responder),
-                    next.args_offset)) {
+                    next.args_offset, next.oneway)) {
+      acknowledged_ = std::move(next.acknowledged);
       serving_ = true;
       CurrentConnectionState() = state_;
       // See ConsumedSizeNote and KnownSizeNote in server_transports.h.

@@ -71,6 +71,7 @@ class ConnectionTransport
 
   const std::shared_ptr<ConnectionState> state_;
   ResponderCore core_;
+  std::shared_ptr<void> acknowledged_;  // the call's QueuedCall::acknowledged
   std::function<void()> on_closed_;
   bool serving_ = false;  // a call has begun and not been finished
   bool closed_ = false;

@@ -358,5 +358,62 @@ TEST(DeferredReplies, KeptRepliesAreBoundedPerConnection) {
   ExpectServes(kRdmaBinary, server->uri());
 }
 
+// ---- Oneway floods ----------------------------------------------------------
+
+// Store.note that waits until the test opens the gate.
+class GatedHandler : public StoreHandler {
+ public:
+  void note(const std::string& what, int32_t millis,
+            const std::string& attachment) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return open_; });
+    }
+    StoreHandler::note(what, millis, attachment);
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// RFC 8166 §3.3.1: a oneway answered on receipt returns its credit before
+// it is processed. Such acknowledged but unprocessed oneways are bounded
+// per connection; beyond the bound the client waits for processing.
+TEST(OnewayFlood, Rfc8166_3_3_1_AcknowledgedOnewaysAreBounded) {
+  auto handler = std::make_shared<GatedHandler>();
+  std::unique_ptr<TestServer> server =
+      TestServer::Start(kRdmaBinary, std::make_shared<StoreProcessor>(handler));
+  std::unique_ptr<TestClient> client =
+      TestClient::Connect(kRdmaBinary, server->uri());
+  constexpr int kNotes = 64;
+  const std::string attachment(1 << 20, 'n');
+  std::atomic<int> sent{0};
+  std::thread sender([&] {
+    for (int i = 0; i < kNotes; ++i) {
+      client->store->note("flood", 0, attachment);
+      ++sent;
+    }
+  });
+  // Without a bound all 64 MiB are acknowledged at once; with it the
+  // sender stops well short while the handler is held. Waiting the whole
+  // time is what a bounded server makes this test do.
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(10);
+  while (sent.load() < kNotes && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const int acknowledged = sent.load();
+  handler->Open();
+  sender.join();
+  EXPECT_LT(acknowledged, kNotes / 2);
+  EXPECT_TRUE(handler->WaitForNotes(kNotes));
+}
+
 }  // namespace
 }  // namespace rpcrdma::thrift::test
