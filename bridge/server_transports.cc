@@ -57,9 +57,18 @@ void ConnectionTransport::NextCall() {
     QueuedCall next;
     {
       std::unique_lock<std::mutex> lock(state_->mu);
-      state_->cv.wait(lock, [&] {
+      auto ready = [&] {
         return state_->interrupted || state_->closed || !state_->calls.empty();
-      });
+      };
+      if (recv_timeout_.count() > 0) {
+        if (!state_->cv.wait_for(lock, recv_timeout_, ready)) {
+          throw TTransportException(TTransportException::TIMED_OUT,
+                                    absl::StrCat("rpcrdma: no call within ",
+                                                 recv_timeout_.count(), " ms"));
+        }
+      } else {
+        state_->cv.wait(lock, ready);
+      }
       if (state_->interrupted) {
         throw TTransportException(TTransportException::INTERRUPTED,
                                   "rpcrdma: interrupted");

@@ -9,6 +9,7 @@
 #include <thrift/transport/TVirtualTransport.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,16 +64,22 @@ class ConnectionTransport
   const std::string getOrigin() const override { return state_->peer; }
 
   const std::shared_ptr<ConnectionState>& state() const { return state_; }
+  // The longest wait for the next call (TRdmaServerSocket::setRecvTimeout);
+  // 0 for none.
+  void set_recv_timeout(std::chrono::milliseconds timeout) {
+    recv_timeout_ = timeout;
+  }
 
  private:
   // The next call, once the processor is done with the current one;
-  // throws INTERRUPTED or END_OF_FILE instead.
+  // throws INTERRUPTED, END_OF_FILE or TIMED_OUT instead.
   void NextCall();
 
   const std::shared_ptr<ConnectionState> state_;
   ResponderCore core_;
   std::shared_ptr<void> acknowledged_;  // the call's QueuedCall::acknowledged
   std::function<void()> on_closed_;
+  std::chrono::milliseconds recv_timeout_{0};
   bool serving_ = false;  // a call has begun and not been finished
   bool closed_ = false;
 };

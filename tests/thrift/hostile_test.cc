@@ -415,5 +415,54 @@ TEST(OnewayFlood, Rfc8166_3_3_1_AcknowledgedOnewaysAreBounded) {
   EXPECT_TRUE(handler->WaitForNotes(kNotes));
 }
 
+// ---- Server timeouts --------------------------------------------------------
+
+// A server keeps the transport's idle disconnect and handshake limit
+// (RDMA has no keepalives: a silent peer would otherwise hold a
+// TThreadPoolServer's thread for ever); a client keeps TSocket's
+// behaviour, no idle disconnect; what the user sets stays.
+TEST(ServerDefaults, ServersKeepTheTransportsIdleAndHandshakeLimits) {
+  apache::thrift::TConfiguration limits;
+  const config::TransportConfig server =
+      internal::ServerTransportConfig(config::TransportConfig{}, limits);
+  EXPECT_FALSE(server.timeouts().has_idle_ms()) << server.timeouts().idle_ms();
+  EXPECT_FALSE(server.timeouts().has_handshake_ms());
+  config::TransportConfig set;
+  set.mutable_timeouts()->set_idle_ms(1234);
+  EXPECT_EQ(internal::ServerTransportConfig(set, limits).timeouts().idle_ms(),
+            1234);
+  EXPECT_EQ(internal::ClientTransportConfig(config::TransportConfig{})
+                .timeouts()
+                .idle_ms(),
+            0);
+}
+
+// TRdmaServerSocket's receive timeout, as TServerSocket's: a connection
+// that sends no call ends, freeing the TThreadPoolServer thread serving it.
+TEST(ServerTimeouts, SilentConnectionEndsAfterTheRecvTimeout) {
+  const auto setup = PlainSetup(ServerKind::kThreadPool);
+  std::unique_ptr<TestServer> server = TestServer::Start(setup);
+  server->socket().setRecvTimeout(300);
+  std::unique_ptr<RawClient> silent = RawClient::Connect(server->uri());
+  ASSERT_NE(silent, nullptr);
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
+  while (silent->channel->connected() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(silent->channel->connected());
+  ExpectServes(setup, server->uri());
+}
+
+// Accept timeouts make Thrift's servers accept again, as with
+// TServerSocket.
+TEST(ServerTimeouts, AcceptTimeoutKeepsTheServerServing) {
+  const auto setup = PlainSetup(ServerKind::kThreaded);
+  std::unique_ptr<TestServer> server = TestServer::Start(setup);
+  server->socket().setAcceptTimeout(20);
+  ExpectServes(setup, server->uri());  // ends the accept without a limit
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ExpectServes(setup, server->uri());
+}
+
 }  // namespace
 }  // namespace rpcrdma::thrift::test
