@@ -464,5 +464,127 @@ TEST(ServerTimeouts, AcceptTimeoutKeepsTheServerServing) {
   ExpectServes(setup, server->uri());
 }
 
+// ---- The client side --------------------------------------------------------
+
+// A client's receive timeout holds whether it was set before open() or
+// the socket was reopened since (as TSocket's does).
+TEST(ClientTimeouts, RecvTimeoutSetBeforeOpenHoldsAcrossReopen) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  auto socket = std::make_shared<TRdmaSocket>(server->uri());
+  socket->setRecvTimeout(300);
+  auto protocol = MakeProtocol(ProtocolKind::kBinary, socket);
+  StoreClient store(protocol);
+  socket->open();
+  try {
+    store.slow(5000, 1);
+    ADD_FAILURE() << "a 5 s call returned under a 300 ms receive timeout";
+  } catch (const apache::thrift::transport::TTransportException& e) {
+    EXPECT_EQ(e.getType(),
+              apache::thrift::transport::TTransportException::TIMED_OUT)
+        << e.what();
+  }
+  socket->close();
+  socket->open();
+  try {
+    store.slow(5000, 2);
+    ADD_FAILURE() << "the receive timeout did not survive a reopen";
+  } catch (const apache::thrift::transport::TTransportException& e) {
+    EXPECT_EQ(e.getType(),
+              apache::thrift::transport::TTransportException::TIMED_OUT)
+        << e.what();
+  }
+  socket->close();
+}
+
+// A hostile server: every THRIFT_CALL is answered THRIFT_DEFERRED with a
+// bulk item of 2^31-1 octets; what the client offered is recorded.
+class DeferringServer {
+ public:
+  DeferringServer() {
+    absl::StatusOr<std::unique_ptr<Server>> server =
+        Server::Create(ServerUri(Fabric::kUnix), config::TransportConfig{},
+                       [this](IncomingCall call, Responder responder) {
+                         Serve(std::move(call), std::move(responder));
+                       });
+    if (!server.ok()) {
+      ADD_FAILURE() << server.status();
+      return;
+    }
+    server_ = *std::move(server);
+  }
+  std::string uri() const { return server_->uri(); }
+  std::vector<std::vector<uint64_t>> offered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return offered_;
+  }
+  std::vector<bool> discards() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return discards_;
+  }
+
+ private:
+  void Serve(IncomingCall call, Responder responder) {
+    absl::StatusOr<wire::DecodedCallHeader> header =
+        wire::DecodeCallHeader(call.message.span());
+    if (!header.ok()) return;
+    std::vector<uint8_t> reply = wire::ReplyHeader(call.xid);
+    wire::XdrWriter w(reply);
+    if (header->procedure == static_cast<uint32_t>(wire::Procedure::kFetch)) {
+      absl::StatusOr<wire::FetchArgs> args = wire::DecodeFetchArgs(
+          call.message.span().subspan(header->body_offset));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        discards_.push_back(args.ok() && args->discard);
+      }
+      w.Uint32(static_cast<uint32_t>(wire::Status::kNoReply));
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        offered_.push_back(call.write_chunk_capacities);
+      }
+      w.Uint32(static_cast<uint32_t>(wire::Status::kDeferred));
+      wire::Deferred deferred;
+      deferred.ticket = 7;
+      deferred.reduced_size = 100;
+      deferred.bulk_sizes = {0x7fffffffu};
+      wire::EncodeDeferred(deferred, reply);
+    }
+    (void)responder.Send(ServerReply(std::move(reply)));
+  }
+
+  std::mutex mu_;
+  std::vector<std::vector<uint64_t>> offered_;
+  std::vector<bool> discards_;
+  std::unique_ptr<Server> server_;
+};
+
+// A deferred reply over the client's MaxMessageSize is discarded, and its
+// sizes are not learnt: the method's later calls offer no 2 GiB chunk.
+TEST(ClientLearning, SizesOverTheMaxMessageSizeAreNeverLearnt) {
+  DeferringServer server;
+  auto limits = std::make_shared<apache::thrift::TConfiguration>();
+  auto socket = std::make_shared<TRdmaSocket>(
+      server.uri(), config::TransportConfig{}, TRdmaSocketOptions{}, limits);
+  socket->setRecvTimeout(30000);
+  auto protocol = MakeProtocol(ProtocolKind::kBinary, socket);
+  StoreClient store(protocol);
+  socket->open();
+  for (int i = 0; i < 2; ++i) {
+    std::string out;
+    EXPECT_ANY_THROW(store.echo(out, "x"));
+    if (!socket->isOpen()) socket->open();
+  }
+  const std::vector<bool> discards = server.discards();
+  ASSERT_FALSE(discards.empty());
+  for (bool d : discards) EXPECT_TRUE(d);
+  const std::vector<std::vector<uint64_t>> offered = server.offered();
+  ASSERT_EQ(offered.size(), 2u);
+  for (const std::vector<uint64_t>& call : offered) {
+    for (uint64_t chunk : call) {
+      EXPECT_LE(chunk, static_cast<uint64_t>(limits->getMaxMessageSize()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rpcrdma::thrift::test
