@@ -34,6 +34,16 @@ void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
         ServerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
     return;
   }
+  // RFC 5531 §9: another RPC version, and credentials the bridge does not
+  // serve, are denied before anything else is looked at.
+  if (header->rpc_version != 2) {
+    (void)responder.Send(ServerReply(wire::RpcMismatchReply(call.xid)));
+    return;
+  }
+  if (uint32_t auth = wire::CheckCallAuth(*header); auth != wire::kAuthOk) {
+    (void)responder.Send(ServerReply(wire::AuthErrorReply(call.xid, auth)));
+    return;
+  }
   if (header->program != wire::kProgram) {
     (void)responder.Send(
         ServerReply(wire::ReplyHeader(call.xid, wire::kProgUnavail)));

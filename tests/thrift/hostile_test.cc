@@ -586,5 +586,112 @@ TEST(ClientLearning, SizesOverTheMaxMessageSizeAreNeverLearnt) {
   }
 }
 
+// ---- RFC 5531 answers -------------------------------------------------------
+
+// An RPC call of the bridge program with the given rpcvers, credential and
+// verifier, procedure NULL.
+std::vector<uint8_t> NullCall(uint32_t xid, uint32_t rpcvers,
+                              uint32_t cred_flavor,
+                              const std::vector<uint8_t>& cred_body,
+                              uint32_t verf_flavor = 0) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : {xid, 0u, rpcvers, 0x20007468u, 1u, 0u, cred_flavor}) {
+    PutU32(out, w);
+  }
+  PutU32(out, static_cast<uint32_t>(cred_body.size()));
+  out.insert(out.end(), cred_body.begin(), cred_body.end());
+  while (out.size() % 4 != 0) out.push_back(0);
+  PutU32(out, verf_flavor);
+  PutU32(out, 0);
+  return out;
+}
+
+std::vector<uint32_t> Words(const Reply& reply) {
+  std::vector<uint32_t> words;
+  absl::Span<const uint8_t> x = reply.xdr.span();
+  for (size_t i = 0; i + 4 <= x.size(); i += 4) {
+    words.push_back(uint32_t{x[i]} << 24 | uint32_t{x[i + 1]} << 16 |
+                    uint32_t{x[i + 2]} << 8 | x[i + 3]);
+  }
+  return words;
+}
+
+std::vector<uint8_t> AuthSysBody(uint32_t gids) {
+  std::vector<uint8_t> body;
+  PutU32(body, 1);  // stamp
+  PutU32(body, 4);
+  for (char c : std::string("host")) body.push_back(static_cast<uint8_t>(c));
+  PutU32(body, 1000);  // uid
+  PutU32(body, 1000);  // gid
+  PutU32(body, gids);
+  for (uint32_t i = 0; i < gids; ++i) PutU32(body, 100 + i);
+  return body;
+}
+
+TEST(Rfc5531Answers, Rfc5531_9_OtherRpcVersionIsRpcMismatch) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  absl::StatusOr<Reply> reply = raw->Send(NullCall(10, 3, 0, {}));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  // xid, REPLY, MSG_DENIED, RPC_MISMATCH, low 2, high 2.
+  EXPECT_EQ(Words(*reply), (std::vector<uint32_t>{10, 1, 1, 0, 2, 2}));
+}
+
+TEST(Rfc5531Answers, Rfc5531_9_CredentialsTheBridgeDoesNotServeAreAuthError) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  // RPCSEC_GSS (6) and an unassigned flavor: AUTH_ERROR AUTH_BADCRED.
+  for (uint32_t flavor : {6u, 12345u}) {
+    absl::StatusOr<Reply> reply =
+        raw->Send(NullCall(20 + flavor, 2, flavor, {1, 2, 3, 4}));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(Words(*reply), (std::vector<uint32_t>{20 + flavor, 1, 1, 1, 1}))
+        << "flavor " << flavor;
+  }
+  // Malformed AUTH_SYS: AUTH_BADCRED.
+  std::vector<uint8_t> truncated = AuthSysBody(2);
+  truncated.resize(truncated.size() - 4);
+  for (const std::vector<uint8_t>& body :
+       {std::vector<uint8_t>{0, 0, 0, 1}, truncated, AuthSysBody(17)}) {
+    absl::StatusOr<Reply> reply = raw->Send(NullCall(30, 2, 1, body));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(Words(*reply), (std::vector<uint32_t>{30, 1, 1, 1, 1}));
+  }
+  // A verifier of another flavor: AUTH_BADVERF.
+  absl::StatusOr<Reply> badverf = raw->Send(NullCall(40, 2, 0, {}, 6));
+  ASSERT_TRUE(badverf.ok()) << badverf.status();
+  EXPECT_EQ(Words(*badverf), (std::vector<uint32_t>{40, 1, 1, 1, 3}));
+  // AUTH_NONE and well-formed AUTH_SYS are served: NULL answers SUCCESS.
+  for (const auto& [flavor, body] :
+       {std::pair<uint32_t, std::vector<uint8_t>>{0, {}},
+        std::pair<uint32_t, std::vector<uint8_t>>{1, AuthSysBody(16)}}) {
+    absl::StatusOr<Reply> reply = raw->Send(NullCall(50, 2, flavor, body));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(Words(*reply), (std::vector<uint32_t>{50, 1, 0, 0, 0, 0}))
+        << "flavor " << flavor;
+  }
+}
+
+// bridge/README.md: string name<4096>. A longer name does not decode.
+TEST(Rfc5531Answers, Rfc5531_9_MethodNameOverItsBoundIsGarbageArgs) {
+  std::unique_ptr<TestServer> server = TestServer::Start(kRdmaBinary);
+  std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
+  ASSERT_NE(raw, nullptr);
+  std::vector<uint8_t> rpc = wire::CallHeader(60, wire::Procedure::kCall);
+  wire::XdrWriter w(rpc);
+  w.Uint32(64 * 1024);
+  w.String(std::string(wire::kMaxNameLength + 1, 'n'));
+  w.Int32(1);
+  w.Uint32(1);
+  w.Opaque({});
+  w.Uint32(0);
+  absl::StatusOr<Reply> reply = raw->Send(std::move(rpc));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  // xid, REPLY, MSG_ACCEPTED, verifier AUTH_NONE, GARBAGE_ARGS.
+  EXPECT_EQ(Words(*reply), (std::vector<uint32_t>{60, 1, 0, 0, 0, 4}));
+}
+
 }  // namespace
 }  // namespace rpcrdma::thrift::test
