@@ -119,6 +119,20 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   return NFS3_OK;
 }
 
+nfsstat3 Export::OpenFile(const nfs_fh3& handle, int flags,
+                          UniqueFd& out) const {
+  UniqueFd path;
+  nfsstat3 status = Open(handle, O_PATH, path);
+  if (status != NFS3_OK) return status;
+  struct stat st {};
+  if (fstat(path.get(), &st) != 0) return StatusOfErrno(errno);
+  if (S_ISDIR(st.st_mode)) return NFS3ERR_ISDIR;
+  if (!S_ISREG(st.st_mode)) return NFS3ERR_INVAL;
+  // The handle names this inode, whose type never changes: opening the
+  // same handle again opens the regular file just checked.
+  return Open(handle, flags, out);
+}
+
 bool Export::Contains(int fd, const struct stat& st) const {
   if (st.st_dev != root_stat_.st_dev) return false;
   if (whole_file_system_ || IsRoot(st)) return true;

@@ -55,6 +55,12 @@ class Export {
   // another format or length, NFS3ERR_STALE for a file that is gone or
   // outside the export.
   nfsstat3 Open(const nfs_fh3& handle, int flags, UniqueFd& out) const;
+  // Opens the regular file `handle` names for its data (READ, WRITE,
+  // COMMIT), as nfsd's fh_verify(..., S_IFREG) admits it: NFS3ERR_ISDIR
+  // for a directory, NFS3ERR_INVAL for any other type. The type is checked
+  // before the file is opened for I/O: opening a device can itself act on
+  // the device, and never hands a client the raw device.
+  nfsstat3 OpenFile(const nfs_fh3& handle, int flags, UniqueFd& out) const;
   // Opens `name` in the directory `dir` (O_PATH, without following a
   // symbolic link). ".." of the root is the root; "." and ".." elsewhere
   // are what they are; a name with '/' is NFS3ERR_ACCES.

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -204,16 +203,16 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
   Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
     const mknoddata3& what = a.what;
     mode_t type;
-    dev_t device = 0;
     const sattr3* attributes;
     switch (what.type) {
       case NF3CHR:
       case NF3BLK:
-        type = what.type == NF3CHR ? S_IFCHR : S_IFBLK;
-        device = makedev(what.mknoddata3_u.device.spec.specdata1,
-                         what.mknoddata3_u.device.spec.specdata2);
-        attributes = &what.mknoddata3_u.device.dev_attributes;
-        break;
+        // Never a device node: READ and WRITE of it would be raw I/O on
+        // whatever device the client names, below every file permission.
+        // nfsd answers an unprivileged or squashed caller so (mknod needs
+        // CAP_MKNOD); this server answers every caller so, root included,
+        // as an export mounted nodev would have it.
+        return NFS3ERR_PERM;
       case NF3SOCK:
       case NF3FIFO:
         type = what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
@@ -222,7 +221,7 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
       default:
         return NFS3ERR_BADTYPE;
     }
-    return mknodat(dir, name, type | ModeOr(*attributes, 0644), device) == 0
+    return mknodat(dir, name, type | ModeOr(*attributes, 0644), 0) == 0
                ? NFS3_OK
                : StatusOfErrno(errno);
   });

@@ -95,7 +95,7 @@ bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req* q) {
 
 bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_RDONLY, fd);
+  r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
     r.READ3res_u.resfail.file_attributes = post_op_attr{};
     return TRUE;
@@ -131,7 +131,7 @@ bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
 
 bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_WRONLY, fd);
+  r.status = export_->OpenFile(a.file, O_WRONLY, fd);
   if (r.status != NFS3_OK) {
     r.WRITE3res_u.resfail.file_wcc = wcc_data{};
     return TRUE;
@@ -170,7 +170,7 @@ bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
 
 bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_RDONLY, fd);
+  r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
     r.COMMIT3res_u.resfail.file_wcc = wcc_data{};
     return TRUE;

@@ -1,0 +1,154 @@
+// nfs3d (examples/nfs3d) against a hostile client: what a call may reach
+// and who it acts as. Device nodes and FIFOs a client makes or finds in
+// the export, handles in other encodings, sizes and offsets past what the
+// server's file system takes (RFC 1813 §2.3.3, §3.3). Each call must
+// answer with its NFSv3 error, never block a server thread, and never do
+// I/O on anything but a regular file.
+//
+// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "examples/nfs3d/export.h"
+#include "examples/nfs3d/nfs3_server.h"
+#include "gtest/gtest.h"
+#include "nfs3_prot.h"
+#include "rpcrdma/oncrpc/clnt_rdma.h"
+#include "rpcrdma/oncrpc/svc_rdma.h"
+#include "tests/nfs3d/nfs3_client.h"
+
+namespace rpcrdma::nfs3d {
+namespace {
+
+class Nfs3dSecurityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("nfs3d-security-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "export");
+    absl::StatusOr<std::unique_ptr<Export>> exported =
+        Export::Open(dir_ / "export");
+    if (!exported.ok() && absl::IsFailedPrecondition(exported.status())) {
+      GTEST_SKIP() << exported.status();
+    }
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    server_ =
+        std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{});
+    Nfs3Server::Install(server_.get());
+    client_ = std::make_unique<Nfs3Client>();
+    ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
+    root_ = server_->exported().root_handle();
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_ != nullptr) Nfs3Server::Install(nullptr);
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path In(const char* name) const {
+    return dir_ / "export" / name;
+  }
+
+  // The handle of `name` in the export's root.
+  FileHandle HandleOf(const char* name) {
+    FileHandle h;
+    EXPECT_EQ(client_->Lookup(root_, name, h), NFS3_OK) << name;
+    return h;
+  }
+
+  // Runs `call` (which may touch the FIFO at `fifo`) on another thread.
+  // A call that blocks on the FIFO fails the test: it does not return
+  // within a limit far beyond what a call that does not block takes, even
+  // on a loaded machine, or the client gives up on it first (its status is
+  // then not the one expected). Either way the FIFO is then opened at both
+  // ends and given a byte, so that a server thread stuck in open() or
+  // read() comes back and the test ends instead of hanging; for a server
+  // thread that never blocked that changes nothing.
+  nfsstat3 WithoutBlocking(const std::filesystem::path& fifo,
+                           std::function<nfsstat3()> call) {
+    std::future<nfsstat3> done = std::async(std::launch::async, call);
+    if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      ADD_FAILURE() << "the call blocked on the FIFO " << fifo;
+    }
+    const int release = open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (release >= 0) {
+      (void)!write(release, "x", 1);
+      close(release);
+    }
+    return done.get();
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Nfs3Server> server_;
+  std::unique_ptr<Nfs3Client> client_;
+  FileHandle root_;
+};
+
+// RFC 1813 §3.3.11: a client may not make a device node. READ and WRITE of
+// one would be raw I/O on any device of the server (its disks), whatever
+// the files on them allow.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_11_MknodOfADeviceIsRefused) {
+  FileHandle made;
+  EXPECT_EQ(client_->Mknod(root_, "disk", NF3BLK, 8, 0, made), NFS3ERR_PERM);
+  EXPECT_EQ(client_->Mknod(root_, "zero", NF3CHR, 1, 5, made), NFS3ERR_PERM);
+  struct stat st {};
+  EXPECT_NE(lstat(In("disk").c_str(), &st), 0);
+  EXPECT_NE(lstat(In("zero").c_str(), &st), 0);
+  // A FIFO and a socket have no data of the server's: MKNOD makes them.
+  EXPECT_EQ(client_->Mknod(root_, "fifo", NF3FIFO, 0, 0, made), NFS3_OK);
+  EXPECT_EQ(client_->Mknod(root_, "socket", NF3SOCK, 0, 0, made), NFS3_OK);
+}
+
+// RFC 1813 §3.3.6, §3.3.7, §3.3.21: READ, WRITE and COMMIT are for
+// regular files; a device node already in the export (made on the server)
+// answers NFS3ERR_INVAL and is never opened.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_6_ReadWriteCommitOfADeviceAreInval) {
+  // /dev/zero's numbers: before the check, READ gave its zeros.
+  if (mknod(In("zero").c_str(), S_IFCHR | 0666, makedev(1, 5)) != 0) {
+    GTEST_SKIP() << "mknod: " << std::strerror(errno);
+  }
+  const FileHandle device = HandleOf("zero");
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(device, 0, 100, back, eof), NFS3ERR_INVAL);
+  EXPECT_EQ(client_->Write(device, 0, {1, 2, 3}, FILE_SYNC, nullptr),
+            NFS3ERR_INVAL);
+  std::array<char, NFS3_WRITEVERFSIZE> verifier{};
+  EXPECT_EQ(client_->Commit(device, verifier), NFS3ERR_INVAL);
+}
+
+// RFC 1813 §3.3.6, §3.3.7, §3.3.21: a symbolic link is not a regular file
+// either (NFS3ERR_INVAL, as nfsd answers; not NOTDIR).
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_6_ReadWriteCommitOfASymlinkAreInval) {
+  std::ofstream(In("target")) << "data";
+  FileHandle link;
+  ASSERT_EQ(client_->Symlink(root_, "link", "target", link), NFS3_OK);
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(link, 0, 100, back, eof), NFS3ERR_INVAL);
+  EXPECT_EQ(client_->Write(link, 0, {1, 2, 3}, FILE_SYNC, nullptr),
+            NFS3ERR_INVAL);
+  std::array<char, NFS3_WRITEVERFSIZE> verifier{};
+  EXPECT_EQ(client_->Commit(link, verifier), NFS3ERR_INVAL);
+  // A directory is NFS3ERR_ISDIR.
+  EXPECT_EQ(client_->Read(root_, 0, 100, back, eof), NFS3ERR_ISDIR);
+}
+
+}  // namespace
+}  // namespace rpcrdma::nfs3d
