@@ -103,7 +103,14 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
       static_cast<int>(uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
                        uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]});
   std::memcpy(h.header()->f_handle, bytes + kTagSize, kernel_length);
-  UniqueFd fd(open_by_handle_at(root_.get(), h.header(), flags | O_CLOEXEC));
+  // Every handle is opened as O_PATH first, which acts on nothing (a FIFO
+  // waits for no peer, a device is not opened), and only then, when the
+  // caller wants more than that, opened again through /proc without
+  // blocking (O_NONBLOCK) and without becoming a controlling terminal.
+  const int path_flags =
+      (flags & O_PATH) != 0 ? flags : O_PATH | (flags & O_DIRECTORY);
+  UniqueFd fd(
+      open_by_handle_at(root_.get(), h.header(), path_flags | O_CLOEXEC));
   if (!fd.valid()) {
     // ESTALE: deleted; EINVAL: a handle the file system does not take.
     return errno == ELOOP || errno == EISDIR || errno == ENOTDIR ||
@@ -113,6 +120,27 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   }
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !Contains(fd.get(), st)) {
+    return NFS3ERR_STALE;
+  }
+  if ((flags & O_PATH) != 0) {
+    out = std::move(fd);
+    return NFS3_OK;
+  }
+  return Reopen(fd.get(), st, flags, out);
+}
+
+nfsstat3 Export::Reopen(int path_fd, const struct stat& st, int flags,
+                        UniqueFd& out) {
+  // A symbolic link opened through /proc would be followed.
+  if (S_ISLNK(st.st_mode)) return NFS3ERR_INVAL;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", path_fd);
+  UniqueFd fd(
+      open(path, (flags & ~O_NOFOLLOW) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return StatusOfErrno(errno);
+  struct stat again {};
+  if (fstat(fd.get(), &again) != 0) return StatusOfErrno(errno);
+  if (again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
     return NFS3ERR_STALE;
   }
   out = std::move(fd);
@@ -128,9 +156,8 @@ nfsstat3 Export::OpenFile(const nfs_fh3& handle, int flags,
   if (fstat(path.get(), &st) != 0) return StatusOfErrno(errno);
   if (S_ISDIR(st.st_mode)) return NFS3ERR_ISDIR;
   if (!S_ISREG(st.st_mode)) return NFS3ERR_INVAL;
-  // The handle names this inode, whose type never changes: opening the
-  // same handle again opens the regular file just checked.
-  return Open(handle, flags, out);
+  // Opened again from the descriptor just checked: the same inode.
+  return Reopen(path.get(), st, flags, out);
 }
 
 bool Export::Contains(int fd, const struct stat& st) const {

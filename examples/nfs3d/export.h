@@ -53,7 +53,9 @@ class Export {
   // Opens the file `handle` names with `flags` (O_PATH to look at it,
   // O_RDONLY, O_RDWR, O_DIRECTORY...): NFS3ERR_BADHANDLE for a handle of
   // another format or length, NFS3ERR_STALE for a file that is gone or
-  // outside the export.
+  // outside the export. Never blocks: a file opened for more than O_PATH
+  // is opened with O_NONBLOCK and O_NOCTTY (a FIFO would wait for its
+  // other end), and a symbolic link only as O_PATH (NFS3ERR_INVAL).
   nfsstat3 Open(const nfs_fh3& handle, int flags, UniqueFd& out) const;
   // Opens the regular file `handle` names for its data (READ, WRITE,
   // COMMIT), as nfsd's fh_verify(..., S_IFREG) admits it: NFS3ERR_ISDIR
@@ -72,6 +74,10 @@ class Export {
  private:
   Export() = default;
   bool Contains(int fd, const struct stat& st) const;
+  // Opens the file the O_PATH descriptor `path_fd` (of `st`) opens again,
+  // with `flags`, O_NONBLOCK and O_NOCTTY.
+  static nfsstat3 Reopen(int path_fd, const struct stat& st, int flags,
+                         UniqueFd& out);
 
   std::string path_;
   UniqueFd root_;

@@ -150,10 +150,22 @@ bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r, svc_req* q) {
       return futimens(fd.get(), times) == 0 ? NFS3_OK : StatusOfErrno(errno);
     }
     const sattr3& attributes = how.createhow3_u.obj_attributes;
-    const int exclusive = how.mode == GUARDED ? O_EXCL : 0;
+    // O_EXCL always: opening an existing name for writing would wait on a
+    // FIFO's reader, or open a device. UNCHECKED takes an existing regular
+    // file (RFC 1813 §3.3.8) and, as nfsd, answers NFS3ERR_EXIST for any
+    // other type, looked at without opening it (O_PATH).
     UniqueFd fd(openat(dir, name,
-                       O_CREAT | exclusive | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                       O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
+                           O_NOCTTY | O_CLOEXEC,
                        ModeOr(attributes, 0644)));
+    if (!fd.valid() && errno == EEXIST && how.mode == UNCHECKED) {
+      fd = UniqueFd(openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st {};
+      if (!fd.valid() || fstat(fd.get(), &st) != 0) {
+        return StatusOfErrno(errno);
+      }
+      if (!S_ISREG(st.st_mode)) return NFS3ERR_EXIST;
+    }
     if (!fd.valid()) return StatusOfErrno(errno);
     return ApplyAttributes(fd.get(), WithoutMode(attributes));
   });

@@ -189,7 +189,8 @@ bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
 
 bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r, svc_req*) {
   UniqueFd fd;
-  r.status = export_->Open(a.fsroot, O_RDONLY, fd);
+  // O_PATH: FSSTAT of any handle (a FIFO's too) opens nothing.
+  r.status = export_->Open(a.fsroot, O_PATH, fd);
   struct statvfs vfs {};
   if (r.status == NFS3_OK && fstatvfs(fd.get(), &vfs) != 0) {
     r.status = StatusOfErrno(errno);

@@ -150,5 +150,64 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_6_ReadWriteCommitOfASymlinkAreInval) {
   EXPECT_EQ(client_->Read(root_, 0, 100, back, eof), NFS3ERR_ISDIR);
 }
 
+// RFC 1813 §3.3.6, §3.3.7, §3.3.21: READ, WRITE and COMMIT of a FIFO a
+// client made answer NFS3ERR_INVAL at once: no server thread waits in
+// open() or read() for the FIFO's other end.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_6_ReadWriteCommitOfAFifoNeverBlock) {
+  FileHandle fifo;
+  ASSERT_EQ(client_->Mknod(root_, "fifo", NF3FIFO, 0, 0, fifo), NFS3_OK);
+  EXPECT_EQ(WithoutBlocking(In("fifo"),
+                            [&] {
+                              std::vector<uint8_t> back;
+                              bool eof = false;
+                              return client_->Read(fifo, 0, 100, back, eof);
+                            }),
+            NFS3ERR_INVAL);
+  EXPECT_EQ(WithoutBlocking(
+                In("fifo"),
+                [&] {
+                  return client_->Write(fifo, 0, {1, 2, 3}, FILE_SYNC, nullptr);
+                }),
+            NFS3ERR_INVAL);
+  EXPECT_EQ(WithoutBlocking(In("fifo"),
+                            [&] {
+                              std::array<char, NFS3_WRITEVERFSIZE> v{};
+                              return client_->Commit(fifo, v);
+                            }),
+            NFS3ERR_INVAL);
+}
+
+// RFC 1813 §3.3.8: UNCHECKED CREATE of a name that is a FIFO answers
+// NFS3ERR_EXIST (as nfsd does for any existing file but a regular one)
+// without opening the FIFO for writing, which would wait for a reader.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_8_CreateOverAFifoNeverBlocks) {
+  ASSERT_EQ(mkfifo(In("fifo").c_str(), 0666), 0);
+  FileHandle made;
+  EXPECT_EQ(
+      WithoutBlocking(
+          In("fifo"),
+          [&] { return client_->Create(root_, "fifo", UNCHECKED, made); }),
+      NFS3ERR_EXIST);
+  EXPECT_EQ(WithoutBlocking(
+                In("fifo"),
+                [&] { return client_->Create(root_, "fifo", GUARDED, made); }),
+            NFS3ERR_EXIST);
+  // An existing regular file is still what UNCHECKED takes.
+  std::ofstream(In("plain")) << "data";
+  EXPECT_EQ(client_->Create(root_, "plain", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(made, HandleOf("plain"));
+}
+
+// RFC 1813 §3.3.18: FSSTAT of a FIFO's handle answers for its file system
+// without opening the FIFO.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_18_FsstatOfAFifoNeverBlocks) {
+  ASSERT_EQ(mkfifo(In("fifo").c_str(), 0666), 0);
+  const FileHandle fifo = HandleOf("fifo");
+  FSSTAT3resok stat{};
+  EXPECT_EQ(
+      WithoutBlocking(In("fifo"), [&] { return client_->Fsstat(fifo, stat); }),
+      NFS3_OK);
+}
+
 }  // namespace
 }  // namespace rpcrdma::nfs3d
