@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -145,6 +146,13 @@ wcc_data WccOf(const std::optional<struct stat>& before, int fd,
 }
 
 nfsstat3 ApplyAttributes(int fd, const sattr3& attributes) {
+  // RFC 1813 §3.3.2: a size no off_t holds is too large a file (truncate
+  // would say EINVAL); checked before anything changes.
+  if (attributes.size.set_it &&
+      attributes.size.set_size3_u.size >
+          static_cast<uint64>(std::numeric_limits<off_t>::max())) {
+    return NFS3ERR_FBIG;
+  }
   char path[64];
   ProcPath(fd, path);
   if (attributes.mode.set_it &&

@@ -17,6 +17,8 @@ namespace {
 constexpr uint8_t kFormat = 1;
 constexpr size_t kTagSize = 8;
 constexpr size_t kMaxKernelHandle = NFS3_FHSIZE - kTagSize;
+// The kernel's handle types (FILEID_*) fit in 16 bits; the rest are flags.
+constexpr uint32_t kHandleTypeMask = 0xffff;
 
 // struct file_handle ends in a flexible array: room for its header and the
 // largest handle, aligned for the header.
@@ -97,11 +99,16 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   if (kernel_length != length - kTagSize || kernel_length > kMaxKernelHandle) {
     return NFS3ERR_BADHANDLE;
   }
+  const uint32_t type = uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
+                        uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]};
+  // Bits 16 and up of the kernel's handle type are flags open_by_handle_at
+  // takes (FILEID_IS_CONNECTABLE, FILEID_IS_DIR), never a type; with them
+  // one file would have several valid handles. name_to_handle_at sets none
+  // without AT_HANDLE_CONNECTABLE, which this server does not ask for.
+  if ((type & ~kHandleTypeMask) != 0) return NFS3ERR_BADHANDLE;
   KernelHandle h{};
   h.header()->handle_bytes = static_cast<unsigned int>(kernel_length);
-  h.header()->handle_type =
-      static_cast<int>(uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
-                       uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]});
+  h.header()->handle_type = static_cast<int>(type);
   std::memcpy(h.header()->f_handle, bytes + kTagSize, kernel_length);
   // Every handle is opened as O_PATH first, which acts on nothing (a FIFO
   // waits for no peer, a device is not opened), and only then, when the
@@ -121,6 +128,14 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || !Contains(fd.get(), st)) {
     return NFS3ERR_STALE;
+  }
+  // Whatever else the kernel tolerates in a handle (octets it ignores,
+  // another encoding of the same inode): the only valid handle of a file
+  // is the one this server gives for it.
+  FileHandle canonical;
+  if (HandleOf(fd.get(), canonical) != NFS3_OK || canonical.size() != length ||
+      std::memcmp(canonical.data(), bytes, length) != 0) {
+    return NFS3ERR_BADHANDLE;
   }
   if ((flags & O_PATH) != 0) {
     out = std::move(fd);

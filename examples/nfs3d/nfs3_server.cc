@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "examples/nfs3d/attributes.h"
@@ -101,7 +102,15 @@ bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
     return TRUE;
   }
   READ3resok& ok = r.READ3res_u.resok;
-  const uint32_t count = std::min(a.count, limits_.max_read);
+  // RFC 1813 §3.3.6: a READ from past the end of the file is 0 octets and
+  // eof, also from offsets no off_t reaches (2^63 and up), which pread
+  // would refuse (EINVAL); nor does the read run past 2^63 - 1.
+  constexpr uint64_t kMaxOffset = std::numeric_limits<int64_t>::max();
+  const uint32_t count =
+      a.offset >= kMaxOffset
+          ? 0
+          : static_cast<uint32_t>(std::min<uint64_t>(
+                std::min(a.count, limits_.max_read), kMaxOffset - a.offset));
   // The data goes to the client from this buffer: by RDMA Write into the
   // write chunk its call offered (RFC 8267 §4.1), without another copy.
   ok.data.data_val = static_cast<char*>(malloc(count + 1));
@@ -139,6 +148,13 @@ bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
   const std::optional<struct stat> before = StatBefore(fd.get());
   // RFC 1813 §3.3.7: count says how much of data to write.
   const size_t count = std::min<size_t>(a.count, a.data.data_len);
+  // Past what an off_t reaches: too large a file (pwrite says EINVAL).
+  constexpr uint64_t kMaxOffset = std::numeric_limits<int64_t>::max();
+  if (a.offset > kMaxOffset || count > kMaxOffset - a.offset) {
+    r.status = NFS3ERR_FBIG;
+    r.WRITE3res_u.resfail.file_wcc = WccOf(before, fd.get(), export_->fsid());
+    return TRUE;
+  }
   size_t done = 0;
   while (done < count) {
     const ssize_t n = pwrite(fd.get(), a.data.data_val + done, count - done,

@@ -209,5 +209,56 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_18_FsstatOfAFifoNeverBlocks) {
       NFS3_OK);
 }
 
+// RFC 1813 §3.3.6: READ at an offset past the end of the file is 0 octets
+// and eof, also at 2^63 and beyond (no off_t reaches it).
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_6_ReadFrom2To63IsEmptyAndEof) {
+  std::ofstream(In("f")) << "data";
+  const FileHandle file = HandleOf("f");
+  for (uint64_t offset :
+       {uint64_t{1} << 63, ~uint64_t{0}, (uint64_t{1} << 63) - 1}) {
+    std::vector<uint8_t> back{1};
+    bool eof = false;
+    EXPECT_EQ(client_->Read(file, offset, 100, back, eof), NFS3_OK) << offset;
+    EXPECT_TRUE(back.empty()) << offset;
+    EXPECT_TRUE(eof) << offset;
+  }
+}
+
+// RFC 1813 §3.3.2, §3.3.7: a size or a WRITE past 2^63 - 1 is
+// NFS3ERR_FBIG (the file would be too large), not NFS3ERR_INVAL.
+TEST_F(Nfs3dSecurityTest, Rfc1813_3_3_2_SizesFrom2To63AreFbig) {
+  std::ofstream(In("f")) << "data";
+  const FileHandle file = HandleOf("f");
+  EXPECT_EQ(client_->Setattr(file, std::nullopt, uint64_t{1} << 63, nullptr),
+            NFS3ERR_FBIG);
+  EXPECT_EQ(client_->Setattr(file, std::nullopt, ~uint64_t{0}, nullptr),
+            NFS3ERR_FBIG);
+  EXPECT_EQ(client_->Write(file, uint64_t{1} << 63, {1}, FILE_SYNC, nullptr),
+            NFS3ERR_FBIG);
+  fattr3 attributes{};
+  ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  EXPECT_EQ(attributes.size, 4u);
+}
+
+// RFC 1813 §2.3.3: a file has one handle. The kernel's handle type has
+// flags in bits 16 and 17 (FILEID_IS_CONNECTABLE, FILEID_IS_DIR) that
+// open_by_handle_at takes; a handle with them set is no handle of this
+// server's.
+TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_HandleTypeFlagsMakeNoOtherHandle) {
+  std::ofstream(In("f")) << "data";
+  const FileHandle file = HandleOf("f");
+  ASSERT_GE(file.size(), 8u);
+  for (int flag : {0x01, 0x02, 0x03}) {
+    for (const FileHandle& original : {file, root_}) {
+      FileHandle flagged = original;
+      flagged[5] |= static_cast<uint8_t>(flag);  // octets 4-7: the type
+      fattr3 attributes{};
+      const nfsstat3 status = client_->Getattr(flagged, attributes);
+      EXPECT_TRUE(status == NFS3ERR_BADHANDLE || status == NFS3ERR_STALE)
+          << "flags " << flag << ": " << status;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rpcrdma::nfs3d
