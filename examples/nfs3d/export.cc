@@ -7,9 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "examples/nfs3d/attributes.h"
+#include "examples/nfs3d/credentials.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -116,6 +118,10 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   // blocking (O_NONBLOCK) and without becoming a controlling terminal.
   const int path_flags =
       (flags & O_PATH) != 0 ? flags : O_PATH | (flags & O_DIRECTORY);
+  // As the server: open_by_handle_at needs CAP_DAC_READ_SEARCH, which no
+  // caller has. O_PATH checks no permission of the file's, only what
+  // follows, as the caller, does.
+  std::optional<ActingAsServer> server(std::in_place);
   UniqueFd fd(
       open_by_handle_at(root_.get(), h.header(), path_flags | O_CLOEXEC));
   if (!fd.valid()) {
@@ -141,6 +147,8 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
     out = std::move(fd);
     return NFS3_OK;
   }
+  server.reset();
+  // Opened again as the caller: the open checks the caller's permission.
   return Reopen(fd.get(), st, flags, out);
 }
 

@@ -19,20 +19,6 @@ namespace {
 
 Nfs3Server* installed = nullptr;
 
-uint32_t CallerUid(const svc_req* q) {
-  if (q->rq_cred.oa_flavor == AUTH_SYS && q->rq_clntcred != nullptr) {
-    return static_cast<const authsys_parms*>(q->rq_clntcred)->aup_uid;
-  }
-  return 65534;
-}
-
-uint32_t CallerGid(const svc_req* q) {
-  if (q->rq_cred.oa_flavor == AUTH_SYS && q->rq_clntcred != nullptr) {
-    return static_cast<const authsys_parms*>(q->rq_clntcred)->aup_gid;
-  }
-  return 65534;
-}
-
 // RFC 1813 §3.3.2: the guard compares the object's ctime.
 bool GuardHolds(const sattrguard3& guard, const struct stat& st) {
   return !guard.check || (guard.sattrguard3_u.obj_ctime.seconds ==
@@ -43,8 +29,9 @@ bool GuardHolds(const sattrguard3& guard, const struct stat& st) {
 
 }  // namespace
 
-Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits)
-    : export_(std::move(exported)), limits_(limits) {
+Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits,
+                       ExportOptions options)
+    : export_(std::move(exported)), limits_(limits), options_(options) {
   std::random_device random;
   for (char& c : write_verifier_) c = static_cast<char>(random());
 }
@@ -80,7 +67,7 @@ bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req* q) {
+bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req*) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   struct stat st {};
@@ -89,8 +76,8 @@ bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req* q) {
   }
   if (r.status != NFS3_OK) return TRUE;
   r.ACCESS3res_u.resok.obj_attributes = PostOpAttributes(st, export_->fsid());
-  r.ACCESS3res_u.resok.access =
-      AccessOf(st, CallerUid(q), CallerGid(q), a.access);
+  // The thread acts as the caller: the file system answers for it.
+  r.ACCESS3res_u.resok.access = AccessOf(fd.get(), st, a.access);
   return TRUE;
 }
 

@@ -22,6 +22,13 @@
 //                     AdapterConfig text: transport, DDP policies); NFSv3
 //                     gets the NFSv3 binding unless the file gives one
 //   --rsize N         FSINFO rtmax and wtmax (default 1048576)
+//   --no-root-squash  uid 0 acts as root (default: as the anonymous user)
+//   --all-squash      every caller acts as the anonymous user
+//   --anonuid N, --anongid N
+//                     the anonymous user (default 65534, 65534)
+// Each call acts as its caller (AUTH_SYS; AUTH_NONE is the anonymous
+// user), as exports(5) says for these options: examples/nfs3d/
+// credentials.h.
 // SIGUSR2 closes every RDMA connection (the clients reconnect and send
 // again what had no reply: a test of the duplicate request cache).
 // It prints "nfs3d: ready" with its URIs once it serves, a line for each
@@ -37,6 +44,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,15 +81,28 @@ struct Options {
   unsigned threads = 4;
   std::string config_path;
   uint32_t rsize = 1u << 20;
+  rpcrdma::nfs3d::ExportOptions export_options;
 };
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "nfs3d: %s\nusage: nfs3d --export DIR [--alias PATH] "
                "[--nfs URI]... [--nfs-tcp-port N] [--mount-port N] "
-               "[--threads N] [--config FILE] [--rsize N]\n",
+               "[--threads N] [--config FILE] [--rsize N] [--no-root-squash] "
+               "[--all-squash] [--anonuid N] [--anongid N]\n",
                why);
   std::exit(2);
+}
+
+// A uid or gid: a number below 2^32 - 1 (which is no id).
+uint32_t Id(const char* text, const char* option) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long id = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || id >= 0xffffffffull) {
+    Usage((std::string(option) + " needs a uid or gid").c_str());
+  }
+  return static_cast<uint32_t>(id);
 }
 
 Options Parse(int argc, char** argv) {
@@ -94,6 +115,10 @@ Options Parse(int argc, char** argv) {
       {"threads", required_argument, nullptr, 'j'},
       {"config", required_argument, nullptr, 'c'},
       {"rsize", required_argument, nullptr, 'r'},
+      {"no-root-squash", no_argument, nullptr, 'R'},
+      {"all-squash", no_argument, nullptr, 'A'},
+      {"anonuid", required_argument, nullptr, 'u'},
+      {"anongid", required_argument, nullptr, 'g'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -122,6 +147,18 @@ Options Parse(int argc, char** argv) {
         break;
       case 'r':
         o.rsize = static_cast<uint32_t>(std::atoi(optarg));
+        break;
+      case 'R':
+        o.export_options.root_squash = false;
+        break;
+      case 'A':
+        o.export_options.all_squash = true;
+        break;
+      case 'u':
+        o.export_options.anonuid = Id(optarg, "--anonuid");
+        break;
+      case 'g':
+        o.export_options.anongid = Id(optarg, "--anongid");
         break;
       case 'h':
         Usage("an NFSv3 server over RPC-over-RDMA");
@@ -258,7 +295,8 @@ int main(int argc, char** argv) {
   rpcrdma::nfs3d::Mount3Service::Install(&mount);
   rpcrdma::nfs3d::Nfs3Server nfs(
       *std::move(exported),
-      {.max_read = options.rsize, .max_write = options.rsize});
+      {.max_read = options.rsize, .max_write = options.rsize},
+      options.export_options);
   rpcrdma::nfs3d::Nfs3Server::Install(&nfs);
 
   AdapterConfig config;

@@ -100,6 +100,8 @@ class Nfs3dMountTest : public ::testing::Test {
         "--nfs",        absl::StrCat("rdma://", Address(), ":", kPort),
         "--mount-port", std::to_string(kMountPort),
         "--threads",    "4"};
+    // The guest's root works on the export as root (modes, owners).
+    args.push_back("--no-root-squash");
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(server_.Start(Nfs3dBinary(), args)) << server_.Output();
   }

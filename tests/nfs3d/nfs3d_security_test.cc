@@ -20,6 +20,7 @@
 #include <functional>
 #include <future>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "examples/nfs3d/export.h"
@@ -47,8 +48,10 @@ class Nfs3dSecurityTest : public ::testing::Test {
       GTEST_SKIP() << exported.status();
     }
     ASSERT_TRUE(exported.ok()) << exported.status();
-    server_ =
-        std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{});
+    // The client calls as root (authunix_create_default); the tests of
+    // squashing choose their own options (Serve).
+    server_ = std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{},
+                                           ExportOptions{.root_squash = false});
     Nfs3Server::Install(server_.get());
     client_ = std::make_unique<Nfs3Client>();
     ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
@@ -59,6 +62,37 @@ class Nfs3dSecurityTest : public ::testing::Test {
     if (server_ != nullptr) Nfs3Server::Install(nullptr);
     server_.reset();
     std::filesystem::remove_all(dir_);
+  }
+
+  // A new server on the same export, with `options`.
+  void Serve(const ExportOptions& options) {
+    absl::StatusOr<std::unique_ptr<Export>> again =
+        Export::Open(dir_ / "export");
+    ASSERT_TRUE(again.ok()) << again.status();
+    server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{},
+                                           options);
+    Nfs3Server::Install(server_.get());
+  }
+
+  // A file of root's with `mode` and `contents`, made on the server.
+  void MakeRootFile(const char* name, mode_t mode, gid_t gid = 0) {
+    std::ofstream(In(name)) << "secret";
+    ASSERT_EQ(chown(In(name).c_str(), 0, gid), 0);
+    ASSERT_EQ(chmod(In(name).c_str(), mode), 0);
+  }
+
+  // A directory everyone may write in, made on the server.
+  FileHandle MakePublicDirectory(const char* name) {
+    std::filesystem::create_directory(In(name));
+    EXPECT_EQ(chmod(In(name).c_str(), 0777), 0);
+    return HandleOf(name);
+  }
+
+  // Who owns `name` in the export.
+  std::pair<uid_t, gid_t> OwnerOf(const std::string& name) const {
+    struct stat st {};
+    EXPECT_EQ(lstat((dir_ / "export" / name).c_str(), &st), 0) << name;
+    return {st.st_uid, st.st_gid};
   }
 
   std::filesystem::path In(const char* name) const {
@@ -258,6 +292,145 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_HandleTypeFlagsMakeNoOtherHandle) {
           << "flags " << flag << ": " << status;
     }
   }
+}
+
+constexpr uint32_t kAllAccess = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY |
+                                ACCESS3_EXTEND | ACCESS3_DELETE |
+                                ACCESS3_EXECUTE;
+
+// RFC 1813 §4.4: the server checks permissions as the caller of the
+// AUTH_SYS credential. A caller of uid 65534 neither READs nor WRITEs
+// root's 0600 file, and ACCESS says so.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_CallsActAsTheAuthSysCaller) {
+  MakeRootFile("secret", 0600);
+  MakeRootFile("readable", 0644);
+  const FileHandle secret = HandleOf("secret");
+  const FileHandle readable = HandleOf("readable");
+  client_->UseAuthSys(65534, 65534);
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3ERR_ACCES);
+  EXPECT_EQ(client_->Write(secret, 0, {'X'}, FILE_SYNC, nullptr),
+            NFS3ERR_ACCES);
+  EXPECT_NE(client_->Setattr(secret, 0666, std::nullopt, nullptr), NFS3_OK);
+  EXPECT_NE(client_->Setattr(secret, std::nullopt, 0, nullptr), NFS3_OK);
+  uint32_t granted = ~0u;
+  ASSERT_EQ(client_->Access(secret, kAllAccess, granted), NFS3_OK);
+  EXPECT_EQ(granted, 0u);
+  // What the mode grants the others, and nothing more.
+  EXPECT_EQ(client_->Read(readable, 0, 100, back, eof), NFS3_OK);
+  EXPECT_EQ(client_->Write(readable, 0, {'X'}, FILE_SYNC, nullptr),
+            NFS3ERR_ACCES);
+  ASSERT_EQ(client_->Access(readable, kAllAccess, granted), NFS3_OK);
+  EXPECT_EQ(granted, uint32_t{ACCESS3_READ});
+  // No name made in root's 0755 directory.
+  FileHandle made;
+  EXPECT_EQ(client_->Create(root_, "new", UNCHECKED, made), NFS3ERR_ACCES);
+  EXPECT_EQ(client_->Mkdir(root_, "newdir", made), NFS3ERR_ACCES);
+  EXPECT_EQ(client_->Remove(root_, "secret"), NFS3ERR_ACCES);
+  // The file is as it was.
+  std::ifstream in(In("secret"));
+  std::string contents;
+  in >> contents;
+  EXPECT_EQ(contents, "secret");
+  struct stat st {};
+  ASSERT_EQ(stat(In("secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+// RFC 1813 §4.4: the credential's supplementary groups count, and are
+// the serving thread's alone: the other threads of the process (this
+// test's) keep theirs. A thread that served one caller serves the next
+// with the next caller's identity.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_GroupsAreTheCallersAndPerThread) {
+  MakeRootFile("group", 0640, 1234);
+  const FileHandle file = HandleOf("group");
+  std::vector<gid_t> mine(static_cast<size_t>(getgroups(0, nullptr)));
+  ASSERT_EQ(getgroups(static_cast<int>(mine.size()), mine.data()),
+            static_cast<int>(mine.size()));
+  std::vector<uint8_t> back;
+  bool eof = false;
+  // Several rounds: the server has more than one dispatch thread.
+  for (int round = 0; round < 4; ++round) {
+    client_->UseAuthSys(1000, 1000, {1234});
+    EXPECT_EQ(client_->Read(file, 0, 100, back, eof), NFS3_OK);
+    client_->UseAuthSys(1000, 1000, {4321});
+    EXPECT_EQ(client_->Read(file, 0, 100, back, eof), NFS3ERR_ACCES);
+    client_->UseAuthSys(0, 0);  // no_root_squash: root reads anything
+    EXPECT_EQ(client_->Read(file, 0, 100, back, eof), NFS3_OK);
+  }
+  std::vector<gid_t> after(static_cast<size_t>(getgroups(0, nullptr)));
+  ASSERT_EQ(getgroups(static_cast<int>(after.size()), after.data()),
+            static_cast<int>(after.size()));
+  EXPECT_EQ(after, mine);
+}
+
+// exports(5) root_squash, the default: uid 0 and gid 0 act as the
+// anonymous user (65534 unless anonuid/anongid say otherwise).
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_RootIsSquashedByDefault) {
+  MakeRootFile("secret", 0600);
+  const FileHandle pub = MakePublicDirectory("pub");
+  const FileHandle secret = HandleOf("secret");
+  Serve(ExportOptions{});
+  client_->UseAuthSys(0, 0, {0});
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3ERR_ACCES);
+  EXPECT_EQ(client_->Write(secret, 0, {'X'}, FILE_SYNC, nullptr),
+            NFS3ERR_ACCES);
+  uint32_t granted = ~0u;
+  ASSERT_EQ(client_->Access(secret, kAllAccess, granted), NFS3_OK);
+  EXPECT_EQ(granted, 0u);
+  FileHandle made;
+  ASSERT_EQ(client_->Create(pub, "by-root", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/by-root"), std::make_pair(65534u, 65534u));
+  // Another uid is itself.
+  client_->UseAuthSys(1000, 1001);
+  ASSERT_EQ(client_->Create(pub, "by-1000", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/by-1000"), std::make_pair(1000u, 1001u));
+}
+
+// exports(5) no_root_squash: root acts as root.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_NoRootSquashLetsRootBeRoot) {
+  MakeRootFile("secret", 0600);
+  const FileHandle pub = MakePublicDirectory("pub");
+  const FileHandle secret = HandleOf("secret");
+  Serve(ExportOptions{.root_squash = false});
+  client_->UseAuthSys(0, 0);
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3_OK);
+  FileHandle made;
+  ASSERT_EQ(client_->Create(pub, "by-root", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/by-root"), std::make_pair(0u, 0u));
+}
+
+// RFC 1813 §4.4 (AUTH_NONE): the anonymous user, anonuid/anongid.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_AuthNoneIsTheAnonymousUser) {
+  MakeRootFile("secret", 0600);
+  const FileHandle pub = MakePublicDirectory("pub");
+  const FileHandle secret = HandleOf("secret");
+  Serve(ExportOptions{.anonuid = 4321, .anongid = 4322});
+  client_->UseAuthNone();
+  std::vector<uint8_t> back;
+  bool eof = false;
+  EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3ERR_ACCES);
+  FileHandle made;
+  ASSERT_EQ(client_->Create(pub, "anonymous", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/anonymous"), std::make_pair(4321u, 4322u));
+}
+
+// exports(5) all_squash: every caller is the anonymous user.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_AllSquashMakesEveryoneAnonymous) {
+  const FileHandle pub = MakePublicDirectory("pub");
+  Serve(ExportOptions{.all_squash = true, .anonuid = 4321, .anongid = 4322});
+  client_->UseAuthSys(1000, 1000, {1234});
+  FileHandle made;
+  ASSERT_EQ(client_->Create(pub, "user", UNCHECKED, made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/user"), std::make_pair(4321u, 4322u));
+  client_->UseAuthSys(0, 0);
+  ASSERT_EQ(client_->Mkdir(pub, "root", made), NFS3_OK);
+  EXPECT_EQ(OwnerOf("pub/root"), std::make_pair(4321u, 4322u));
 }
 
 }  // namespace
