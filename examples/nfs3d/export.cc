@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "examples/nfs3d/attributes.h"
@@ -32,6 +34,50 @@ struct KernelHandle {
   }
 };
 
+// A field of /proc/self/mountinfo, whose space, tab, newline and
+// backslash are octal escapes (\040...).
+std::string Unescaped(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' &&
+        field[i + 1] <= '3') {
+      out += static_cast<char>((field[i + 1] - '0') * 64 +
+                               (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+// Whether the directory open at `fd`, at `path`, is the root of its file
+// system, so that every file of the file system is inside it. A different
+// device than its parent's does not say so: a bind mount of a directory
+// below a file system's root is a mount point too. /proc/self/mountinfo
+// does: the directory must be the mount point of its mount, and the
+// mount's root (the fourth field) the file system's root, "/".
+bool IsFileSystemRoot(int fd, const std::string& path) {
+  KernelHandle h{};
+  h.header()->handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = -1;
+  if (name_to_handle_at(fd, "", h.header(), &mount_id, AT_EMPTY_PATH) != 0) {
+    return false;
+  }
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    int id = -1, parent = -1;
+    std::string device, root, mount_point;
+    if (!(fields >> id >> parent >> device >> root >> mount_point)) continue;
+    if (id != mount_id) continue;
+    return Unescaped(root) == "/" && Unescaped(mount_point) == path;
+  }
+  // Not found: the path check costs a readlink, and is always right.
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
@@ -49,10 +95,7 @@ absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat("export ", path, ": ", strerror(errno)));
   }
-  struct stat parent {};
-  e->whole_file_system_ =
-      e->path_ == "/" || (fstatat(e->root_.get(), "..", &parent, 0) == 0 &&
-                          parent.st_dev != e->root_stat_.st_dev);
+  e->whole_file_system_ = IsFileSystemRoot(e->root_.get(), e->path_);
   e->fsid_ = static_cast<uint64_t>(e->root_stat_.st_dev);
   if (e->HandleOf(e->root_.get(), e->root_handle_) != NFS3_OK) {
     return absl::FailedPreconditionError(absl::StrCat(

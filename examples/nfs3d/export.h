@@ -84,8 +84,10 @@ class Export {
   struct stat root_stat_ {};
   uint64_t fsid_ = 0;
   FileHandle root_handle_;
-  // The export is the root of its file system: every file of that file
-  // system is inside it.
+  // The export is the root of its file system, from
+  // /proc/self/mountinfo (not from a device number, which a bind mount of
+  // a sub-directory changes too): every file of that file system is
+  // inside it. Otherwise each file's path is checked.
   bool whole_file_system_ = false;
 };
 

@@ -7,8 +7,11 @@
 //
 // Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -33,6 +36,56 @@
 
 namespace rpcrdma::nfs3d {
 namespace {
+
+// What BindMountedExport answers from its child process.
+constexpr int kBindMountHolds = 0;
+constexpr int kBindMountNotPermitted = 77;
+
+// In a mount namespace of its own (the calling process must be alone in
+// it: a child): a tmpfs at `dir`/fs with "outside" and "sub/inside", and
+// "sub" bound at `dir`/bound, whose device differs from its parent's as a
+// file system root's does. Exports `dir`/bound and checks that the handle
+// of "outside" is STALE there, that of "inside" is not, and that the
+// tmpfs's own root is a whole file system. 0 when all hold, a number
+// saying which did not otherwise.
+int BindMountedExport(const std::filesystem::path& dir) {
+  const std::filesystem::path fs = dir / "fs", bound = dir / "bound";
+  if (mkdir(fs.c_str(), 0755) != 0 || mkdir(bound.c_str(), 0755) != 0) {
+    return 1;
+  }
+  if (unshare(CLONE_NEWNS) != 0 ||
+      mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      mount("tmpfs", fs.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    return kBindMountNotPermitted;
+  }
+  if (mkdir((fs / "sub").c_str(), 0755) != 0) return 2;
+  for (const std::filesystem::path& file :
+       {fs / "outside", fs / "sub/inside"}) {
+    UniqueFd fd(open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    if (!fd.valid()) return 3;
+  }
+  if (mount((fs / "sub").c_str(), bound.c_str(), nullptr, MS_BIND, nullptr) !=
+      0) {
+    return kBindMountNotPermitted;
+  }
+  absl::StatusOr<std::unique_ptr<Export>> exported = Export::Open(bound);
+  if (!exported.ok()) return 4;
+  auto open_in = [](const Export& e, const std::filesystem::path& file) {
+    UniqueFd fd(open(file.c_str(), O_PATH | O_CLOEXEC));
+    FileHandle handle;
+    if (!fd.valid() || e.HandleOf(fd.get(), handle) != NFS3_OK) {
+      return NFS3ERR_SERVERFAULT;
+    }
+    UniqueFd opened;
+    return e.Open(AsNfsHandle(handle), O_PATH, opened);
+  };
+  if (open_in(**exported, fs / "outside") != NFS3ERR_STALE) return 5;
+  if (open_in(**exported, bound / "inside") != NFS3_OK) return 6;
+  absl::StatusOr<std::unique_ptr<Export>> whole = Export::Open(fs);
+  if (!whole.ok()) return 7;
+  if (open_in(**whole, fs / "outside") != NFS3_OK) return 8;
+  return kBindMountHolds;
+}
 
 class Nfs3dSecurityTest : public ::testing::Test {
  protected:
@@ -431,6 +484,25 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_AllSquashMakesEveryoneAnonymous) {
   client_->UseAuthSys(0, 0);
   ASSERT_EQ(client_->Mkdir(pub, "root", made), NFS3_OK);
   EXPECT_EQ(OwnerOf("pub/root"), std::make_pair(4321u, 4322u));
+}
+
+// RFC 1813 §2.3.3 (export.h: a handle never leads outside the export): an
+// export that is a bind mount of a sub-directory is a mount point whose
+// device differs from its parent's, as a file system's root is, yet the
+// rest of its file system is outside it. Needs a mount namespace (root):
+// skipped where the child process may not make one.
+TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_BindMountedSubdirectoryKeepsItsBounds) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(BindMountedExport(dir_));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == kBindMountNotPermitted) {
+    GTEST_SKIP() << "no mount namespace here";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), kBindMountHolds)
+      << "see BindMountedExport for what the number says";
 }
 
 }  // namespace
