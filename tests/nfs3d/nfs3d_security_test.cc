@@ -6,7 +6,9 @@
 // I/O on anything but a regular file.
 //
 // Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -27,8 +29,11 @@
 #include <vector>
 
 #include "examples/nfs3d/export.h"
+#include "examples/nfs3d/listener.h"
+#include "examples/nfs3d/mount3_service.h"
 #include "examples/nfs3d/nfs3_server.h"
 #include "gtest/gtest.h"
+#include "mount3_prot.h"
 #include "nfs3_prot.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
@@ -503,6 +508,89 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_BindMountedSubdirectoryKeepsItsBounds) {
   }
   EXPECT_EQ(WEXITSTATUS(status), kBindMountHolds)
       << "see BindMountedExport for what the number says";
+}
+
+// A caller of MOUNT at `address` (an IPv4 literal), as svc_getrpccaller
+// sees it.
+struct FakeCaller {
+  explicit FakeCaller(const char* address) {
+    sin.sin_family = AF_INET;
+    inet_pton(AF_INET, address, &sin.sin_addr);
+    xprt.xp_rtaddr.buf = &sin;
+    xprt.xp_rtaddr.len = xprt.xp_rtaddr.maxlen = sizeof sin;
+    request.rq_xprt = &xprt;
+  }
+  sockaddr_in sin{};
+  SVCXPRT xprt{};
+  svc_req request{};
+};
+
+mountstat3 Mnt(const char* path, const char* from) {
+  FakeCaller caller(from);
+  char* dir = const_cast<char*>(path);
+  mountres3 result{};
+  if (!mountproc3_mnt_3_svc(&dir, &result, &caller.request)) {
+    return MNT3ERR_SERVERFAULT;
+  }
+  const mountstat3 status = result.fhs_status;
+  xdr_free(
+      reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_mountres3)),
+      &result);
+  return status;
+}
+
+// RFC 1813 Appendix I §5.2.5 (EXPORT): the export's group list names the
+// clients it is for, not "*"; MNT (§5.2.1) refuses any other client
+// (MNT3ERR_ACCES).
+TEST_F(Nfs3dSecurityTest, Rfc1813_I_5_2_5_ExportListsTheClientsMntAllows) {
+  Mount3Service mount(server_->exported(), "/export",
+                      {"192.0.2.0/24", "198.51.100.7", "2001:db8::/32"});
+  Mount3Service::Install(&mount);
+  exports list = nullptr;
+  ASSERT_TRUE(mountproc3_export_3_svc(nullptr, &list, nullptr));
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(std::string(list->ex_dir), server_->exported().path());
+  std::vector<std::string> names;
+  for (groups g = list->ex_groups; g != nullptr; g = g->gr_next) {
+    names.push_back(g->gr_name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"192.0.2.0/24", "198.51.100.7",
+                                             "2001:db8::/32"}));
+  EXPECT_EQ(list->ex_next, nullptr);
+  xdr_free(
+      reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(&xdr_exports)),
+      &list);
+  EXPECT_EQ(Mnt("/export", "192.0.2.200"), MNT3_OK);
+  EXPECT_EQ(Mnt("/export", "198.51.100.7"), MNT3_OK);
+  EXPECT_EQ(Mnt("/export", "198.51.100.8"), MNT3ERR_ACCES);
+  EXPECT_EQ(Mnt("/export", "192.0.3.1"), MNT3ERR_ACCES);
+  Mount3Service::Install(nullptr);
+}
+
+// Without clients named, only the loopback addresses may mount; MOUNT and
+// NFS over TCP listen at the loopback address unless told otherwise.
+TEST_F(Nfs3dSecurityTest, Rfc1813_I_5_2_1_DefaultsAreTheLoopback) {
+  Mount3Service mount(server_->exported(), "");
+  EXPECT_EQ(mount.clients(), (std::vector<std::string>{"127.0.0.1", "::1"}));
+  Mount3Service::Install(&mount);
+  EXPECT_EQ(Mnt(server_->exported().path().c_str(), "127.0.0.1"), MNT3_OK);
+  EXPECT_EQ(Mnt(server_->exported().path().c_str(), "192.0.2.1"),
+            MNT3ERR_ACCES);
+  Mount3Service::Install(nullptr);
+  EXPECT_FALSE(Mount3Service::ParseClient("example.org").ok());
+  EXPECT_FALSE(Mount3Service::ParseClient("10.0.0.0/33").ok());
+  EXPECT_TRUE(Mount3Service::ParseClient("10.0.0.0/8").ok());
+
+  absl::StatusOr<UniqueFd> listener = ListenTcp(kDefaultListenAddress, 0);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  sockaddr_in bound{};
+  socklen_t length = sizeof bound;
+  ASSERT_EQ(getsockname(listener->get(), reinterpret_cast<sockaddr*>(&bound),
+                        &length),
+            0);
+  EXPECT_EQ(bound.sin_family, AF_INET);
+  EXPECT_EQ(ntohl(bound.sin_addr.s_addr), INADDR_LOOPBACK);
+  EXPECT_FALSE(ListenTcp("every interface", 0).ok());
 }
 
 }  // namespace
