@@ -166,9 +166,16 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
     return true;
   }
+  // Not `peer`, which falls back on the transport's own address: clients
+  // whose address is unknown must not all look like one client.
+  const std::optional<SocketAddress> known =
+      transport->KnownPeerOf(job.call.connection);
   const CallIdentity call = IdentifyCall(
-      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&peer.storage),
-                          peer.length),
+      job.call.connection,
+      known.has_value() ? absl::MakeConstSpan(
+                              reinterpret_cast<const uint8_t*>(&known->storage),
+                              known->length)
+                        : absl::Span<const uint8_t>(),
       xid, program, version, procedure,
       job.call.message.span().subspan(arguments_at));
   ReplyCache::Lookup found = cache->Begin(call, [&job] {
@@ -587,9 +594,14 @@ void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
 }
 
 SocketAddress RdmaTransport::PeerOf(uint64_t connection) {
+  return KnownPeerOf(connection).value_or(default_peer_);
+}
+
+std::optional<SocketAddress> RdmaTransport::KnownPeerOf(uint64_t connection) {
   std::lock_guard<std::mutex> lock(peers_mu_);
   auto it = peers_.find(connection);
-  return it != peers_.end() ? it->second : default_peer_;
+  if (it == peers_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace rpcrdma::oncrpc
