@@ -196,6 +196,53 @@ TEST_P(AdapterHostileTest, ReplyCacheAnswersARetransmissionOnItsConnection) {
   EXPECT_EQ(Count(*channel, 0x6001, argument), before + 2);
 }
 
+// RFC 5531 §8.2 bounds an opaque_auth's body at 400 octets; a call whose
+// credential is longer is refused with AUTH_ERROR AUTH_BADCRED (§9), not
+// taken for garbage arguments: the call header is what is wrong.
+TEST_P(AdapterHostileTest, Rfc5531_9_OversizedCredentialIsAuthBadcred) {
+  std::unique_ptr<Channel> channel = Connect();
+  ASSERT_NE(channel, nullptr);
+  const u_int before = executed.load();
+  absl::StatusOr<ReplyHeader> header =
+      Send(*channel, CallOf(0x7000, kCount, 401, 0, ArgumentOf(4, 'a')));
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->xid, 0x7000u);
+  EXPECT_EQ(header->reply_stat, ReplyStat::kDenied);
+  EXPECT_EQ(header->reject_stat, RejectStat::kAuthError);
+  EXPECT_EQ(header->auth_stat, static_cast<uint32_t>(AUTH_BADCRED));
+  EXPECT_EQ(executed.load(), before);
+  // The connection goes on serving.
+  EXPECT_EQ(Count(*channel, 0x7001, ArgumentOf(4, 'a')), before + 1);
+}
+
+TEST_P(AdapterHostileTest, Rfc5531_9_OversizedVerifierIsAuthBadverf) {
+  std::unique_ptr<Channel> channel = Connect();
+  ASSERT_NE(channel, nullptr);
+  const u_int before = executed.load();
+  absl::StatusOr<ReplyHeader> header =
+      Send(*channel, CallOf(0x7100, kCount, 0, 401, ArgumentOf(4, 'a')));
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->xid, 0x7100u);
+  EXPECT_EQ(header->reply_stat, ReplyStat::kDenied);
+  EXPECT_EQ(header->reject_stat, RejectStat::kAuthError);
+  EXPECT_EQ(header->auth_stat, static_cast<uint32_t>(AUTH_BADVERF));
+  EXPECT_EQ(executed.load(), before);
+}
+
+// At the bound itself both are accepted (AUTH_NONE's body is not looked
+// at), so the check is not off by one.
+TEST_P(AdapterHostileTest, Rfc5531_8_2_AuthenticatorsOf400OctetsAreAccepted) {
+  std::unique_ptr<Channel> channel = Connect();
+  ASSERT_NE(channel, nullptr);
+  const u_int before = executed.load();
+  uint32_t count = 0;
+  absl::StatusOr<ReplyHeader> header = Send(
+      *channel, CallOf(0x7200, kCount, 400, 400, ArgumentOf(4, 'a')), &count);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_TRUE(ReplyStatus(*header).ok()) << ReplyStatus(*header);
+  EXPECT_EQ(count, before + 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterHostileTest,
                          ::testing::Values("soft+unix", "soft+tcp"),
                          SchemeName);
