@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -294,11 +295,13 @@ TEST_P(AdapterServiceTest, ReplyCacheAnswersARetransmissionOnce) {
 
 TEST_P(AdapterServiceTest, ConnectionEventsReachTheConfiguration) {
   std::mutex mu;
+  std::condition_variable changed;
   std::vector<ServerConnectionEvent> events;
   AdapterConfig config = TestConfig();
   config.on_connection = [&](const ServerConnectionEvent& event) {
     std::lock_guard<std::mutex> lock(mu);
     events.push_back(event);
+    changed.notify_all();
   };
   StopServer();
   StartServer(config, /*threads=*/2);
@@ -323,12 +326,12 @@ TEST_P(AdapterServiceTest, ConnectionEventsReachTheConfiguration) {
   ASSERT_TRUE(settled.ok()) << settled.status();
   EXPECT_EQ(settled->version, 1u);
   clnt_destroy(info);
-  for (int i = 0; i < 500; ++i) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (events.size() == 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::lock_guard<std::mutex> lock(mu);
+  // Woken by the event itself: the wait used to sleep holding `mu`, which
+  // the loop thread needs to report it, and could run out on a loaded
+  // machine. The bound only keeps a lost event from hanging the test.
+  std::unique_lock<std::mutex> lock(mu);
+  changed.wait_for(lock, std::chrono::seconds(60),
+                   [&] { return events.size() >= 2; });
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[1].type, ServerConnectionEvent::Type::kClosed);
 }
