@@ -42,5 +42,6 @@ if(RPCRDMA_BUILD_TESTS)
 endif()
 
 # Optional: the Prometheus exporter library (rpcrdma_prometheus) is built
-# only when Debian's prometheus-cpp-dev is installed.
+# only when Debian's prometheus-cpp-dev and libmicrohttpd-dev are installed.
 find_package(prometheus-cpp CONFIG QUIET)
+pkg_check_modules(MICROHTTPD QUIET IMPORTED_TARGET libmicrohttpd)

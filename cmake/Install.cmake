@@ -3,6 +3,9 @@
 # the link symlink, the archive, the CMake package and rpcrdma.pc, `tools`
 # rpcrdma-dump, rpcrdma-ping and rpcrdma-perf (installed from tools/dump,
 # tools/ping and tools/perf), `oncrpc` the ONC RPC adapter's shared library;
+# with the Prometheus exporter, `prometheus` its shared library and
+# `prometheus_dev` its header, link symlink, CMake targets
+# (find_package(rpcrdma COMPONENTS prometheus)) and rpcrdma-prometheus.pc;
 # with the Thrift bridge, `thrift` its shared library and `thrift_dev` its
 # headers, link symlink, CMake targets (find_package(rpcrdma COMPONENTS
 # thrift)) and rpcrdma-thrift.pc.
@@ -18,8 +21,7 @@ install(TARGETS rpcrdma rpcrdma_static
 
 # Every public header (the glob picks up new ones), the generated schema
 # header and the schema itself, all included as <rpcrdma/...>. The
-# Prometheus exporter's header stays out until its library is installed
-# with it (it is built only in the source tree for now): an installed
+# Prometheus exporter's header goes with its library (below): an installed
 # header with nothing to link would only fail at a consumer's link step.
 file(GLOB rpcrdma_public_headers CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/plugin/include/rpcrdma/*.h)
@@ -90,4 +92,22 @@ if(TARGET rpcrdma_thrift)
                  ${PROJECT_BINARY_DIR}/rpcrdma-thrift.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/rpcrdma-thrift.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT thrift_dev)
+endif()
+
+# The Prometheus exporter (plugin/prometheus), an optional component.
+if(TARGET rpcrdma_prometheus)
+  install(TARGETS rpcrdma_prometheus
+          EXPORT rpcrdmaPrometheusTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+                  COMPONENT prometheus NAMELINK_COMPONENT prometheus_dev)
+  install(FILES ${PROJECT_SOURCE_DIR}/plugin/include/rpcrdma/prometheus.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma
+          COMPONENT prometheus_dev)
+  install(EXPORT rpcrdmaPrometheusTargets NAMESPACE rpcrdma::
+          DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT prometheus_dev)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma-prometheus.pc.in
+                 ${PROJECT_BINARY_DIR}/rpcrdma-prometheus.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/rpcrdma-prometheus.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+          COMPONENT prometheus_dev)
 endif()

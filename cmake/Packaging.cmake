@@ -3,7 +3,8 @@
 # (headers, link symlinks, archive, CMake package, .pc files) and
 # rpcrdma-tools (rpcrdma-dump, rpcrdma-ping, rpcrdma-perf), one per install
 # component; with the Thrift bridge also librpcrdma-thrift0 and
-# librpcrdma-thrift-dev.
+# librpcrdma-thrift-dev; with the Prometheus exporter
+# librpcrdma-prometheus0 and librpcrdma-prometheus-dev.
 # Build with CMAKE_INSTALL_PREFIX=/usr so that the library lands in
 # Debian's multiarch directory.
 set(CPACK_GENERATOR DEB)
@@ -16,6 +17,9 @@ set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_COMPONENTS_ALL runtime oncrpc dev tools)
 if(TARGET rpcrdma_thrift)
   list(APPEND CPACK_COMPONENTS_ALL thrift thrift_dev)
+endif()
+if(TARGET rpcrdma_prometheus)
+  list(APPEND CPACK_COMPONENTS_ALL prometheus prometheus_dev)
 endif()
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -73,6 +77,26 @@ if(TARGET rpcrdma_thrift)
       "RPC-over-RDMA transports for Apache Thrift: development files\n Headers <rpcrdma/thrift/*.h>, the CMake component\n (find_package(rpcrdma COMPONENTS thrift)) and rpcrdma-thrift.pc.")
   set(CPACK_DEBIAN_THRIFT_DEV_PACKAGE_DEPENDS
       "${rpcrdma_thrift_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION}), libthrift-dev")
+endif()
+
+if(TARGET rpcrdma_prometheus)
+  set(rpcrdma_prometheus_package
+      librpcrdma-prometheus${PROJECT_VERSION_MAJOR})
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_NAME ${rpcrdma_prometheus_package})
+  set(CPACK_DEBIAN_PROMETHEUS_DESCRIPTION
+      "Prometheus exporter for RPC-over-RDMA Channels and Servers\n Serves the counters and latency histograms of rpcrdma Channels and\n Servers at /metrics over HTTP (loopback by default; connections bounded\n and timed out).")
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_GENERATE_SHLIBS ON)
+  # As for the Thrift bridge: librpcrdma.so.0 is this build's, so what the
+  # exporter links is named by hand (Debian 12).
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_PROMETHEUS_PACKAGE_DEPENDS
+      "${rpcrdma_runtime_package} (= ${PROJECT_VERSION}), libprometheus-cpp-core1.0, libmicrohttpd12, libabsl20220623, libstdc++6, libc6")
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_NAME librpcrdma-prometheus-dev)
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_SECTION libdevel)
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_DESCRIPTION
+      "Prometheus exporter for RPC-over-RDMA: development files\n The header <rpcrdma/prometheus.h>, the CMake component\n (find_package(rpcrdma COMPONENTS prometheus)) and rpcrdma-prometheus.pc.")
+  set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_DEPENDS
+      "${rpcrdma_prometheus_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION})")
 endif()
 
 include(CPack)

@@ -10,10 +10,13 @@
 #      runs it;
 #   3. checks the Debian packages (librpcrdma0, librpcrdma-oncrpc0,
 #      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift0,
-#      librpcrdma-thrift-dev), unpacks them into a temporary root and builds
-#      and runs the consumer against that root the same ways; the installed
-#      and packaged tools answer --help. The consumer's Thrift program
-#      (-DWITH_THRIFT=ON) runs with the shared library and pkg-config builds.
+#      librpcrdma-thrift-dev, librpcrdma-prometheus0,
+#      librpcrdma-prometheus-dev), unpacks them into a temporary root and
+#      builds and runs the consumer against that root the same ways; the
+#      installed and packaged tools answer --help. The consumer's Thrift and
+#      Prometheus programs (-DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON) run with
+#      the shared library and pkg-config builds. No program runs with
+#      LD_LIBRARY_PATH: each installed library finds the others beside it.
 # Usage: scripts/check-install.sh <build-dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +54,52 @@ consumer() {
     "$work/consumer-$name/rpcrdma_thrift_consumer" ||
       fail "running the Thrift consumer ($name)"
   fi
+  if [ -x "$work/consumer-$name/rpcrdma_prometheus_consumer" ]; then
+    "$work/consumer-$name/rpcrdma_prometheus_consumer" ||
+      fail "running the Prometheus consumer ($name)"
+  fi
+}
+
+# plain_pkgconfig <name> <prefix>: each consumer built by one compiler line
+# from pkg-config with the run path docs/getting-started.md gives, and run
+# (for the installed tree; the packages' .pc files are those of the
+# pkg-config consumer above).
+plain_pkgconfig() {
+  local name=$1 prefix=$2 program module source
+  export PKG_CONFIG_PATH="$prefix/lib/$arch/pkgconfig"
+  for program in rpcrdma:main.cc rpcrdma-thrift:thrift_main.cc \
+                 rpcrdma-prometheus:prometheus_main.cc; do
+    module=${program%%:*} source=${program#*:}
+    step "consumer $source with pkg-config $module, one compiler line ($name)"
+    # shellcheck disable=SC2046  # pkg-config's output is a list of flags
+    c++ -std=c++20 "$src/examples/consumer/$source" \
+      $(pkg-config --cflags --libs "$module") \
+      -Wl,-rpath,"$(pkg-config --variable=libdir "$module")" \
+      -o "$work/plain-$name-$module" ||
+      fail "building $source with pkg-config ($name)"
+    "$work/plain-$name-$module" || fail "running $source ($name)"
+  done
+  unset PKG_CONFIG_PATH
+}
+
+# docs_name_installed_files <prefix>: every header the README and docs/
+# name as <rpcrdma/...> is installed under <prefix>/include, and every
+# /usr/... file they name is in the unpacked packages under <prefix>
+# (source paths are written relative to the checkout, never as /usr/...).
+docs_name_installed_files() {
+  local prefix=$1 header path
+  step "headers and /usr paths the docs name exist under $prefix"
+  for header in $(grep -hoE '<rpcrdma/[A-Za-z0-9_./]+\.(h|proto)>' \
+                    "$src/README.md" "$src"/docs/*.md | sort -u); do
+    header=${header#<} header=${header%>}
+    [ -f "$prefix/include/$header" ] ||
+      fail "the docs name <$header>, which is not installed"
+  done
+  for path in $(grep -hoE '/usr/include/rpcrdma/[A-Za-z0-9_./]+' \
+                  "$src/README.md" "$src"/docs/*.md | sort -u); do
+    [ -f "$prefix/${path#/usr/}" ] ||
+      fail "the docs name $path, which no package installs"
+  done
 }
 
 # check_tree <prefix>: the library and headers under an installed prefix.
@@ -90,19 +139,33 @@ check_tree() {
   thrift_soname=$(readelf -d "$libdir/librpcrdma_thrift.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
   [ "$thrift_soname" = "librpcrdma_thrift.so.0" ] ||
     fail "SONAME is '$thrift_soname', not librpcrdma_thrift.so.0"
+  local prometheus_soname
+  prometheus_soname=$(readelf -d "$libdir/librpcrdma_prometheus.so" |
+    sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  [ "$prometheus_soname" = "librpcrdma_prometheus.so.0" ] ||
+    fail "SONAME is '$prometheus_soname', not librpcrdma_prometheus.so.0"
+  # A program's run path does not serve the libraries it loads: each
+  # library that needs librpcrdma.so.0 finds it beside itself.
+  for library in librpcrdma_oncrpc librpcrdma_thrift librpcrdma_prometheus; do
+    readelf -d "$libdir/$library.so" | grep -q 'R.*PATH.*\$ORIGIN' ||
+      fail "$library.so has no \$ORIGIN run path"
+  done
 }
 
 step "install $build into $work/stage"
 cmake --install "$build" --prefix "$work/stage" > /dev/null
 check_tree "$work/stage"
-consumer stage-cmake "$work/stage" -DWITH_THRIFT=ON
+consumer stage-cmake "$work/stage" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON
 consumer stage-static "$work/stage" -DRPCRDMA_STATIC=ON
 PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
-  consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON
+  consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON \
+  -DWITH_PROMETHEUS=ON
+plain_pkgconfig stage "$work/stage"
 
 step "Debian packages"
 for package in librpcrdma0 librpcrdma-oncrpc0 librpcrdma-dev rpcrdma-tools \
-               librpcrdma-thrift0 librpcrdma-thrift-dev; do
+               librpcrdma-thrift0 librpcrdma-thrift-dev \
+               librpcrdma-prometheus0 librpcrdma-prometheus-dev; do
   deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
   dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
@@ -123,9 +186,13 @@ for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
     fail "the installed $tool --help fails"
 done
 check_tree "$work/debroot/usr"
+docs_name_installed_files "$work/debroot/usr"
 dpkg-deb -f "$build/librpcrdma-thrift0_${version}"_*.deb Depends | grep -q libthrift ||
   fail "librpcrdma-thrift0 does not depend on libthrift"
-consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON
+dpkg-deb -f "$build/librpcrdma-prometheus0_${version}"_*.deb Depends |
+  grep -q libmicrohttpd || fail "librpcrdma-prometheus0 does not depend on libmicrohttpd"
+consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON
 PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \
-  consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON
+  consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON \
+  -DWITH_PROMETHEUS=ON
 step "ok"

@@ -1,5 +1,5 @@
-#include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -8,8 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "prometheus/collectable.h"
-#include "prometheus/exposer.h"
+#include "plugin/prometheus/http_listener.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 #include "rpcrdma/metrics.h"
@@ -87,9 +86,9 @@ ClientMetric::Histogram ToPrometheus(const LatencyHistogram& h) {
   return out;
 }
 
-class Collector : public prometheus::Collectable {
+class Collector {
  public:
-  std::vector<MetricFamily> Collect() const override {
+  std::vector<MetricFamily> Collect() const {
     std::vector<std::pair<std::vector<ClientMetric::Label>, Metrics>> read;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -197,25 +196,36 @@ absl::StatusOr<std::vector<ClientMetric::Label>> MakeLabels(
   return out;
 }
 
+std::string Serialize(const Collector& collector) {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, collector.Collect());
+  return out.str();
+}
+
 }  // namespace
 
 struct PrometheusExporter::Impl {
-  std::shared_ptr<Collector> collector = std::make_shared<Collector>();
-  std::unique_ptr<prometheus::Exposer> exposer;  // null without a listener
+  Collector collector;
+  // Null without a listener. Declared last: destroyed first, so no scrape
+  // runs once the collector goes.
+  std::unique_ptr<prometheus_internal::HttpListener> listener;
 };
 
 absl::StatusOr<std::unique_ptr<PrometheusExporter>> PrometheusExporter::Create(
-    const std::string& bind_address) {
+    const std::string& listen_address) {
+  PrometheusExporterOptions options;
+  options.listen_address = listen_address;
+  return Create(options);
+}
+
+absl::StatusOr<std::unique_ptr<PrometheusExporter>> PrometheusExporter::Create(
+    const PrometheusExporterOptions& options) {
   auto impl = std::make_unique<Impl>();
-  try {
-    // One HTTP thread: a scrape is short, and the machine's cores belong
-    // to the transport.
-    impl->exposer = std::make_unique<prometheus::Exposer>(bind_address, 1);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("prometheus: cannot listen on ",
-                                               bind_address, ": ", e.what()));
-  }
-  impl->exposer->RegisterCollectable(impl->collector);
+  const Collector* collector = &impl->collector;
+  auto listener = prometheus_internal::HttpListener::Start(
+      options, [collector] { return Serialize(*collector); });
+  if (!listener.ok()) return listener.status();
+  impl->listener = *std::move(listener);
   return std::unique_ptr<PrometheusExporter>(
       new PrometheusExporter(std::move(impl)));
 }
@@ -230,38 +240,34 @@ PrometheusExporter::PrometheusExporter(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 
 // The listener stops first, so no scrape reads a source being dropped.
-PrometheusExporter::~PrometheusExporter() { impl_->exposer.reset(); }
+PrometheusExporter::~PrometheusExporter() { impl_->listener.reset(); }
 
 absl::Status PrometheusExporter::Register(const Channel& channel,
                                           Labels labels) {
   auto l = MakeLabels(labels, "channel");
   if (!l.ok()) return l.status();
-  return impl_->collector->Add(Source{&channel, *std::move(l)}, &channel);
+  return impl_->collector.Add(Source{&channel, *std::move(l)}, &channel);
 }
 
 absl::Status PrometheusExporter::Register(const Server& server, Labels labels) {
   auto l = MakeLabels(labels, "server");
   if (!l.ok()) return l.status();
-  return impl_->collector->Add(Source{&server, *std::move(l)}, &server);
+  return impl_->collector.Add(Source{&server, *std::move(l)}, &server);
 }
 
 void PrometheusExporter::Unregister(const Channel& channel) {
-  impl_->collector->Remove(&channel);
+  impl_->collector.Remove(&channel);
 }
 void PrometheusExporter::Unregister(const Server& server) {
-  impl_->collector->Remove(&server);
+  impl_->collector.Remove(&server);
 }
 
 uint16_t PrometheusExporter::port() const {
-  if (impl_->exposer == nullptr) return 0;
-  std::vector<int> ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : static_cast<uint16_t>(ports[0]);
+  return impl_->listener == nullptr ? 0 : impl_->listener->port();
 }
 
 std::string PrometheusExporter::Scrape() const {
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, impl_->collector->Collect());
-  return out.str();
+  return Serialize(impl_->collector);
 }
 
 }  // namespace rpcrdma

@@ -171,10 +171,29 @@ TEST(PrometheusExporter, ScrapeOverHttpShowsCountersAndHistograms) {
   EXPECT_TRUE(absl::StrContains((*exporter)->Scrape(), "role=\"server\""));
 }
 
-TEST(PrometheusExporter, UnusableAddressIsUnavailable) {
-  auto exporter = PrometheusExporter::Create("256.0.0.1:1");
-  EXPECT_EQ(exporter.status().code(), absl::StatusCode::kUnavailable)
-      << exporter.status();
+TEST(PrometheusExporter, MalformedListenAddressIsInvalidArgument) {
+  for (const char* address :
+       {"256.0.0.1:1", "127.0.0.1:65536", "127.0.0.1:", "127.0.0.1:x",
+        "[::1:9100", "::1:9100", ":9100", ""}) {
+    auto exporter = PrometheusExporter::Create(address);
+    EXPECT_EQ(exporter.status().code(), absl::StatusCode::kInvalidArgument)
+        << address << ": " << exporter.status();
+  }
+}
+
+TEST(PrometheusExporter, AddressNotOfThisHostOrInUseIsUnavailable) {
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): no interface of this host has it.
+  auto elsewhere = PrometheusExporter::Create("192.0.2.1:9100");
+  EXPECT_EQ(elsewhere.status().code(), absl::StatusCode::kUnavailable)
+      << elsewhere.status();
+  auto first = PrometheusExporter::Create("127.0.0.1:0");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second =
+      PrometheusExporter::Create(absl::StrCat("127.0.0.1:", (*first)->port()));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable)
+      << second.status();
+  EXPECT_TRUE(absl::StrContains(second.status().message(), "cannot listen"))
+      << second.status();
 }
 
 }  // namespace

@@ -1,8 +1,15 @@
 // An optional Prometheus exporter for Channels and Servers, in its own
-// library (CMake target rpcrdma::prometheus, built when prometheus-cpp is
-// installed; Debian: prometheus-cpp-dev). It serves the text exposition
-// format over HTTP at /metrics, reading Channel::metrics() and
+// library: librpcrdma_prometheus.so.0 (CMake: find_package(rpcrdma
+// COMPONENTS prometheus), target rpcrdma::prometheus; pkg-config:
+// rpcrdma-prometheus; Debian: librpcrdma-prometheus0). It serves the text
+// exposition format over HTTP at /metrics, reading Channel::metrics() and
 // Server::metrics() when scraped: nothing is copied per call.
+//
+// The listener is safe to leave open to the hosts it serves: it listens on
+// loopback unless told otherwise, one event-driven thread serves every
+// connection (an idle or slow client never holds up a scrape), and
+// connections are bounded in all and per peer address and closed when
+// quiet (PrometheusExporterOptions).
 //
 // Exposed series (label `role` is "channel" or "server", plus the labels
 // given to Register; histograms also carry `connection`, as in
@@ -20,6 +27,7 @@
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_PROMETHEUS_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_PROMETHEUS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,14 +40,32 @@
 
 namespace rpcrdma {
 
+struct PrometheusExporterOptions {
+  // "PORT", "HOST:PORT" or "[IPV6]:PORT" (HOST an address or a name). A
+  // bare port listens on 127.0.0.1 only: serving other hosts is the
+  // operator's choice ("0.0.0.0:9100", "[::]:9100"). Port 0 picks a free
+  // one (see PrometheusExporter::port()).
+  std::string listen_address = "127.0.0.1:9100";
+  // Connections open at once; a connection beyond either bound is closed
+  // as soon as it is accepted.
+  unsigned max_connections = 128;
+  unsigned max_connections_per_address = 16;
+  // A connection quiet for this long (no request, or a request not
+  // finished) is closed.
+  std::chrono::seconds idle_timeout{10};
+};
+
 class PrometheusExporter {
  public:
   using Labels = std::map<std::string, std::string>;
 
-  // Listens on `bind_address`, "HOST:PORT" ("127.0.0.1:0" picks a port;
-  // see port()). UNAVAILABLE when it cannot listen there.
+  // Listens on `listen_address` with the other options at their defaults.
+  // INVALID_ARGUMENT for a malformed address, UNAVAILABLE when it cannot
+  // listen there (the port in use, an address not of this host).
   static absl::StatusOr<std::unique_ptr<PrometheusExporter>> Create(
-      const std::string& bind_address);
+      const std::string& listen_address);
+  static absl::StatusOr<std::unique_ptr<PrometheusExporter>> Create(
+      const PrometheusExporterOptions& options);
   // Without an HTTP listener: for applications that serve Scrape() (or
   // push it) themselves.
   static std::unique_ptr<PrometheusExporter> CreateWithoutListener();
