@@ -71,8 +71,9 @@ constexpr uint32_t kNoEnt = 1;
 constexpr uint32_t kTooBig = 2;
 
 constexpr uint32_t kMaxKey = 255;
-// One value fits the largest call a server accepts by default
-// (limits.max_call_size: 1 MiB plus a page for the headers).
+// The example's own bound on a value: well inside the largest call a
+// server accepts by default (limits.max_call_size: 16 MiB plus a 4 KiB page
+// for the headers).
 constexpr uint32_t kMaxValue = 1 << 20;
 // The largest reply stream the client accepts, without the value that
 // travels in a write chunk: reply header, status, length word.

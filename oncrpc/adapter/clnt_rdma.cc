@@ -56,7 +56,9 @@ void SetCreateError(const absl::Status& status) {
         : status.code() == absl::StatusCode::kResourceExhausted ? ENOMEM
         : status.code() == absl::StatusCode::kFailedPrecondition
             ? EPROTONOSUPPORT
-            : ECONNREFUSED;
+        // NOT_FOUND: this host has no RDMA device; nothing was refused.
+        : status.code() == absl::StatusCode::kNotFound ? ENODEV
+                                                       : ECONNREFUSED;
   }
   rpc_createerr.cf_error.re_status = rpc_createerr.cf_stat;
 }

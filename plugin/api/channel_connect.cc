@@ -75,10 +75,13 @@ absl::Status ChannelCore::Start(absl::string_view uri,
   absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
       fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
   if (!ep.ok()) {
-    // A host name that does not resolve stays INVALID_ARGUMENT.
+    // A host name that does not resolve stays INVALID_ARGUMENT, a host
+    // without an RDMA device NOT_FOUND: retrying would not help either.
+    const absl::StatusCode code = ep.status().code();
     return absl::Status(
-        ep.status().code() == absl::StatusCode::kInvalidArgument
-            ? absl::StatusCode::kInvalidArgument
+        code == absl::StatusCode::kInvalidArgument ||
+                code == absl::StatusCode::kNotFound
+            ? code
             : absl::StatusCode::kUnavailable,
         absl::StrCat("connect to ", uri, ": ", ep.status().message()));
   }

@@ -320,7 +320,12 @@ void ChannelCore::Send(Channel::CallId id, Outcomes& o) {
                                         a.data.size())});
   }
   call.results = p.request.results;
-  call.max_reply_size = p.request.max_reply_size;
+  // Unset, a call accepts any reply that comes back inline on this
+  // connection (RFC 8166 §3.5.4): ordinary replies work without sizing;
+  // a larger one needs max_reply_size (and then gets a reply chunk).
+  call.max_reply_size = p.request.max_reply_size != 0
+                            ? p.request.max_reply_size
+                            : conn_->engine().max_inline_reply();
   p.sent_at = Clock::now();
   absl::StatusOr<engine::CallId> eid = conn_->StartCall(std::move(call));
   if (!eid.ok()) {

@@ -52,10 +52,13 @@ absl::Status ServerCore::Start(absl::string_view uri,
   absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
       fabric_->Listen(parsed->address);
   if (!listener.ok()) {
-    // A host name that does not resolve stays INVALID_ARGUMENT.
+    // A host name that does not resolve stays INVALID_ARGUMENT, a host
+    // without an RDMA device NOT_FOUND: retrying would not help either.
+    const absl::StatusCode code = listener.status().code();
     return absl::Status(
-        listener.status().code() == absl::StatusCode::kInvalidArgument
-            ? absl::StatusCode::kInvalidArgument
+        code == absl::StatusCode::kInvalidArgument ||
+                code == absl::StatusCode::kNotFound
+            ? code
             : absl::StatusCode::kUnavailable,
         absl::StrCat("listen on ", uri, ": ", listener.status().message()));
   }

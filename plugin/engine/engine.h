@@ -335,6 +335,10 @@ class Engine {
     size_t pending_invalidations = 0;
     std::optional<Action> outcome;  // CompleteCall or FailCall
   };
+  // `error` with what the call offered for its reply appended, for errors
+  // that may mean the reply did not fit: the caller learns what to raise.
+  static absl::Status WithReplyRoom(const absl::Status& error,
+                                    const RequesterCall& c);
   enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
   struct ResponderCall {
     CallId id = 0;

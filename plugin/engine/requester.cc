@@ -298,6 +298,19 @@ void Engine::Cancel(CallId id, absl::Status status, Actions& out) {
   Finish(c, FailCall{id, std::move(status)}, std::nullopt, out);
 }
 
+absl::Status Engine::WithReplyRoom(const absl::Status& error,
+                                   const RequesterCall& c) {
+  return absl::Status(
+      error.code(),
+      absl::StrCat(error.message(),
+                   "; if the reply is what did not fit: this call accepted ",
+                   c.call.max_reply_size,
+                   " octets of reply (max_reply_size) and offered ",
+                   c.write_chunks.size(),
+                   " write chunks: raise max_reply_size, or the result "
+                   "buffers, to the largest reply"));
+}
+
 void Engine::HandleReply(const wire::V1Decoded& decoded,
                          absl::Span<const uint8_t> bytes, RequesterCall& c,
                          std::optional<uint32_t> invalidated, Actions& out) {
@@ -318,9 +331,11 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
             err->vers_low, " to ", err->vers_high));
       }
       // RFC 8166 §4.5.2.
-      return absl::InvalidArgumentError(
-          "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
-          "chunk lists or convey the reply in them");
+      return WithReplyRoom(
+          absl::InvalidArgumentError(
+              "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
+              "chunk lists or convey the reply in them"),
+          c);
     }
     if (h.proc() != wire::V1Proc::kMsg && h.proc() != wire::V1Proc::kNoMsg) {
       return absl::DataLossError(absl::StrCat(

@@ -260,7 +260,12 @@ void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
   RequesterCall& c = requests_.at(it->second);
   grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
   ReleaseCredit(c);
-  Finish(c, FailCall{c.id, V2ErrorStatus(e)}, std::nullopt, out);
+  const bool reply_did_not_fit = e.code == wire::V2ErrorCode::kReplyResource ||
+                                 e.code == wire::V2ErrorCode::kWriteResource;
+  Finish(c,
+         FailCall{c.id, reply_did_not_fit ? WithReplyRoom(V2ErrorStatus(e), c)
+                                          : V2ErrorStatus(e)},
+         std::nullopt, out);
   Dispatch(out);
 }
 

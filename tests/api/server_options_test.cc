@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -359,6 +360,45 @@ TEST(ConnectionInfo, Rfc8166_3_5_4_MaxInlineReplyIsExactlyWhatFitsInline) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ((*channel)->counters().reply_chunks, 1u);
     EXPECT_EQ((*channel)->counters().long_replies, 1u);
+  }
+}
+
+// A call that leaves max_reply_size unset accepts whatever comes back
+// inline (RFC 8166 §3.5.4), so ordinary calls need no sizing; a longer
+// reply fails naming the field to set.
+TEST(ConnectionInfo, UnsetMaxReplySizeAcceptsEveryInlineReply) {
+  for (auto policy :
+       {config::TransportConfig::V1, config::TransportConfig::V2}) {
+    SCOPED_TRACE(policy);
+    config::TransportConfig c;
+    c.set_version_policy(policy);
+    std::atomic<size_t> reply_size{0};
+    auto server = Server::Create(
+        UnixUri("unset"), c, [&](IncomingCall call, Responder responder) {
+          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
+          xdr.resize(std::max(xdr.size(), reply_size.load()), 0);
+          (void)responder.Send(ServerReply(std::move(xdr)));
+        });
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto channel = Channel::Create((*server)->uri(), c);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    const ConnectionInfo info = (*channel)->connection_info();
+    const auto unset = [](uint32_t xid) {
+      CallRequest req = NullCall(xid);
+      req.max_reply_size = 0;
+      return req;
+    };
+    absl::StatusOr<Reply> r = (*channel)->BlockingCall(unset(2));
+    ASSERT_TRUE(r.ok()) << r.status();
+    reply_size = info.max_inline_reply;
+    r = (*channel)->BlockingCall(unset(3));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->xdr.size(), info.max_inline_reply);
+    reply_size = info.max_inline_reply + 4;
+    r = (*channel)->BlockingCall(unset(4));
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "max_reply_size"))
+        << r.status();
   }
 }
 

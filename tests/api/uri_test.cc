@@ -3,6 +3,8 @@
 // IPv4 and bracketed IPv6 literals work, and every malformed authority is
 // INVALID_ARGUMENT naming what is wrong — at Create, before any fabric is
 // touched (a bad port used to surface from the fabric as UNAVAILABLE).
+#include <unistd.h>
+
 #include <future>
 #include <string>
 #include <vector>
@@ -114,6 +116,26 @@ TEST(ApiUri, BadPortIsInvalidArgumentNotUnavailable) {
     auto channel = Channel::Create(uri, c);
     EXPECT_EQ(channel.status().code(), absl::StatusCode::kInvalidArgument)
         << uri << ": " << channel.status();
+  }
+}
+
+// Without an RDMA device rdma:// cannot work at all: the error says so, how
+// to check, and which URIs run without one (not UNAVAILABLE, which would
+// suggest trying again).
+TEST(ApiUri, RdmaWithoutADeviceSaysSoAndWhatRunsWithoutOne) {
+  if (access("/dev/infiniband/rdma_cm", F_OK) == 0) {
+    GTEST_SKIP() << "this host has RDMA devices";
+  }
+  config::TransportConfig c;
+  auto channel = Channel::Create("rdma://127.0.0.1:20049", c);
+  auto server =
+      Server::Create("rdma://127.0.0.1:0", c, [](IncomingCall, Responder) {});
+  for (const absl::Status& status : {channel.status(), server.status()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), "no RDMA device"))
+        << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), "ibv_devices")) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), "soft+tcp://")) << status;
   }
 }
 

@@ -2,6 +2,7 @@
 // condition that gives it over TCP (svcerr_* from the dispatcher, replies
 // libtirpc builds) or from the transport (timeouts, connection loss).
 #include <rpc/rpc.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -254,6 +255,21 @@ TEST(AdapterCreate, BadUrisAndUnreachableServersSetRpcCreateErr) {
   EXPECT_EQ(rpc_createerr.cf_stat, RPC_SYSTEMERROR);
   EXPECT_EQ(svc_rdma_create("soft+tcp://999.0.0.1:1", nullptr), nullptr);
   EXPECT_NE(std::string(rdma_oncrpc_error()), "");
+}
+
+// Without an RDMA device nothing refused the connection: rpc_createerr
+// says ENODEV, not ECONNREFUSED, and the adapter's error says what to do.
+TEST(AdapterCreate, RdmaWithoutADeviceIsEnodev) {
+  if (access("/dev/infiniband/rdma_cm", F_OK) == 0) {
+    GTEST_SKIP() << "this host has RDMA devices";
+  }
+  EXPECT_EQ(
+      clnt_rdma_create("rdma://127.0.0.1:20049", TESTPROG, TESTVERS, nullptr),
+      nullptr);
+  EXPECT_EQ(rpc_createerr.cf_stat, RPC_SYSTEMERROR);
+  EXPECT_EQ(rpc_createerr.cf_error.re_errno, ENODEV);
+  EXPECT_TRUE(absl::StrContains(rdma_oncrpc_error(), "no RDMA device"))
+      << rdma_oncrpc_error();
 }
 
 // A version-two-only client and a version-one server (RFC 8166 §4.5.1: the

@@ -59,9 +59,7 @@ class VerbsFabric final : public Fabric {
     absl::StatusOr<verbs::SocketAddress> addr = verbs::ParseAddress(address);
     if (!addr.ok()) return addr.status();
     CmChannel channel(rdma_create_event_channel());
-    if (channel == nullptr) {
-      return verbs::ErrnoError("rdma_create_event_channel");
-    }
+    if (channel == nullptr) return verbs::EventChannelError();
     if (absl::Status s = verbs::SetNonBlocking(channel->fd); !s.ok()) return s;
     rdma_cm_id* raw = nullptr;
     if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0) {

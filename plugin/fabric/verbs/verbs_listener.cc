@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> VerbsConnectRequest::Accept(
   }
   // The endpoint's events come on a channel of its own.
   CmChannel channel(rdma_create_event_channel());
-  if (channel == nullptr) return ErrnoError("rdma_create_event_channel");
+  if (channel == nullptr) return EventChannelError();
   if (rdma_migrate_id(id_.get(), channel.get()) != 0) {
     return ErrnoError("rdma_migrate_id");
   }
@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Listener>> VerbsListener::Create(
   if (!addr.ok()) return addr.status();
   std::shared_ptr<rdma_event_channel> channel(rdma_create_event_channel(),
                                               CmChannelDeleter());
-  if (channel == nullptr) return ErrnoError("rdma_create_event_channel");
+  if (channel == nullptr) return EventChannelError();
   if (absl::Status s = SetNonBlocking(channel->fd); !s.ok()) return s;
   rdma_cm_id* raw = nullptr;
   if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0) {

@@ -57,6 +57,18 @@ absl::Status ErrnoError(absl::string_view verb) {
   return VerbError(verb, err != 0 ? err : EIO);
 }
 
+absl::Status EventChannelError() {
+  const int err = errno;
+  if (err != ENODEV && err != ENOENT)
+    return ErrnoError("rdma_create_event_channel");
+  return absl::NotFoundError(absl::StrCat(
+      "no RDMA device on this host (rdma_create_event_channel: ",
+      std::strerror(err),
+      "); `ibv_devices` or `rdma link` lists devices, and a Soft-RoCE one "
+      "can be added with `rdma link add rxe0 type rxe netdev <interface>`; "
+      "soft+tcp:// and soft+unix:// need no device"));
+}
+
 absl::Status SetNonBlocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {

@@ -100,6 +100,10 @@ class Fd {
 absl::Status VerbError(absl::string_view verb, int err);
 // The same for a call that reported its failure in errno.
 absl::Status ErrnoError(absl::string_view verb);
+// rdma_create_event_channel's failure. Without an RDMA device (no
+// /dev/infiniband/rdma_cm: ENODEV or ENOENT) NOT_FOUND, saying how to
+// check and that the software fabric needs none; otherwise ErrnoError.
+absl::Status EventChannelError();
 absl::Status SetNonBlocking(int fd);
 
 }  // namespace rpcrdma::fabric::verbs

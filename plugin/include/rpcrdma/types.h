@@ -58,7 +58,10 @@ struct CallRequest {
   std::vector<CallArgument> arguments;
   // Where the DDP-eligible results land, one write chunk each, in XDR order.
   std::vector<absl::Span<uint8_t>> results;
-  // Largest reduced reply stream accepted.
+  // Largest reduced reply stream accepted. 0: whatever comes back inline
+  // on the connection the call is sent on (ConnectionInfo::
+  // max_inline_reply, about the receive threshold less the reply header);
+  // set it for larger replies, which then travel in a reply chunk.
   uint32_t max_reply_size = 0;
   // When unset, the configured timeouts.request_deadline_ms applies (none
   // when that is zero).
