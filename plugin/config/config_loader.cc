@@ -14,6 +14,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "plugin/config/field_at.h"
+#include "plugin/config/field_hint.h"
 
 namespace rpcrdma::config {
 namespace {
@@ -294,13 +295,15 @@ class ErrorCollector : public google::protobuf::io::ErrorCollector {
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
     // The tokenizer counts lines and columns from zero. A wrong value is
-    // reported without its field: name it (issue 9).
+    // reported without its field: name it; an unknown field gets the
+    // likely fix.
     if (line >= 0) {
       std::string field =
           FieldAt(text_, line, column, *TransportConfig::descriptor());
-      errors_.push_back(absl::StrCat(source_, ":", line + 1, ":", column + 1,
-                                     ": ", field, field.empty() ? "" : ": ",
-                                     message));
+      errors_.push_back(absl::StrCat(
+          source_, ":", line + 1, ":", column + 1, ": ", field,
+          field.empty() ? "" : ": ", message,
+          UnknownFieldHint(message, *TransportConfig::descriptor())));
     } else {
       errors_.push_back(absl::StrCat(source_, ": ", message));
     }

@@ -190,6 +190,30 @@ TEST(PingPerfTest, UsageErrorsExitTwo) {
   EXPECT_EQ(no_mode.exit_status, 2);
 }
 
+// A configuration error is printed once (the tool prints the status; the
+// loader does not also log it), with the likely fix.
+TEST(PingPerfTest, ConfigErrorIsPrintedOnceWithItsFix) {
+  const std::string config = TempPath("typo.textproto");
+  {
+    std::ofstream out(config);
+    out << "credit { max_requests: 32 }\n";
+  }
+  for (const char* tool : {RPCRDMA_PING, RPCRDMA_PERF}) {
+    std::vector<std::string> argv = {tool};
+    if (std::string(tool) == RPCRDMA_PERF) argv.push_back("client");
+    argv.insert(argv.end(), {"soft+tcp://127.0.0.1:1", "--config", config});
+    Result r = RunTool(argv);
+    EXPECT_NE(r.exit_status, 0) << tool;
+    EXPECT_THAT(r.err, HasSubstr("(did you mean \"credits\"?)")) << tool;
+    size_t mentions = 0;
+    for (size_t at = r.err.find("no field named"); at != std::string::npos;
+         at = r.err.find("no field named", at + 1)) {
+      ++mentions;
+    }
+    EXPECT_EQ(mentions, 1u) << tool << ": " << r.err;
+  }
+}
+
 TEST(PingPerfTest, NothingListeningFailsWithTheReason) {
   const std::string uri =
       "soft+tcp://127.0.0.1:" + std::to_string(UnusedPort());

@@ -11,7 +11,12 @@
 //     integer, got: -"
 //   - a value out of range or contradicting another field, one line each:
 //       "<source>: <field.path>: <value> <reason>"
-// A rejected configuration is also logged at kError (rpcrdma/log.h).
+//   - an unknown field, with the likely fix: "did you mean ..." for a
+//     misspelt field, or, for a field of an enclosing message, whether a
+//     "}" is missing before it.
+// These functions return their errors without logging them;
+// Channel::Create and Server::Create log a configuration they reject at
+// kError (rpcrdma/log.h).
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CONFIG_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CONFIG_H_
 
