@@ -96,7 +96,7 @@ class PoolServer {
                TProcessor& processor, QueuedCall& call) {
     ResponderCore core(state->stash, socket_->limits);
     if (!core.Begin(std::move(call.call), std::move(call.responder),
-                    call.args_offset)) {
+                    call.args_offset, call.oneway)) {
       return;
     }
     CurrentConnectionState() = state;
@@ -110,20 +110,32 @@ class PoolServer {
                    : in;
     if (factories_.events)
       factories_.events->processContext(nullptr, transport);
+    // As TConnectedClient: a call that cannot be processed ends its
+    // connection. Any exception, not only Thrift's: the generated code
+    // throws std::bad_alloc or std::length_error for a container header
+    // claiming more elements than memory holds (0.17's size check
+    // multiplies in int and lets 2^31-1 elements through), and an
+    // exception leaving a worker would end the process.
     try {
       processor.process(in, out, nullptr);
-    } catch (const apache::thrift::TException& e) {
-      // As TConnectedClient: a call that cannot be processed ends its
-      // connection.
-      apache::thrift::GlobalOutput(
-          absl::StrCat("TRdmaServer processing exception: ", e.what()).c_str());
-      if (auto listener = state->listener.lock()) {
-        (void)listener->Disconnect(
-            state->id, absl::StrCat("processing exception: ", e.what()));
-      }
+    } catch (const std::exception& e) {
+      Failed(state, e.what());
+    } catch (...) {
+      Failed(state, "an exception that is not a std::exception");
     }
     core.Finish();
+    call.acknowledged.reset();
     CurrentConnectionState().reset();
+  }
+
+  static void Failed(const std::shared_ptr<ConnectionState>& state,
+                     absl::string_view what) {
+    apache::thrift::GlobalOutput(
+        absl::StrCat("TRdmaServer processing exception: ", what).c_str());
+    if (auto listener = state->listener.lock()) {
+      (void)listener->Disconnect(state->id,
+                                 absl::StrCat("processing exception: ", what));
+    }
   }
 
   const Factories factories_;

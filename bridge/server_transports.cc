@@ -39,6 +39,7 @@ void ConnectionTransport::close() {
   if (closed_) return;
   closed_ = true;
   core_.Finish();
+  acknowledged_.reset();
   serving_ = false;
   if (std::shared_ptr<Listener> listener = state_->listener.lock()) {
     (void)listener->Disconnect(state_->id, "the server closed the transport");
@@ -49,15 +50,25 @@ void ConnectionTransport::close() {
 void ConnectionTransport::NextCall() {
   if (serving_) {
     core_.Finish();
+    acknowledged_.reset();
     serving_ = false;
   }
   for (;;) {
     QueuedCall next;
     {
       std::unique_lock<std::mutex> lock(state_->mu);
-      state_->cv.wait(lock, [&] {
+      auto ready = [&] {
         return state_->interrupted || state_->closed || !state_->calls.empty();
-      });
+      };
+      if (recv_timeout_.count() > 0) {
+        if (!state_->cv.wait_for(lock, recv_timeout_, ready)) {
+          throw TTransportException(TTransportException::TIMED_OUT,
+                                    absl::StrCat("rpcrdma: no call within ",
+                                                 recv_timeout_.count(), " ms"));
+        }
+      } else {
+        state_->cv.wait(lock, ready);
+      }
       if (state_->interrupted) {
         throw TTransportException(TTransportException::INTERRUPTED,
                                   "rpcrdma: interrupted");
@@ -71,11 +82,14 @@ void ConnectionTransport::NextCall() {
       state_->calls.pop_front();
     }
     if (core_.Begin(std::move(next.call), std::move(next.responder),
-                    next.args_offset)) {
+                    next.args_offset, next.oneway)) {
+      acknowledged_ = std::move(next.acknowledged);
       serving_ = true;
       CurrentConnectionState() = state_;
-      // See ConsumedSizeNote in server_transports.h.
+      // See ConsumedSizeNote and KnownSizeNote in server_transports.h.
       resetConsumedMessageSize();
+      resetConsumedMessageSize(
+          KnownMessageSize(core_.call_size(), getMaxMessageSize()));
       return;
     }
   }
@@ -123,8 +137,10 @@ CallTransport::CallTransport(
     : TVirtualTransport(std::move(config)),
       core_(core),
       state_(std::move(state)) {
-  // See ConsumedSizeNote in server_transports.h.
+  // See ConsumedSizeNote and KnownSizeNote in server_transports.h.
   resetConsumedMessageSize();
+  resetConsumedMessageSize(
+      KnownMessageSize(core_.call_size(), getMaxMessageSize()));
 }
 
 uint32_t CallTransport::read(uint8_t* buffer, uint32_t length) {

@@ -8,6 +8,8 @@
 #include <thrift/TConfiguration.h>
 #include <thrift/transport/TVirtualTransport.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,12 +23,22 @@ namespace rpcrdma::thrift::internal {
 // ConsumedSizeNote: every transport of the bridge restarts Thrift's
 // consumed-size accounting (TTransport::resetConsumedMessageSize) with each
 // message: 0.17's TFramedTransport never restarts it when reading, which
-// ends a connection after MaxMessageSize octets. The known size stays the
-// MaxMessageSize, as with a socket, rather than the message's own (checked
-// against the MaxMessageSize when the message arrives): 0.17's
-// TCompactProtocol::readBinary calls checkReadBytesAvailable(read + size)
-// after consuming those octets, which fails for a string at the end of an
-// exactly sized message.
+// ends a connection after MaxMessageSize octets.
+//
+// KnownSizeNote: a server's transports know each call's exact size, and
+// make it Thrift's known message size (capped at the MaxMessageSize), so
+// that the protocols' checkReadBytesAvailable refuses a container header
+// claiming more elements than the message holds before the generated code
+// allocates for them: a 26-octet call must not make the server allocate
+// 100 MB because the MaxMessageSize would allow a message that large.
+// Twice the size, not the size: 0.17's TCompactProtocol::readBinary calls
+// checkReadBytesAvailable(read + size) after consuming those octets, which
+// fails for a string at the end of an exactly sized message.
+inline long KnownMessageSize(uint64_t call_size, int max_message_size) {
+  const uint64_t max =
+      max_message_size > 0 ? static_cast<uint64_t>(max_message_size) : 0;
+  return static_cast<long>(std::min(call_size * 2, max));
+}
 
 class ConnectionTransport
     : public apache::thrift::transport::TVirtualTransport<ConnectionTransport> {
@@ -52,15 +64,22 @@ class ConnectionTransport
   const std::string getOrigin() const override { return state_->peer; }
 
   const std::shared_ptr<ConnectionState>& state() const { return state_; }
+  // The longest wait for the next call (TRdmaServerSocket::setRecvTimeout);
+  // 0 for none.
+  void set_recv_timeout(std::chrono::milliseconds timeout) {
+    recv_timeout_ = timeout;
+  }
 
  private:
   // The next call, once the processor is done with the current one;
-  // throws INTERRUPTED or END_OF_FILE instead.
+  // throws INTERRUPTED, END_OF_FILE or TIMED_OUT instead.
   void NextCall();
 
   const std::shared_ptr<ConnectionState> state_;
   ResponderCore core_;
+  std::shared_ptr<void> acknowledged_;  // the call's QueuedCall::acknowledged
   std::function<void()> on_closed_;
+  std::chrono::milliseconds recv_timeout_{0};
   bool serving_ = false;  // a call has begun and not been finished
   bool closed_ = false;
 };
