@@ -10,7 +10,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "bridge/config_defaults.h"
 #include "bridge/wire/thrift_xdr.h"
 #include "gtest/gtest.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
+#include "tests/api/process_stats.h"
+#include "tests/testing/sanitizer.h"
 #include "tests/thrift/harness.h"
 
 namespace rpcrdma::thrift::test {
@@ -216,19 +215,8 @@ INSTANTIATE_TEST_SUITE_P(Thrift, HostileCall,
 
 constexpr uint8_t kTypeI32 = 8;
 
-// AddressSanitizer keeps freed memory resident in its quarantine: resident
-// sizes then say nothing about what the server allocated.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
+using process_stats::ProcValue;
+using ::rpcrdma::testing::kUnderSanitizer;
 
 // Peak resident size of this process (VmHWM), after resetting it to the
 // current resident size (/proc/self/clear_refs "5"); 0 when the peak
@@ -241,26 +229,12 @@ bool ResetPeakResident() {
   return ok;
 }
 uint64_t PeakResident() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    absl::string_view rest = line;
-    if (absl::ConsumePrefix(&rest, "VmHWM:")) {
-      return std::stoull(std::string(absl::StripAsciiWhitespace(rest))) * 1024;
-    }
-  }
-  return 0;
+  const long kib = ProcValue("/proc/self/status", "VmHWM:");
+  return kib > 0 ? static_cast<uint64_t>(kib) * 1024 : 0;
 }
 uint64_t CurrentResident() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    absl::string_view rest = line;
-    if (absl::ConsumePrefix(&rest, "VmRSS:")) {
-      return std::stoull(std::string(absl::StripAsciiWhitespace(rest))) * 1024;
-    }
-  }
-  return 0;
+  const long kib = ProcValue("/proc/self/status", "VmRSS:");
+  return kib > 0 ? static_cast<uint64_t>(kib) * 1024 : 0;
 }
 
 // A 26-octet call whose list<i32> header claims 25 million elements (100
