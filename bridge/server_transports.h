@@ -40,6 +40,25 @@ inline long KnownMessageSize(uint64_t call_size, int max_message_size) {
   return static_cast<long>(std::min(call_size * 2, max));
 }
 
+// GuardNote: Thrift's servers catch TException and nothing else around a
+// call: under TThreadedServer anything else escapes TConnectedClient and
+// ends the process. Every entry point of these transports therefore turns
+// any other exception (std::bad_alloc of a reply or of a kept copy, a
+// failing close callback, among others) into a TTransportException, which
+// those servers answer by closing the transport; a connection's transport
+// also ends its connection at once, as its state is then unknown.
+//
+// ClaimNote: TBinaryProtocol reads a string by borrowing its declared
+// length and, when the borrow fails, allocates that length before reading
+// it, with no size check of its own: a 30-octet call claiming a 1 GiB
+// binary would make the server allocate (and zero) 1 GiB. A borrow longer
+// than what remains of the message can never be satisfied, so it fails
+// here, before that allocation, as Thrift's own size checks do
+// (END_OF_FILE). Borrows of a few octets stay speculative (TCompactProtocol
+// borrows a varint's 10 octets and reads them one by one when the borrow
+// fails).
+inline constexpr uint32_t kSpeculativeBorrow = 16;
+
 class ConnectionTransport
     : public apache::thrift::transport::TVirtualTransport<ConnectionTransport> {
  public:
@@ -74,6 +93,11 @@ class ConnectionTransport
   // The next call, once the processor is done with the current one;
   // throws INTERRUPTED, END_OF_FILE or TIMED_OUT instead.
   void NextCall();
+  void CloseUnguarded();
+  // See GuardNote: runs `body`, ending the connection on an exception
+  // other than Thrift's and throwing a TTransportException in its place.
+  template <typename Body>
+  auto Guarded(Body body) -> decltype(body());
 
   const std::shared_ptr<ConnectionState> state_;
   ResponderCore core_;
@@ -94,7 +118,7 @@ class CallTransport
                 std::shared_ptr<ConnectionState> state = nullptr);
 
   bool isOpen() const override { return true; }
-  bool peek() override { return !core_.reader().exhausted(); }
+  bool peek() override;
   void open() override {}
   void close() override {}
   // 0 past the call's message.
