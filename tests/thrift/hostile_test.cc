@@ -212,6 +212,44 @@ TEST(ProcessingFailure, StdExceptionEndsTheConnectionNotTheProcess) {
   ExpectServes(rdma, server->uri());
 }
 
+// An application's protocol factory that fails for every call.
+class FailingProtocolFactory
+    : public apache::thrift::protocol::TProtocolFactory {
+ public:
+  std::shared_ptr<apache::thrift::protocol::TProtocol> getProtocol(
+      std::shared_ptr<apache::thrift::transport::TTransport> /*trans*/)
+      override {
+    throw std::runtime_error("no protocol for this call");
+  }
+};
+
+// TRdmaServer runs the application's factories for each call on its
+// workers: their failures end the connection too, not the process.
+TEST(ProcessingFailure, FailingFactoryEndsTheConnectionNotTheProcess) {
+  const auto rdma = PlainSetup(ServerKind::kRdma);
+  auto socket = std::make_shared<TRdmaServerSocket>(ServerUri(Fabric::kUnix));
+  auto server = std::make_shared<TRdmaServer>(
+      std::make_shared<StoreProcessor>(std::make_shared<StoreHandler>()),
+      socket, std::make_shared<FailingProtocolFactory>(), 2);
+  std::thread serving([server] { server->serve(); });
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
+  while (socket->uri().empty() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(socket->uri().empty()) << "the server did not listen";
+  {
+    std::unique_ptr<TestClient> client =
+        TestClient::Connect(rdma, socket->uri());
+    client->socket->setRecvTimeout(30000);
+    EXPECT_ANY_THROW(client->store->ping());
+  }
+  server->stop();
+  serving.join();
+  // The process lives on: another server of it answers.
+  std::unique_ptr<TestServer> other = TestServer::Start(rdma);
+  ExpectServes(rdma, other->uri());
+}
+
 // Whatever fails inside a connection's transport reaches Thrift's servers
 // as a TTransportException, the one kind TConnectedClient catches (here
 // the transport's close callback, TRdmaServerSocket's bookkeeping, fails
