@@ -35,6 +35,8 @@ namespace rpcrdma::thrift::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using process_stats::ProcValue;
+using ::rpcrdma::testing::kUnderSanitizer;
 
 // Thrift's TBinaryProtocol (strict) from scratch.
 void PutU8(std::vector<uint8_t>& out, uint8_t v) { out.push_back(v); }
@@ -157,10 +159,18 @@ class HostileCall : public ::testing::TestWithParam<ServerKind> {
 // TThreadedServer lets the exception end the process (TConnectedClient
 // catches only Thrift's exceptions), over TServerSocket as over the
 // bridge, so it is not run against this call.
+//
+// Under the sanitizers the overflow itself is reported (UBSan halts on it)
+// and the allocation is one AddressSanitizer refuses: there
+// StdExceptionEndsTheConnectionNotTheProcess covers the same path.
 TEST_P(HostileCall, ProcessingFailureEndsTheCallNotTheProcess) {
   if (GetParam() == ServerKind::kThreaded) {
     GTEST_SKIP() << "TThreadedServer ends the process on a processor's "
                     "std::bad_alloc whatever its transport";
+  }
+  if (kUnderSanitizer) {
+    GTEST_SKIP() << "Thrift's own size check overflows (undefined "
+                    "behaviour) before the allocation this call causes";
   }
   std::unique_ptr<TestServer> server = TestServer::Start(setup());
   std::unique_ptr<RawClient> raw = RawClient::Connect(server->uri());
@@ -296,9 +306,6 @@ INSTANTIATE_TEST_SUITE_P(Thrift, HostileCall,
 // ---- Tiny messages, huge allocations ----------------------------------------
 
 constexpr uint8_t kTypeI32 = 8;
-
-using process_stats::ProcValue;
-using ::rpcrdma::testing::kUnderSanitizer;
 
 // Peak resident size of this process (VmHWM), after resetting it to the
 // current resident size (/proc/self/clear_refs "5"); 0 when the peak
