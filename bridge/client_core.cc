@@ -19,10 +19,11 @@ struct ReplyMemory {
   std::vector<Buffer> results;
 };
 
+// The power of two at least `n` (4096 at least), never above `cap`.
 uint32_t RoundUpToPowerOfTwo(uint64_t n, uint64_t cap) {
   uint64_t p = 4096;
   while (p < n) p <<= 1;
-  return static_cast<uint32_t>(std::min(p, std::max(cap, n)));
+  return static_cast<uint32_t>(std::min({p, cap, uint64_t{~uint32_t{0}}}));
 }
 
 TTransportException::TTransportExceptionType TypeFor(absl::StatusCode code) {
@@ -53,7 +54,11 @@ ClientCore::ClientCore(CallPort& port, ClientLimits limits,
 
 void ClientCore::set_limits(const ClientLimits& limits) {
   std::lock_guard<std::mutex> lock(mu_);
+  // The receive timeout is the socket's (setRecvTimeout, before open() or
+  // after), not the connection's: a connection's limits leave it alone.
+  const std::chrono::milliseconds timeout = limits_.timeout;
   limits_ = limits;
+  limits_.timeout = timeout;
   writer_.set_limits(limits.writer);
 }
 
@@ -205,6 +210,12 @@ void ClientCore::Clear() {
 void ClientCore::Learn(const std::string& method,
                        const wire::Deferred& deferred) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A reply over the MaxMessageSize is discarded, not fetched: what a
+  // hostile server claims for it must not size the chunks of later calls
+  // (a 2 GiB write chunk offered with every call of the method).
+  uint64_t total = deferred.reduced_size;
+  for (uint32_t size : deferred.bulk_sizes) total += size;
+  if (total > limits_.max_message_size) return;
   Profile& p = profiles_[method];
   const size_t chunked =
       std::min(deferred.bulk_sizes.size(), limits_.max_write_chunks);

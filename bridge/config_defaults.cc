@@ -41,7 +41,13 @@ uint32_t HeaderSegments(const config::TransportConfig& config) {
 
 config::TransportConfig ServerTransportConfig(
     config::TransportConfig config, apache::thrift::TConfiguration& limits) {
+  const bool idle_set = config.timeouts().has_idle_ms();
   config = ClientTransportConfig(std::move(config));
+  // A server keeps the transport's idle disconnect (and its handshake
+  // limit): RDMA has no keepalives, and a peer that connects and goes
+  // silent would otherwise hold its connection, and the thread of a
+  // TThreadPoolServer waiting for its next call, for ever.
+  if (!idle_set) config.mutable_timeouts()->clear_idle_ms();
   if (!config.limits().has_max_call_size()) {
     const uint64_t wanted =
         static_cast<uint64_t>(std::max(limits.getMaxMessageSize(), 0)) +

@@ -18,8 +18,9 @@ namespace rpcrdma::thrift::internal {
 // header of 32 segments (limits.max_header_segments): a 64 MiB binary is 8
 // segments of Soft-RoCE's 8 MiB.
 config::TransportConfig ClientTransportConfig(config::TransportConfig config);
-// The same, and calls up to the MaxMessageSize (limits.max_call_size, at
-// most its 256 MiB bound).
+// The same, except that a server keeps the transport's idle disconnect
+// and handshake limit, and calls up to the MaxMessageSize
+// (limits.max_call_size, at most its 256 MiB bound).
 config::TransportConfig ServerTransportConfig(
     config::TransportConfig config, apache::thrift::TConfiguration& limits);
 

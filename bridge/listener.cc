@@ -9,13 +9,39 @@
 
 namespace rpcrdma::thrift::internal {
 
+std::shared_ptr<void> OnewayBudget::Take(uint64_t octets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (calls_ >= kMaxCalls || octets_ + octets > kMaxOctets) return nullptr;
+  ++calls_;
+  octets_ += octets;
+  std::shared_ptr<OnewayBudget> self = shared_from_this();
+  // Not null (callers test it): the budget itself, kept by the deleter.
+  OnewayBudget* const budget = self.get();
+  return std::shared_ptr<void>(budget, [self, octets](void*) {
+    std::lock_guard<std::mutex> released(self->mu_);
+    --self->calls_;
+    self->octets_ -= octets;
+  });
+}
+
 void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
-              const std::function<void(QueuedCall)>& serve) {
+              const std::function<void(QueuedCall)>& serve,
+              OnewayBudget* oneways) {
   absl::StatusOr<wire::DecodedCallHeader> header =
       wire::DecodeCallHeader(call.message);
   if (!header.ok()) {
     (void)responder.Send(
         ServerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
+    return;
+  }
+  // RFC 5531 §9: another RPC version, and credentials the bridge does not
+  // serve, are denied before anything else is looked at.
+  if (header->rpc_version != 2) {
+    (void)responder.Send(ServerReply(wire::RpcMismatchReply(call.xid)));
+    return;
+  }
+  if (uint32_t auth = wire::CheckCallAuth(*header); auth != wire::kAuthOk) {
+    (void)responder.Send(ServerReply(wire::AuthErrorReply(call.xid, auth)));
     return;
   }
   if (header->program != wire::kProgram) {
@@ -32,16 +58,33 @@ void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
     case wire::Procedure::kNull:
       (void)responder.Send(ServerReply(wire::ReplyHeader(call.xid)));
       return;
-    case wire::Procedure::kCall:
-      serve(QueuedCall{std::move(call), std::move(responder),
-                       header->body_offset});
+    case wire::Procedure::kCall: {
+      QueuedCall queued;
+      queued.args_offset = header->body_offset;
+      queued.responder = std::move(responder);
+      queued.call = std::move(call);
+      serve(std::move(queued));
       return;
-    case wire::Procedure::kOneway:
-      // Answered on receipt: the caller does not wait for the handler, and
-      // its credit comes back now (RFC 8166 §3.3.1).
-      (void)responder.Send(StatusReply(call.xid, wire::Status::kNoReply));
-      serve(QueuedCall{std::move(call), std::nullopt, header->body_offset});
+    }
+    case wire::Procedure::kOneway: {
+      QueuedCall queued;
+      queued.args_offset = header->body_offset;
+      queued.oneway = true;
+      if (oneways != nullptr) {
+        queued.acknowledged = oneways->Take(call.message.size());
+      }
+      if (oneways == nullptr || queued.acknowledged != nullptr) {
+        // Answered on receipt: the caller does not wait for the handler,
+        // and its credit comes back now (RFC 8166 §3.3.1).
+        (void)responder.Send(StatusReply(call.xid, wire::Status::kNoReply));
+      } else {
+        // Over the connection's bound: answered once processed.
+        queued.responder = std::move(responder);
+      }
+      queued.call = std::move(call);
+      serve(std::move(queued));
       return;
+    }
     case wire::Procedure::kFetch:
       stash.Fetch(call, std::move(responder), header->body_offset);
       return;
@@ -195,8 +238,10 @@ void Listener::OnCall(IncomingCall call, Responder responder) {
                                      "the server stopped listening"));
     return;
   }
-  Dispatch(std::move(call), std::move(responder), *state->stash,
-           [&](QueuedCall queued) { hooks_.call(state, std::move(queued)); });
+  Dispatch(
+      std::move(call), std::move(responder), *state->stash,
+      [&](QueuedCall queued) { hooks_.call(state, std::move(queued)); },
+      state->oneways.get());
 }
 
 WorkerPool::WorkerPool(uint32_t threads, const std::string& name) {

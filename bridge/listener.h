@@ -24,19 +24,43 @@
 namespace rpcrdma::thrift::internal {
 
 // A THRIFT_CALL (with its responder) or THRIFT_ONEWAY (answered on
-// receipt: none), and where its arguments start.
+// receipt: none, unless over its connection's OnewayBudget), and where
+// its arguments start.
 struct QueuedCall {
   IncomingCall call;
   std::optional<Responder> responder;
   size_t args_offset = 0;
+  bool oneway = false;
+  // A oneway's share of its connection's OnewayBudget, given back when
+  // the processor is done with it (or the call is dropped).
+  std::shared_ptr<void> acknowledged;
+};
+
+// Oneways of one connection answered on receipt and not yet processed.
+// RFC 8166 §3.3.1: an answered call returns its credit, so without a bound
+// a client could queue any amount of work and memory on the server. Within
+// the bound a oneway is answered on receipt; beyond it, once processed,
+// holding the client's credit meanwhile: the client waits.
+class OnewayBudget : public std::enable_shared_from_this<OnewayBudget> {
+ public:
+  static constexpr uint32_t kMaxCalls = 64;
+  static constexpr uint64_t kMaxOctets = uint64_t{8} << 20;
+  // A share for a oneway of `octets`, or null when the bound is reached.
+  std::shared_ptr<void> Take(uint64_t octets);
+
+ private:
+  std::mutex mu_;
+  uint32_t calls_ = 0;
+  uint64_t octets_ = 0;
 };
 
 // Answers what a bridge endpoint answers by itself on a loop thread (NULL,
-// FETCH, other programs and procedures, ONEWAY's early reply) and hands
-// THRIFT_CALL and THRIFT_ONEWAY calls to `serve`. RFC 5531 errors for what
-// it does not serve.
+// FETCH, other programs and procedures, ONEWAY's early reply within
+// `oneways`, always without it) and hands THRIFT_CALL and THRIFT_ONEWAY
+// calls to `serve`. RFC 5531 errors for what it does not serve.
 void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
-              const std::function<void(QueuedCall)>& serve);
+              const std::function<void(QueuedCall)>& serve,
+              OnewayBudget* oneways = nullptr);
 
 class Listener;
 
@@ -48,12 +72,14 @@ class ConnectionState {
       : id(connection),
         peer(std::move(client)),
         listener(std::move(owner)),
-        stash(std::make_shared<ReplyStash>()) {}
+        stash(std::make_shared<ReplyStash>()),
+        oneways(std::make_shared<OnewayBudget>()) {}
 
   const uint64_t id;
   const std::string peer;
   const std::weak_ptr<Listener> listener;
   const std::shared_ptr<ReplyStash> stash;
+  const std::shared_ptr<OnewayBudget> oneways;
   std::atomic<uint32_t> next_xid{0};
 
   // Calls waiting for the connection's transport (TRdmaServerSocket).

@@ -71,11 +71,26 @@ class PoolServer {
 
  private:
   void Accepted(const std::shared_ptr<ConnectionState>& state) {
-    TConnectionInfo info;
-    info.transport = std::make_shared<ConnectionTransport>(
-        state, socket_->limits, socket_->config);
-    std::shared_ptr<TProcessor> processor =
-        factories_.processors->getProcessor(info);
+    std::shared_ptr<TProcessor> processor;
+    // The application's processor factory runs on the listener's thread:
+    // its failure ends that connection (its calls find no processor and
+    // are dropped), not the process.
+    try {
+      TConnectionInfo info;
+      info.transport = std::make_shared<ConnectionTransport>(
+          state, socket_->limits, socket_->config);
+      processor = factories_.processors->getProcessor(info);
+    } catch (const std::exception& e) {
+      Failed(state, e.what());
+      return;
+    } catch (...) {
+      Failed(state, "an exception that is not a std::exception");
+      return;
+    }
+    if (processor == nullptr) {
+      Failed(state, "the processor factory gave no processor");
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     processors_[state->id] = std::move(processor);
   }
@@ -95,35 +110,49 @@ class PoolServer {
   void Process(const std::shared_ptr<ConnectionState>& state,
                TProcessor& processor, QueuedCall& call) {
     ResponderCore core(state->stash, socket_->limits);
-    if (!core.Begin(std::move(call.call), std::move(call.responder),
-                    call.args_offset)) {
-      return;
-    }
-    CurrentConnectionState() = state;
-    auto transport =
-        std::make_shared<CallTransport>(core, socket_->config, state);
-    auto input = factories_.input->getTransport(transport);
-    auto output = factories_.output->getTransport(transport);
-    auto in = factories_.input_protocol->getProtocol(input);
-    auto out = factories_.output_protocol
-                   ? factories_.output_protocol->getProtocol(output)
-                   : in;
-    if (factories_.events)
-      factories_.events->processContext(nullptr, transport);
+    // As TConnectedClient: a call that cannot be processed ends its
+    // connection. Any exception, not only Thrift's, and from anything the
+    // call runs (the transport and protocol factories and the event
+    // handler are the application's too): the generated code throws
+    // std::bad_alloc or std::length_error for a container header claiming
+    // more elements than memory holds (0.17's size check multiplies in int
+    // and lets 2^31-1 elements through), and an exception leaving a
+    // worker would end the process.
     try {
-      processor.process(in, out, nullptr);
-    } catch (const apache::thrift::TException& e) {
-      // As TConnectedClient: a call that cannot be processed ends its
-      // connection.
-      apache::thrift::GlobalOutput(
-          absl::StrCat("TRdmaServer processing exception: ", e.what()).c_str());
-      if (auto listener = state->listener.lock()) {
-        (void)listener->Disconnect(
-            state->id, absl::StrCat("processing exception: ", e.what()));
+      if (!core.Begin(std::move(call.call), std::move(call.responder),
+                      call.args_offset, call.oneway)) {
+        return;
       }
+      CurrentConnectionState() = state;
+      auto transport =
+          std::make_shared<CallTransport>(core, socket_->config, state);
+      auto input = factories_.input->getTransport(transport);
+      auto output = factories_.output->getTransport(transport);
+      auto in = factories_.input_protocol->getProtocol(input);
+      auto out = factories_.output_protocol
+                     ? factories_.output_protocol->getProtocol(output)
+                     : in;
+      if (factories_.events)
+        factories_.events->processContext(nullptr, transport);
+      processor.process(in, out, nullptr);
+    } catch (const std::exception& e) {
+      Failed(state, e.what());
+    } catch (...) {
+      Failed(state, "an exception that is not a std::exception");
     }
     core.Finish();
+    call.acknowledged.reset();
     CurrentConnectionState().reset();
+  }
+
+  static void Failed(const std::shared_ptr<ConnectionState>& state,
+                     absl::string_view what) {
+    apache::thrift::GlobalOutput(
+        absl::StrCat("TRdmaServer processing exception: ", what).c_str());
+    if (auto listener = state->listener.lock()) {
+      (void)listener->Disconnect(state->id,
+                                 absl::StrCat("processing exception: ", what));
+    }
   }
 
   const Factories factories_;

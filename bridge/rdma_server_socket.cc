@@ -2,6 +2,8 @@
 
 #include <thrift/transport/TTransportException.h>
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -64,10 +66,19 @@ std::shared_ptr<TTransport> ServerSocketState::Accept() {
   std::shared_ptr<ConnectionState> state;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] {
+    auto ready = [&] {
       return interrupted_ || listener_ == nullptr || closing_ ||
              !accepted_.empty();
-    });
+    };
+    const int timeout = accept_timeout_ms.load();
+    if (timeout > 0) {
+      if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout), ready)) {
+        throw TTransportException(TTransportException::TIMED_OUT,
+                                  "rpcrdma: accept timed out");
+      }
+    } else {
+      cv_.wait(lock, ready);
+    }
     if (interrupted_) {
       // As TServerSocket: one interrupt ends one accept().
       interrupted_ = false;
@@ -83,12 +94,15 @@ std::shared_ptr<TTransport> ServerSocketState::Accept() {
     ++live_transports_;
   }
   std::weak_ptr<ServerSocketState> weak = weak_from_this();
-  return std::make_shared<ConnectionTransport>(
+  auto accepted = std::make_shared<ConnectionTransport>(
       std::move(state), limits, config, [weak] {
         if (std::shared_ptr<ServerSocketState> self = weak.lock()) {
           self->TransportClosed();
         }
       });
+  accepted->set_recv_timeout(
+      std::chrono::milliseconds(std::max(recv_timeout_ms.load(), 0)));
+  return accepted;
 }
 
 void ServerSocketState::Interrupt() {
@@ -178,6 +192,14 @@ void TRdmaServerSocket::interruptChildren() {
 }
 
 void TRdmaServerSocket::close() { state_->Close(); }
+
+void TRdmaServerSocket::setAcceptTimeout(int milliseconds) {
+  state_->accept_timeout_ms = std::max(milliseconds, 0);
+}
+
+void TRdmaServerSocket::setRecvTimeout(int milliseconds) {
+  state_->recv_timeout_ms = std::max(milliseconds, 0);
+}
 
 std::string TRdmaServerSocket::uri() const {
   auto listener = state_->listener();

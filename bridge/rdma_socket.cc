@@ -159,17 +159,24 @@ void SocketState::ServeCallback(QueuedCall call) {
   callbacks_->Submit([this, queued, stash] {
     ResponderCore core(stash, callback_limits_);
     if (!core.Begin(std::move(queued->call), std::move(queued->responder),
-                    queued->args_offset)) {
+                    queued->args_offset, queued->oneway)) {
       return;
     }
     auto transport = std::make_shared<CallTransport>(core, config_);
     auto protocol = options_.callback_protocol->getProtocol(transport);
+    // Any exception ends the backward call, not the client's process: a
+    // hostile server's message can make the generated code throw
+    // std::bad_alloc (see TRdmaServer's PoolServer::Process).
     try {
       options_.callback_processor->process(protocol, protocol, nullptr);
-    } catch (const apache::thrift::TException& e) {
+    } catch (const std::exception& e) {
       apache::thrift::GlobalOutput(
           absl::StrCat("rpcrdma thrift: callback processing: ", e.what())
               .c_str());
+    } catch (...) {
+      apache::thrift::GlobalOutput(
+          "rpcrdma thrift: callback processing: an exception that is not a "
+          "std::exception");
     }
     core.Finish();
   });

@@ -28,32 +28,83 @@ std::vector<uint8_t> ResultPrefix(uint32_t xid, wire::Status status) {
 // ---- ReplyStash
 // --------------------------------------------------------------
 
-uint32_t ReplyStash::Add(Kept* kept) {
+struct ReplyStash::Kept {
+  std::vector<uint8_t> octets;    // every run of the message, in order
+  wire::OutgoingMessage message;  // its runs view `octets`
+  std::chrono::steady_clock::time_point kept_at;
+};
+
+uint32_t ReplyStash::Keep(const wire::OutgoingMessage& message) {
+  auto kept = std::make_shared<Kept>();
+  size_t total = message.leading.size();
+  for (const wire::OutgoingMessage::Bulk& b : message.bulk) {
+    total += b.data.size() + b.following.size();
+  }
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return 0;
+    Expire(now);
+    if (kept_.size() >= bounds_.max_replies ||
+        (!kept_.empty() && octets_ + total > bounds_.max_octets)) {
+      return 0;
+    }
+  }
+  // Copied outside the lock: `octets` is reserved once, so the views into
+  // it stay valid.
+  kept->octets.reserve(total);
+  auto append = [&](absl::Span<const uint8_t> run) {
+    const size_t at = kept->octets.size();
+    kept->octets.insert(kept->octets.end(), run.begin(), run.end());
+    return absl::MakeConstSpan(kept->octets).subspan(at, run.size());
+  };
+  kept->message.info = message.info;
+  kept->message.leading = append(message.leading);
+  for (const wire::OutgoingMessage::Bulk& b : message.bulk) {
+    wire::OutgoingMessage::Bulk copy;
+    copy.data = append(b.data);
+    copy.following = append(b.following);
+    kept->message.bulk.push_back(copy);
+  }
+  kept->kept_at = now;
   std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) {
-    kept->done = true;
+  if (closed_) return 0;
+  if (kept_.size() >= bounds_.max_replies ||
+      (!kept_.empty() && octets_ + total > bounds_.max_octets)) {
     return 0;
   }
-  const uint32_t ticket = next_ticket_++;
+  uint32_t ticket = next_ticket_++;
   if (next_ticket_ == 0) next_ticket_ = 1;
-  kept_[ticket] = kept;
+  while (kept_.count(ticket) != 0) {
+    ticket = next_ticket_++;
+    if (next_ticket_ == 0) next_ticket_ = 1;
+  }
+  octets_ += total;
+  kept_[ticket] = std::move(kept);
   return ticket;
 }
 
-void ReplyStash::Remove(uint32_t ticket) {
-  std::lock_guard<std::mutex> lock(mu_);
-  kept_.erase(ticket);
-}
-
-void ReplyStash::Wait(Kept& kept) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return kept.done || (closed_ && !kept.taken); });
+void ReplyStash::Expire(std::chrono::steady_clock::time_point now) {
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    if (now - it->second->kept_at > bounds_.max_age) {
+      octets_ -= it->second->octets.size();
+      it = kept_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void ReplyStash::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
-  cv_.notify_all();
+  kept_.clear();
+  octets_ = 0;
+}
+
+size_t ReplyStash::kept() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kept_.size();
 }
 
 void ReplyStash::Fetch(const IncomingCall& call, Responder responder,
@@ -65,43 +116,37 @@ void ReplyStash::Fetch(const IncomingCall& call, Responder responder,
         ServerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
     return;
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = kept_.find(args->ticket);
-  if (it == kept_.end() || it->second->done) {
-    lock.unlock();
+  std::shared_ptr<Kept> kept;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Expire(std::chrono::steady_clock::now());
+    auto it = kept_.find(args->ticket);
+    if (it != kept_.end()) {
+      kept = std::move(it->second);
+      octets_ -= kept->octets.size();
+      kept_.erase(it);
+    }
+  }
+  if (kept == nullptr) {
     (void)responder.Send(StatusReply(
         call.xid, wire::Status::kRefused,
         absl::StrCat("no deferred reply has ticket ", args->ticket)));
     return;
   }
-  Kept* kept = it->second;
-  kept_.erase(it);
-  kept->taken = true;
   if (args->discard) {
-    kept->done = true;
-    cv_.notify_all();
-    lock.unlock();
     (void)responder.Send(StatusReply(call.xid, wire::Status::kNoReply));
     return;
   }
-  // The flush that kept the reply waits until `done`: its memory lives.
+  const wire::OutgoingMessage& message = kept->message;
   std::optional<ServerReply> reply =
-      MessageReply(call.xid, *kept->message, kept->owned,
+      MessageReply(call.xid, message, std::move(kept),
                    call.write_chunk_capacities, args->max_reply);
-  lock.unlock();
-  auto release = [this, kept] {
-    std::lock_guard<std::mutex> released(mu_);
-    kept->done = true;
-    cv_.notify_all();
-  };
   if (!reply.has_value()) {
-    release();
     (void)responder.Send(
         StatusReply(call.xid, wire::Status::kRefused,
                     "the fetch offered less than the deferred reply needs"));
     return;
   }
-  reply->on_released = std::move(release);
   (void)responder.Send(*std::move(reply));
 }
 
@@ -164,8 +209,9 @@ ResponderCore::~ResponderCore() {
 }
 
 bool ResponderCore::Begin(IncomingCall call, std::optional<Responder> responder,
-                          size_t args_offset) {
+                          size_t args_offset, bool oneway) {
   writer_.Reset();
+  oneway_ = oneway;
   responder_ = std::move(responder);
   xid_ = call.xid;
   write_chunks_ = call.write_chunk_capacities;
@@ -207,8 +253,8 @@ void ResponderCore::Write(const uint8_t* data, uint32_t length) {
 
 void ResponderCore::Flush() {
   if (writer_.empty()) return;
-  if (!responder_.has_value()) {
-    // A oneway call (answered on receipt) or a second reply: nobody waits.
+  if (!responder_.has_value() || oneway_) {
+    // A oneway call or a second reply: nobody waits for it.
     writer_.Reset();
     return;
   }
@@ -223,12 +269,16 @@ void ResponderCore::Flush() {
     SendReply(responder, *std::move(reply), borrows);
     return;
   }
-  // Too large for what the call offered: keep it until it is fetched.
-  ReplyStash::Kept kept;
-  kept.message = &message;
-  kept.owned = owned;
-  const uint32_t ticket = stash_->Add(&kept);
-  if (ticket == 0) return;  // the connection is gone
+  // Too large for what the call offered: a copy is kept for THRIFT_FETCH
+  // (see ReplyStash), and flush() returns now.
+  const uint32_t ticket = stash_->Keep(message);
+  if (ticket == 0) {
+    (void)responder.Send(StatusReply(
+        xid_, wire::Status::kRefused,
+        "the reply did not fit what the call offered, and the connection "
+        "keeps as many deferred replies as it may"));
+    return;
+  }
   wire::Deferred deferred;
   deferred.ticket = ticket;
   deferred.reduced_size = static_cast<uint32_t>(std::min<uint64_t>(
@@ -240,8 +290,6 @@ void ResponderCore::Flush() {
   ServerReply answer(ResultPrefix(xid_, wire::Status::kDeferred));
   wire::EncodeDeferred(deferred, answer.xdr);
   (void)responder.Send(std::move(answer));
-  stash_->Wait(kept);
-  stash_->Remove(ticket);
 }
 
 void ResponderCore::Finish() {

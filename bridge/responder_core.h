@@ -12,6 +12,7 @@
 #ifndef RPCRDMA_BRIDGE_RESPONDER_CORE_H_
 #define RPCRDMA_BRIDGE_RESPONDER_CORE_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -26,31 +27,39 @@
 namespace rpcrdma::thrift::internal {
 
 // Replies kept for THRIFT_FETCH on one connection (or one client's
-// callback service).
+// callback service). A kept reply is a copy: the processor's memory goes
+// back at once, and no worker waits for a fetch that may never come.
+// Bounded per connection in number, octets and age (older ones are dropped
+// whenever the connection keeps or fetches a reply; all go with the
+// connection, which the transport's idle disconnect ends).
 class ReplyStash {
  public:
-  struct Kept {
-    const wire::OutgoingMessage* message = nullptr;
-    std::shared_ptr<void> owned;
-    // Set when a fetch took it (its reply's release then sets `done`).
-    bool taken = false;
-    // Set when the fetch's reply has been released, or the reply dropped.
-    bool done = false;
+  struct Bounds {
+    size_t max_replies = 64;
+    // Beyond a first reply of any size (a reply has no bound of its own).
+    uint64_t max_octets = uint64_t{64} << 20;
+    std::chrono::milliseconds max_age{60000};
   };
-  uint32_t Add(Kept* kept);
-  void Remove(uint32_t ticket);
-  // Waits until `kept` is done, or the stash is closed before a fetch took
-  // it.
-  void Wait(Kept& kept);
+  ReplyStash() : ReplyStash(Bounds{}) {}
+  explicit ReplyStash(Bounds bounds) : bounds_(bounds) {}
+
+  // Keeps a copy of `message`; its ticket, or 0 when the stash is closed
+  // or the bounds leave no room (the call is then refused).
+  uint32_t Keep(const wire::OutgoingMessage& message);
   // THRIFT_FETCH: answers `call` with the kept reply (on a loop thread).
   void Fetch(const IncomingCall& call, Responder responder, size_t args_offset);
-  // The connection is gone: every waiter returns, later fetches fail.
+  // The connection is gone: kept replies are dropped, later fetches fail.
   void Close();
+  size_t kept() const;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<uint32_t, Kept*> kept_;
+  struct Kept;
+  void Expire(std::chrono::steady_clock::time_point now);
+
+  const Bounds bounds_;
+  mutable std::mutex mu_;
+  std::map<uint32_t, std::shared_ptr<Kept>> kept_;
+  uint64_t octets_ = 0;
   uint32_t next_ticket_ = 1;
   bool closed_ = false;
 };
@@ -90,8 +99,10 @@ class ResponderCore {
   // no responder). A call that does not decode, or exceeds
   // max_message_size, is answered (GARBAGE_ARGS, REFUSED) and false
   // returned.
+  // A oneway with a responder (answered once processed) gets NO_REPLY from
+  // Finish() whatever the processor writes.
   bool Begin(IncomingCall call, std::optional<Responder> responder,
-             size_t args_offset);
+             size_t args_offset, bool oneway = false);
   // The call's message, for the processor.
   MessageReader& reader() { return reader_; }
   // TTransport write()/flush() of the reply. Throw TTransportException.
@@ -112,6 +123,7 @@ class ResponderCore {
   uint32_t xid_ = 0;
   std::vector<uint64_t> write_chunks_;  // capacities the call offered
   uint32_t max_reply_ = 0;
+  bool oneway_ = false;
 };
 
 }  // namespace rpcrdma::thrift::internal

@@ -4,6 +4,7 @@
 
 #include <thrift/TConfiguration.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -44,6 +45,9 @@ class ServerSocketState
   const TRdmaServerSocketOptions options;
   const std::shared_ptr<apache::thrift::TConfiguration> config;
   const ResponderLimits limits;
+  // TRdmaServerSocket::setAcceptTimeout and setRecvTimeout; 0 for none.
+  std::atomic<int> accept_timeout_ms{0};
+  std::atomic<int> recv_timeout_ms{0};
 
  private:
   // An accepted transport was closed (or destroyed).

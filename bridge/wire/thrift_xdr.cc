@@ -357,18 +357,93 @@ absl::StatusOr<DecodedCallHeader> DecodeCallHeader(
   absl::StatusOr<uint32_t> prog = in.Uint32("prog");
   absl::StatusOr<uint32_t> vers = in.Uint32("vers");
   absl::StatusOr<uint32_t> proc = in.Uint32("proc");
-  if (!proc.ok()) return proc.status();
-  if (*type != kMsgCall || *rpcvers != kRpcVersion) {
-    return absl::DataLossError("not an RPC version 2 call");
-  }
-  if (absl::Status s = SkipAuth(in, "cred"); !s.ok()) return s;
-  if (absl::Status s = SkipAuth(in, "verf"); !s.ok()) return s;
+  if (!rpcvers.ok()) return rpcvers.status();
+  if (*type != kMsgCall) return absl::DataLossError("not an RPC call");
   h.xid = *xid;
+  h.rpc_version = *rpcvers;
+  // RFC 5531 §9: a call of another RPC version is answered RPC_MISMATCH;
+  // what follows its version need not be this version's header.
+  if (*rpcvers != kRpcVersion) return h;
+  if (!proc.ok()) return proc.status();
+  absl::StatusOr<uint32_t> cred_flavor = in.Uint32("cred");
+  if (!cred_flavor.ok()) return cred_flavor.status();
+  absl::StatusOr<absl::Span<const uint8_t>> cred =
+      in.Opaque("cred", kMaxAuthBody);
+  if (!cred.ok()) return cred.status();
+  absl::StatusOr<uint32_t> verf_flavor = in.Uint32("verf");
+  if (!verf_flavor.ok()) return verf_flavor.status();
+  absl::StatusOr<absl::Span<const uint8_t>> verf =
+      in.Opaque("verf", kMaxAuthBody);
+  if (!verf.ok()) return verf.status();
   h.program = *prog;
   h.version = *vers;
   h.procedure = *proc;
+  h.cred_flavor = *cred_flavor;
+  h.cred_body = *cred;
+  h.verf_flavor = *verf_flavor;
+  h.verf_body = *verf;
   h.body_offset = in.position();
   return h;
+}
+
+namespace {
+
+constexpr uint32_t kAuthNone = 0;
+constexpr uint32_t kAuthSys = 1;
+constexpr uint32_t kMsgDenied = 1;
+constexpr uint32_t kRpcMismatch = 0;
+constexpr uint32_t kAuthError = 1;
+
+// RFC 5531 Appendix A: struct authsys_parms { unsigned int stamp;
+// string machinename<255>; unsigned int uid; unsigned int gid;
+// unsigned int gids<16>; }, filling the body exactly.
+bool WellFormedAuthSys(absl::Span<const uint8_t> body) {
+  XdrReader in(body);
+  if (!in.Uint32("stamp").ok()) return false;
+  if (!in.Opaque("machinename", 255).ok()) return false;
+  if (!in.Uint32("uid").ok() || !in.Uint32("gid").ok()) return false;
+  absl::StatusOr<uint32_t> gids = in.Uint32("gids");
+  if (!gids.ok() || *gids > 16) return false;
+  if (!in.Skip(size_t{*gids} * 4, "gids").ok()) return false;
+  return in.remaining() == 0;
+}
+
+}  // namespace
+
+uint32_t CheckCallAuth(const DecodedCallHeader& header) {
+  switch (header.cred_flavor) {
+    case kAuthNone:
+      if (!header.cred_body.empty()) return kAuthBadCred;
+      break;
+    case kAuthSys:
+      if (!WellFormedAuthSys(header.cred_body)) return kAuthBadCred;
+      break;
+    default:
+      return kAuthBadCred;
+  }
+  if (header.verf_flavor != kAuthNone || !header.verf_body.empty()) {
+    return kAuthBadVerf;
+  }
+  return kAuthOk;
+}
+
+std::vector<uint8_t> RpcMismatchReply(uint32_t xid) {
+  std::vector<uint8_t> out;
+  XdrWriter w(out);
+  for (uint32_t word :
+       {xid, kMsgReply, kMsgDenied, kRpcMismatch, kRpcVersion, kRpcVersion}) {
+    w.Uint32(word);
+  }
+  return out;
+}
+
+std::vector<uint8_t> AuthErrorReply(uint32_t xid, uint32_t auth_stat) {
+  std::vector<uint8_t> out;
+  XdrWriter w(out);
+  for (uint32_t word : {xid, kMsgReply, kMsgDenied, kAuthError, auth_stat}) {
+    w.Uint32(word);
+  }
+  return out;
 }
 
 absl::StatusOr<size_t> DecodeReplyHeader(absl::Span<const uint8_t> message,
@@ -547,7 +622,8 @@ absl::StatusOr<Deferred> DecodeDeferred(XdrReader& in) {
 
 std::optional<CallPeek> PeekCall(absl::Span<const uint8_t> rpc_message) {
   absl::StatusOr<DecodedCallHeader> h = DecodeCallHeader(rpc_message);
-  if (!h.ok() || h->program != kProgram || h->version != kVersion) {
+  if (!h.ok() || h->rpc_version != kRpcVersion || h->program != kProgram ||
+      h->version != kVersion) {
     return std::nullopt;
   }
   CallPeek peek;

@@ -122,13 +122,38 @@ inline constexpr uint32_t kGarbageArgs = 4;
 
 struct DecodedCallHeader {
   uint32_t xid = 0;
+  // Another RPC version leaves the rest unread (its format is unknown).
+  uint32_t rpc_version = 2;
   uint32_t program = 0;
   uint32_t version = 0;
   uint32_t procedure = 0;
+  uint32_t cred_flavor = 0;
+  absl::Span<const uint8_t> cred_body;
+  uint32_t verf_flavor = 0;
+  absl::Span<const uint8_t> verf_body;
   size_t body_offset = 0;  // where the arguments start
 };
+// DATA_LOSS for what is not an RPC call or ends inside its header.
 absl::StatusOr<DecodedCallHeader> DecodeCallHeader(
     absl::Span<const uint8_t> message);
+
+// RFC 5531 §9 auth_stat.
+inline constexpr uint32_t kAuthOk = 0;
+inline constexpr uint32_t kAuthBadCred = 1;
+inline constexpr uint32_t kAuthBadVerf = 3;
+inline constexpr uint32_t kAuthTooWeak = 5;
+// What the bridge answers a call's credential and verifier with (kAuthOk
+// when it serves them): AUTH_NONE, and AUTH_SYS when its body is a
+// well-formed authsys_parms (the bridge does not act on it), with an
+// AUTH_NONE verifier. Other flavors are AUTH_BADCRED, as RFC 9289 §4.1
+// has a server answer a flavor it does not know; a malformed body of a
+// served flavor is AUTH_BADCRED, a verifier of another flavor
+// AUTH_BADVERF.
+uint32_t CheckCallAuth(const DecodedCallHeader& header);
+// Denied replies (MSG_DENIED): RPC_MISMATCH naming version 2 as both the
+// lowest and the highest served, and AUTH_ERROR with `auth_stat`.
+std::vector<uint8_t> RpcMismatchReply(uint32_t xid);
+std::vector<uint8_t> AuthErrorReply(uint32_t xid, uint32_t auth_stat);
 // A reply's results offset; FAILED_PRECONDITION naming the refusal for a
 // denied reply or an accept_stat other than SUCCESS.
 absl::StatusOr<size_t> DecodeReplyHeader(absl::Span<const uint8_t> message,

@@ -23,6 +23,7 @@
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "rpcrdma/runtime.h"
+#include "tests/testing/sanitizer.h"
 
 namespace rpcrdma::hostile {
 
@@ -41,21 +42,9 @@ inline size_t CountEntries(const char* dir) {
 }
 inline size_t OpenDescriptors() { return CountEntries("/proc/self/fd"); }
 inline size_t Threads() { return CountEntries("/proc/self/task"); }
-// AddressSanitizer keeps freed memory in its quarantine (written, so
-// resident) to catch uses after free: resident size then says nothing about
-// what the library holds, and LeakSanitizer checks leaks instead. Its
-// runtime (UBSan's too) also needs free descriptors for its own checks.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kUnderSanitizer = true;
-#else
-inline constexpr bool kUnderSanitizer = false;
-#endif
-#else
-inline constexpr bool kUnderSanitizer = false;
-#endif
+// Resident sizes say nothing under AddressSanitizer (its runtime, UBSan's
+// too, also needs free descriptors for its own checks).
+using ::rpcrdma::testing::kUnderSanitizer;
 
 // Resident memory of this process in octets (VmRSS of /proc/self/status).
 inline uint64_t ResidentBytes() {

@@ -55,9 +55,10 @@ struct TRdmaServerSocketOptions {
 
 class TRdmaServerSocket : public apache::thrift::transport::TServerTransport {
  public:
-  // The bridge's defaults for what `transport` leaves unset: no idle
-  // disconnect, no backward-call deadline, and calls as large as the
-  // TConfiguration MaxMessageSize (limits.max_call_size; at most 256 MiB).
+  // The bridge's defaults for what `transport` leaves unset: the
+  // transport's idle disconnect and handshake limit (timeouts.idle_ms,
+  // timeouts.handshake_ms), no backward-call deadline, and calls as large as
+  // the TConfiguration MaxMessageSize (limits.max_call_size; at most 256 MiB).
   explicit TRdmaServerSocket(
       std::string uri,
       std::shared_ptr<apache::thrift::TConfiguration> config = nullptr);
@@ -77,6 +78,16 @@ class TRdmaServerSocket : public apache::thrift::transport::TServerTransport {
   void interruptChildren() override;
   // Stops listening and closes every connection.
   void close() override;
+
+  // As TServerSocket's: accept() waits at most `milliseconds` and throws
+  // TIMED_OUT (on which Thrift's servers accept again); 0 for no limit.
+  void setAcceptTimeout(int milliseconds);
+  // As TServerSocket's: a transport accepted from now on waits at most
+  // `milliseconds` for its next call and throws TIMED_OUT, which ends the
+  // connection under Thrift's servers (TConnectedClient); 0 for no limit.
+  // Connections are also ended by the transport's idle disconnect
+  // (timeouts.idle_ms), also under TRdmaServer.
+  void setRecvTimeout(int milliseconds);
 
   // The URI clients connect to (a port of 0 resolved) once listening.
   std::string uri() const;
