@@ -113,6 +113,26 @@ uint16_t PortOf(const SocketAddress& address) {
   }
 }
 
+// RFC 5531 §9 call_body: cred at octet 24 of the message (after xid,
+// msg_type, rpcvers, prog, vers, proc), then verf; each an opaque_auth
+// (flavor, then body<400>, §8.2). AUTH_BADCRED or AUTH_BADVERF when the
+// length of one exceeds 400 (the verifier is read only after a credential
+// within bounds), else nothing.
+std::optional<auth_stat> OversizedAuth(absl::Span<const uint8_t> message) {
+  constexpr size_t kCredential = 24;
+  if (message.size() < kCredential + 8) return std::nullopt;
+  const uint32_t credential_length =
+      LoadBigEndian(message.data() + kCredential + 4);
+  if (credential_length > MAX_AUTH_BYTES) return AUTH_BADCRED;
+  const size_t verifier =
+      kCredential + 8 + (size_t{credential_length} + 3) / 4 * 4;
+  if (message.size() < verifier + 8) return std::nullopt;
+  if (LoadBigEndian(message.data() + verifier + 4) > MAX_AUTH_BYTES) {
+    return AUTH_BADVERF;
+  }
+  return std::nullopt;
+}
+
 netbuf NetbufOf(SocketAddress& address) {
   netbuf n{};
   n.maxlen = sizeof address.storage;
@@ -166,9 +186,16 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
     return true;
   }
+  // Not `peer`, which falls back on the transport's own address: clients
+  // whose address is unknown must not all look like one client.
+  const std::optional<SocketAddress> known =
+      transport->KnownPeerOf(job.call.connection);
   const CallIdentity call = IdentifyCall(
-      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&peer.storage),
-                          peer.length),
+      job.call.connection,
+      known.has_value() ? absl::MakeConstSpan(
+                              reinterpret_cast<const uint8_t*>(&known->storage),
+                              known->length)
+                        : absl::Span<const uint8_t>(),
       xid, program, version, procedure,
       job.call.message.span().subspan(arguments_at));
   ReplyCache::Lookup found = cache->Begin(call, [&job] {
@@ -203,17 +230,24 @@ void DispatchState::CacheReply(const ServerReply& reply) {
 }
 
 // A call whose RPC header libtirpc cannot read still gets an answer
-// (RFC 5531 §9): RPC_MISMATCH for another RPC version, else GARBAGE_ARGS.
+// (RFC 5531 §9): RPC_MISMATCH for another RPC version, AUTH_ERROR for a
+// credential or verifier over the 400 octets of RFC 5531 §8.2 (which
+// xdr_callmsg refuses), else GARBAGE_ARGS.
 void DispatchState::AnswerUndecodable(Job& job) {
   const Buffer& m = job.call.message;
   rpc_msg reply{};
   reply.rm_xid = job.call.xid;
   reply.rm_direction = REPLY;
+  const std::optional<auth_stat> bad_auth = OversizedAuth(m.span());
   if (m.size() >= 12 && LoadBigEndian(m.data() + 8) != RPC_MSG_VERSION) {
     reply.rm_reply.rp_stat = MSG_DENIED;
     reply.rjcted_rply.rj_stat = RPC_MISMATCH;
     reply.rjcted_rply.rj_vers.low = RPC_MSG_VERSION;
     reply.rjcted_rply.rj_vers.high = RPC_MSG_VERSION;
+  } else if (bad_auth.has_value()) {
+    reply.rm_reply.rp_stat = MSG_DENIED;
+    reply.rjcted_rply.rj_stat = AUTH_ERROR;
+    reply.rjcted_rply.rj_why = *bad_auth;
   } else {
     reply.rm_reply.rp_stat = MSG_ACCEPTED;
     reply.acpted_rply.ar_verf = _null_auth;
@@ -587,9 +621,14 @@ void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
 }
 
 SocketAddress RdmaTransport::PeerOf(uint64_t connection) {
+  return KnownPeerOf(connection).value_or(default_peer_);
+}
+
+std::optional<SocketAddress> RdmaTransport::KnownPeerOf(uint64_t connection) {
   std::lock_guard<std::mutex> lock(peers_mu_);
   auto it = peers_.find(connection);
-  return it != peers_.end() ? it->second : default_peer_;
+  if (it == peers_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace rpcrdma::oncrpc

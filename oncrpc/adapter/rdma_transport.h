@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,9 @@ class RdmaTransport {
   // Where the client of `connection` connects from (the transport's own
   // address when unknown, or for a backchannel).
   SocketAddress PeerOf(uint64_t connection);
+  // Where the client of `connection` connects from, when the Server said
+  // so (neither for a connection gone nor for a backchannel).
+  std::optional<SocketAddress> KnownPeerOf(uint64_t connection);
 
  private:
   friend struct DispatchState;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/hash/hash.h"
@@ -14,35 +15,50 @@ namespace {
 // Linux's nfsd checksums at most this much of the arguments (RC_CSUMLEN).
 constexpr size_t kHashedArgumentOctets = 256;
 
-std::string AddressWithoutPort(absl::Span<const uint8_t> address) {
+// The client as the cache knows it (reply_cache.h): an IPv4 or IPv6
+// address with its port, else the connection.
+std::string ClientKey(uint64_t connection, absl::Span<const uint8_t> address) {
+  std::string key;
+  auto append = [&key](const void* data, size_t size) {
+    key.append(static_cast<const char*>(data), size);
+  };
   if (address.size() >= sizeof(sockaddr_in6)) {
     sockaddr_in6 in6;
     std::memcpy(&in6, address.data(), sizeof in6);
     if (in6.sin6_family == AF_INET6) {
-      return std::string(reinterpret_cast<const char*>(&in6.sin6_addr),
-                         sizeof in6.sin6_addr);
+      key = "6";
+      append(&in6.sin6_addr, sizeof in6.sin6_addr);
+      append(&in6.sin6_port, sizeof in6.sin6_port);
+      append(&in6.sin6_scope_id, sizeof in6.sin6_scope_id);
+      return key;
     }
   }
   if (address.size() >= sizeof(sockaddr_in)) {
     sockaddr_in in4;
     std::memcpy(&in4, address.data(), sizeof in4);
     if (in4.sin_family == AF_INET) {
-      return std::string(reinterpret_cast<const char*>(&in4.sin_addr),
-                         sizeof in4.sin_addr);
+      key = "4";
+      append(&in4.sin_addr, sizeof in4.sin_addr);
+      append(&in4.sin_port, sizeof in4.sin_port);
+      return key;
     }
   }
-  // A Unix-domain client has no name: its clients share the server's.
-  return std::string(address.begin(), address.end());
+  // A Unix-domain client has no name (all of them would share the
+  // server's): only its connection tells it apart.
+  key = "c";
+  append(&connection, sizeof connection);
+  return key;
 }
 
 }  // namespace
 
-CallIdentity IdentifyCall(absl::Span<const uint8_t> client_address,
+CallIdentity IdentifyCall(uint64_t connection,
+                          absl::Span<const uint8_t> client_address,
                           uint32_t xid, uint32_t program, uint32_t version,
                           uint32_t procedure,
                           absl::Span<const uint8_t> arguments) {
   CallIdentity c;
-  c.client = AddressWithoutPort(client_address);
+  c.client = ClientKey(connection, client_address);
   c.xid = xid;
   c.program = program;
   c.version = version;

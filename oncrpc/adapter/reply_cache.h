@@ -5,10 +5,17 @@
 // first reply instead of being executed a second time. A duplicate that
 // arrives while the first is still being executed waits for its reply.
 //
-// The identity is what Linux's nfsd uses: the client's address (without
-// the port, which a reconnect changes), XID, program, version, procedure,
-// the argument length and a hash of their first octets. Bounded in entries
-// and in the octets of the replies kept; the oldest go first.
+// The identity is what Linux's nfsd uses (its c_key holds the client's
+// whole sockaddr, port included): the client's address and port, XID,
+// program, version, procedure, the argument length and a hash of their
+// first octets. No two connections open at once share an address and a
+// port, while a client that reconnects from the port it had (as Linux's
+// NFS clients do) is still recognised. A client whose transport gives no
+// such address (a Unix-domain one, which has no name, or one whose
+// connection is already gone) is known by its connection alone: otherwise
+// all of them would look alike, and one client's call would be answered
+// with another's reply. Bounded in entries and in the octets of the
+// replies kept; the oldest go first.
 #ifndef RPCRDMA_ONCRPC_ADAPTER_REPLY_CACHE_H_
 #define RPCRDMA_ONCRPC_ADAPTER_REPLY_CACHE_H_
 
@@ -31,7 +38,8 @@
 namespace rpcrdma::oncrpc {
 
 struct CallIdentity {
-  std::string client;  // the address without its port
+  // The client's address with its port, or else its connection.
+  std::string client;
   uint32_t xid = 0;
   uint32_t program = 0;
   uint32_t version = 0;
@@ -47,8 +55,11 @@ struct CallIdentity {
   }
 };
 
-// `arguments`: the call's octets after its RPC header.
-CallIdentity IdentifyCall(absl::Span<const uint8_t> client_address,
+// `connection`: the call's IncomingCall::connection; `client_address`: a
+// sockaddr where the client connects from, empty when unknown; `arguments`:
+// the call's octets after its RPC header.
+CallIdentity IdentifyCall(uint64_t connection,
+                          absl::Span<const uint8_t> client_address,
                           uint32_t xid, uint32_t program, uint32_t version,
                           uint32_t procedure,
                           absl::Span<const uint8_t> arguments);

@@ -3,6 +3,7 @@
 #include "oncrpc/adapter/reply_cache.h"
 
 #include <netinet/in.h>
+#include <sys/un.h>
 
 #include <cstring>
 #include <memory>
@@ -93,29 +94,73 @@ TEST(ReplyCache, OnlyTheProceduresNamedWhenSomeAre) {
   EXPECT_FALSE(cache.Caches(7, 2, 3));
 }
 
-TEST(CallIdentity, TheClientsPortAndLateArgumentOctetsDoNotCount) {
-  sockaddr_in a{}, b{};
-  a.sin_family = b.sin_family = AF_INET;
-  a.sin_addr.s_addr = b.sin_addr.s_addr = htonl(0x7f000001);
-  a.sin_port = htons(1000);
-  b.sin_port = htons(2000);  // a reconnect's new port
-  auto span_of = [](const sockaddr_in& s) {
-    return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&s), sizeof s);
-  };
+template <typename T>
+absl::Span<const uint8_t> SpanOf(const T& address) {
+  return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&address),
+                             sizeof address);
+}
+
+sockaddr_in Loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(0x7f000001);
+  a.sin_port = htons(port);
+  return a;
+}
+
+TEST(CallIdentity, LateArgumentOctetsDoNotCount) {
+  const sockaddr_in a = Loopback(1000);
   std::vector<uint8_t> args(1000, 5), tail_differs = args;
   tail_differs[900] = 6;
-  EXPECT_EQ(IdentifyCall(span_of(a), 9, 1, 1, 2, args),
-            IdentifyCall(span_of(b), 9, 1, 1, 2, tail_differs));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args),
+            IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, tail_differs));
   std::vector<uint8_t> head_differs = args;
   head_differs[10] = 6;
-  EXPECT_FALSE(IdentifyCall(span_of(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(span_of(a), 9, 1, 1, 2, head_differs));
-  EXPECT_FALSE(IdentifyCall(span_of(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(span_of(a), 9, 1, 1, 3, args));
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
+               IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, head_differs));
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
+               IdentifyCall(1, SpanOf(a), 9, 1, 1, 3, args));
   sockaddr_in other = a;
   other.sin_addr.s_addr = htonl(0x7f000002);
-  EXPECT_FALSE(IdentifyCall(span_of(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(span_of(other), 9, 1, 1, 2, args));
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
+               IdentifyCall(1, SpanOf(other), 9, 1, 1, 2, args));
+}
+
+// Linux's nfsd keys on the whole sockaddr: every local client is
+// 127.0.0.1, and only the port tells them apart. A client that reconnects
+// from the port it had is the same client, whatever its connection.
+TEST(CallIdentity, TheClientsPortCountsItsConnectionDoesNot) {
+  const std::vector<uint8_t> args(300, 5);
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args) ==
+               IdentifyCall(2, SpanOf(Loopback(2000)), 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args),
+            IdentifyCall(2, SpanOf(Loopback(1000)), 9, 1, 1, 2, args));
+  sockaddr_in6 a{}, b{};
+  a.sin6_family = b.sin6_family = AF_INET6;
+  a.sin6_addr = b.sin6_addr = in6addr_loopback;
+  a.sin6_port = htons(1000);
+  b.sin6_port = htons(2000);
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
+               IdentifyCall(2, SpanOf(b), 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args),
+            IdentifyCall(2, SpanOf(a), 9, 1, 1, 2, args));
+}
+
+// Unix-domain clients have no name (each looks like the server), and a
+// client whose address is unknown has none either: each connection is a
+// client of its own.
+TEST(CallIdentity, ClientsWithoutAnAddressAreTheirConnections) {
+  const std::vector<uint8_t> args(300, 5);
+  sockaddr_un unnamed{};
+  unnamed.sun_family = AF_UNIX;
+  EXPECT_FALSE(IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args) ==
+               IdentifyCall(2, SpanOf(unnamed), 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args),
+            IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args));
+  EXPECT_FALSE(IdentifyCall(1, {}, 9, 1, 1, 2, args) ==
+               IdentifyCall(2, {}, 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(3, {}, 9, 1, 1, 2, args),
+            IdentifyCall(3, {}, 9, 1, 1, 2, args));
 }
 
 }  // namespace
