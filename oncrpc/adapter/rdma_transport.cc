@@ -172,7 +172,7 @@ bool DispatchState::Take(Job job, rpc_msg* msg) {
   version = msg->rm_call.cb_vers;
   procedure = msg->rm_call.cb_proc;
   gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
-  peer = transport->PeerOf(job.call.connection);
+  peer = job.peer.value_or(transport->default_peer_);
   xprt.xp_rtaddr = NetbufOf(peer);
   if (!ExecuteAfterCache(job)) return false;
   replied = false;
@@ -186,10 +186,8 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
     return true;
   }
-  // Not `peer`, which falls back on the transport's own address: clients
-  // whose address is unknown must not all look like one client.
-  const std::optional<SocketAddress> known =
-      transport->KnownPeerOf(job.call.connection);
+  // Not `peer`, which falls back on the transport's own address.
+  const std::optional<SocketAddress>& known = job.peer;
   const CallIdentity call = IdentifyCall(
       job.call.connection,
       known.has_value() ? absl::MakeConstSpan(
@@ -560,7 +558,10 @@ CallHandler RdmaTransport::Handler() {
   return [this](IncomingCall call, Responder responder) {
     // Delivered to svc_run's thread driving the runtime: it takes the call
     // from the queue once RunReady returns.
-    queue_.Push(Job{std::move(call), std::move(responder)},
+    // The peer now: kClosed, after which it is forgotten, comes after
+    // the connection's last call reached this handler.
+    std::optional<SocketAddress> peer = KnownPeerOf(call.connection);
+    queue_.Push(Job{std::move(call), std::move(responder), std::move(peer)},
                 /*wake=*/t_driving != this);
   };
 }
@@ -598,6 +599,12 @@ bool RdmaTransport::RunThreads(u_int threads) {
 bool RdmaTransport::EnableCache(size_t entries, size_t max_bytes) {
   if (entries == 0 || cache_owner_ != nullptr) return false;
   cache_owner_ = std::make_unique<ReplyCache>(entries, max_bytes);
+  // Under peers_mu_, so that no event falls between the connections
+  // already open and the cache taking them over.
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  for (const auto& [connection, address] : peers_) {
+    cache_owner_->Opened(connection);
+  }
   cache_.store(cache_owner_.get(), std::memory_order_release);
   return true;
 }
@@ -610,14 +617,24 @@ uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
 }
 
 void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
-  if (config_.on_connection) config_.on_connection(event);
-  std::lock_guard<std::mutex> lock(peers_mu_);
-  if (event.type == ServerConnectionEvent::Type::kClosed) {
-    peers_.erase(event.connection);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    ReplyCache* cache = cache_.load(std::memory_order_acquire);
+    if (event.type == ServerConnectionEvent::Type::kClosed) {
+      peers_.erase(event.connection);
+      // From now on the cache lets a retransmission from a new connection
+      // have this one's replies (reply_cache.h).
+      if (cache != nullptr) cache->Closed(event.connection);
+    } else {
+      absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
+      peers_[event.connection] =
+          address.ok() ? std::optional<SocketAddress>(*address) : std::nullopt;
+      if (cache != nullptr) cache->Opened(event.connection);
+    }
   }
-  absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
-  if (address.ok()) peers_[event.connection] = *address;
+  // After the adapter took note: whoever sees kClosed may count on its
+  // cache knowing the connection gone.
+  if (config_.on_connection) config_.on_connection(event);
 }
 
 SocketAddress RdmaTransport::PeerOf(uint64_t connection) {

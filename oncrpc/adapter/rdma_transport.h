@@ -136,7 +136,9 @@ class RdmaTransport {
   std::atomic<bool> caller_drives_{false};  // set under keeper_mu_
 
   std::mutex peers_mu_;
-  absl::flat_hash_map<uint64_t, SocketAddress> peers_;
+  // The connections open now, with the address each client connects from
+  // when it resolves; the reply cache's set of open ones follows it.
+  absl::flat_hash_map<uint64_t, std::optional<SocketAddress>> peers_;
   SocketAddress default_peer_{};
 };
 

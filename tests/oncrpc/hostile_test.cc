@@ -5,10 +5,15 @@
 #include <netinet/in.h>
 #include <rpc/rpc.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -23,8 +28,12 @@ namespace {
 constexpr rpcprog_t kCountProgram = 0x2000816a;
 constexpr rpcvers_t kCountVersion = 1;
 constexpr rpcproc_t kCount = 1;  // opaque<> -> u_int (calls executed)
+// kCount, after half a second: a call still running when its connection
+// is lost.
+constexpr rpcproc_t kSlowCount = 2;
 
 std::atomic<u_int> executed{0};
+std::atomic<u_int> slow_started{0};
 
 bool_t XdrBytes(XDR* xdrs, std::string* bytes) {
   char* data = bytes->data();
@@ -39,7 +48,7 @@ bool_t XdrBytes(XDR* xdrs, std::string* bytes) {
 }
 
 void CountDispatch(svc_req* request, SVCXPRT* xprt) {
-  if (request->rq_proc != kCount) {
+  if (request->rq_proc != kCount && request->rq_proc != kSlowCount) {
     svcerr_noproc(xprt);
     return;
   }
@@ -48,6 +57,10 @@ void CountDispatch(svc_req* request, SVCXPRT* xprt) {
                    reinterpret_cast<caddr_t>(&argument))) {
     svcerr_decode(xprt);
     return;
+  }
+  if (request->rq_proc == kSlowCount) {
+    ++slow_started;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   u_int count = ++executed;
   svc_sendreply(xprt, AsXdrProc(&xdr_u_int), reinterpret_cast<caddr_t>(&count));
@@ -96,8 +109,18 @@ std::vector<uint8_t> ArgumentOf(uint32_t length, uint8_t fill) {
 class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    AdapterConfig config = TestConfig();
+    config.on_connection = [this](const ServerConnectionEvent& event) {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      if (event.type == ServerConnectionEvent::Type::kAccepted) {
+        accepted_.push_back(event.connection);
+      } else {
+        closed_.push_back(event.connection);
+      }
+      events_changed_.notify_all();
+    };
     absl::StatusOr<SVCXPRT*> xprt =
-        CreateServerTransport(ListenUri(GetParam()), TestConfig());
+        CreateServerTransport(ListenUri(GetParam()), config);
     ASSERT_TRUE(xprt.ok()) << xprt.status();
     xprt_ = *xprt;
     ASSERT_TRUE(svc_rdma_enablecache(xprt_, 64, 0));
@@ -111,11 +134,38 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
     svc_destroy(xprt_);
   }
 
-  std::unique_ptr<Channel> Connect() {
+  // A client on a connection of its own; `*connection` its id on the
+  // server's side.
+  std::unique_ptr<Channel> Connect(uint64_t* connection = nullptr) {
+    size_t known = 0;
+    {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      known = accepted_.size();
+    }
     absl::StatusOr<std::unique_ptr<Channel>> channel =
         Channel::Create(svc_rdma_uri(xprt_), {});
     EXPECT_TRUE(channel.ok()) << channel.status();
-    return channel.ok() ? *std::move(channel) : nullptr;
+    if (!channel.ok()) return nullptr;
+    // The connection is accepted by the time a call gets through. Each
+    // ping has an XID of its own, which the cache never matches.
+    static std::atomic<uint32_t> ping_xid{0x10000};
+    EXPECT_TRUE(Send(**channel, CallOf(ping_xid++, NULLPROC, 0, 0, {})).ok());
+    std::lock_guard<std::mutex> lock(events_mu_);
+    EXPECT_GT(accepted_.size(), known);
+    if (connection != nullptr && accepted_.size() > known) {
+      *connection = accepted_.back();
+    }
+    return *std::move(channel);
+  }
+
+  // Once the adapter has seen `connection` closed (the configuration's
+  // on_connection hears of it after the adapter).
+  bool WaitClosed(uint64_t connection) {
+    std::unique_lock<std::mutex> lock(events_mu_);
+    return events_changed_.wait_for(lock, std::chrono::seconds(30), [&] {
+      return std::find(closed_.begin(), closed_.end(), connection) !=
+             closed_.end();
+    });
   }
 
   // The reply header to `call`, and for a successful one its u_int result
@@ -157,28 +207,94 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
   }
 
   SVCXPRT* xprt_ = nullptr;
+  std::mutex events_mu_;
+  std::condition_variable events_changed_;
+  std::vector<uint64_t> accepted_;
+  std::vector<uint64_t> closed_;
 };
 
 // Over soft+unix every client has the same (empty) name and over soft+tcp
-// every local client is 127.0.0.1: the duplicate request cache must not
-// take one client's call for another's retransmission because both chose
-// the same XID and wrote the same leading argument octets (RFC 5531 §9:
-// only the client's own XIDs identify its retransmissions). Otherwise the
-// second client gets the first one's reply and its call never executes.
+// every local client is 127.0.0.1: while both are connected, the duplicate
+// request cache must not take one client's call for another's
+// retransmission because both chose the same XID and sent the same
+// arguments (RFC 5531 §9: only the client's own XIDs identify its
+// retransmissions). Otherwise the second client gets the first one's
+// reply and its call never executes.
 TEST_P(AdapterHostileTest, ReplyCacheKeepsClientsThatShareAnXidApart) {
   std::unique_ptr<Channel> first = Connect();
   std::unique_ptr<Channel> second = Connect();
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
-  // Same length, same first 256 octets; only the tail differs, which the
-  // cache does not look at (as nfsd's RC_CSUMLEN).
-  std::vector<uint8_t> one = ArgumentOf(1000, 'a'), two = one;
-  two[900] = 'b';
+  // Same length, same octets, all of them.
+  const std::vector<uint8_t> argument = ArgumentOf(1000, 'a');
   const u_int before = executed.load();
-  EXPECT_EQ(Count(*first, 0x5000, one), before + 1);
-  EXPECT_EQ(Count(*second, 0x5000, two), before + 2);
+  EXPECT_EQ(Count(*first, 0x5000, argument), before + 1);
+  EXPECT_EQ(Count(*second, 0x5000, argument), before + 2);
   EXPECT_EQ(executed.load(), before + 2);
   EXPECT_EQ(svc_rdma_cache_hits(xprt_), 0u);
+  // And each still has its own reply.
+  EXPECT_EQ(Count(*first, 0x5000, argument), before + 1);
+  EXPECT_EQ(Count(*second, 0x5000, argument), before + 2);
+  EXPECT_EQ(svc_rdma_cache_hits(xprt_), 2u);
+}
+
+// A client that lost its connection sends its calls again on a new one
+// (from a new port over soft+tcp), with their XIDs (RFC 5531 §9), as the
+// kernel's RPC-over-RDMA client does: what had run is answered from the
+// cache, not run twice. A call with the same XID and length but other
+// arguments is another call.
+TEST_P(AdapterHostileTest,
+       ReplyCacheAnswersARetransmissionAfterItsConnectionWasLost) {
+  uint64_t lost = 0;
+  std::unique_ptr<Channel> first = Connect(&lost);
+  ASSERT_NE(first, nullptr);
+  const std::vector<uint8_t> argument = ArgumentOf(1000, 'a');
+  const u_int before = executed.load();
+  EXPECT_EQ(Count(*first, 0x6100, argument), before + 1);
+  first.reset();
+  ASSERT_TRUE(WaitClosed(lost));
+  std::unique_ptr<Channel> again = Connect();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(Count(*again, 0x6100, argument), before + 1);
+  EXPECT_EQ(executed.load(), before + 1);
+  EXPECT_EQ(svc_rdma_cache_hits(xprt_), 1u);
+  std::vector<uint8_t> tail_differs = argument;
+  tail_differs[900] = 'b';
+  EXPECT_EQ(Count(*again, 0x6100, tail_differs), before + 2);
+}
+
+// The server drops a connection while a call of it runs (as nfs3d does on
+// SIGUSR2): the client's retransmission on its new connection waits for
+// that call and gets its reply.
+TEST_P(AdapterHostileTest,
+       ReplyCacheRetransmissionWaitsForTheCallOfALostConnection) {
+  uint64_t lost = 0;
+  std::unique_ptr<Channel> first = Connect(&lost);
+  ASSERT_NE(first, nullptr);
+  const std::vector<uint8_t> argument = ArgumentOf(1000, 'a');
+  const u_int before = executed.load();
+  const u_int started = slow_started.load();
+  std::thread unanswered([&] {
+    // Its reply is dropped with the connection.
+    EXPECT_FALSE(Send(*first, CallOf(0x6200, kSlowCount, 0, 0, argument)).ok());
+  });
+  for (int i = 0; i < 3000 && slow_started.load() == started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(slow_started.load(), started + 1);
+  ASSERT_TRUE(ServerOf(xprt_)->Disconnect(lost, "test").ok());
+  ASSERT_TRUE(WaitClosed(lost));
+  std::unique_ptr<Channel> again = Connect();
+  ASSERT_NE(again, nullptr);
+  uint32_t count = 0;
+  absl::StatusOr<ReplyHeader> header =
+      Send(*again, CallOf(0x6200, kSlowCount, 0, 0, argument), &count);
+  unanswered.join();
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(count, before + 1);
+  EXPECT_EQ(executed.load(), before + 1);
+  EXPECT_EQ(slow_started.load(), started + 1);
+  EXPECT_EQ(svc_rdma_cache_hits(xprt_), 1u);
 }
 
 // RFC 5531 §9: a retransmission keeps its XID; on its client's connection

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -14,9 +16,11 @@
 namespace rpcrdma::oncrpc {
 namespace {
 
-CallIdentity Call(uint32_t xid) {
+CallIdentity Call(uint32_t xid, uint64_t connection = 1,
+                  std::string address = "client") {
   CallIdentity c;
-  c.client = "client";
+  c.connection = connection;
+  c.address = std::move(address);
   c.xid = xid;
   c.program = 1;
   return c;
@@ -108,59 +112,111 @@ sockaddr_in Loopback(uint16_t port) {
   return a;
 }
 
-TEST(CallIdentity, LateArgumentOctetsDoNotCount) {
+TEST(CallIdentity, EveryArgumentOctetCounts) {
   const sockaddr_in a = Loopback(1000);
   std::vector<uint8_t> args(1000, 5), tail_differs = args;
   tail_differs[900] = 6;
   EXPECT_EQ(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args),
-            IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, tail_differs));
-  std::vector<uint8_t> head_differs = args;
-  head_differs[10] = 6;
+            IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args));
+  // Past the 256 octets nfsd's checksum covers.
   EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, head_differs));
+               IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, tail_differs));
   EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
                IdentifyCall(1, SpanOf(a), 9, 1, 1, 3, args));
-  sockaddr_in other = a;
-  other.sin_addr.s_addr = htonl(0x7f000002);
-  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(1, SpanOf(other), 9, 1, 1, 2, args));
 }
 
-// Linux's nfsd keys on the whole sockaddr: every local client is
-// 127.0.0.1, and only the port tells them apart. A client that reconnects
-// from the port it had is the same client, whatever its connection.
-TEST(CallIdentity, TheClientsPortCountsItsConnectionDoesNot) {
+// The address without the port: a client that reconnects has a new port.
+TEST(CallIdentity, TheAddressIsKeptWithoutItsPort) {
   const std::vector<uint8_t> args(300, 5);
-  EXPECT_FALSE(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args) ==
-               IdentifyCall(2, SpanOf(Loopback(2000)), 9, 1, 1, 2, args));
-  EXPECT_EQ(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args),
-            IdentifyCall(2, SpanOf(Loopback(1000)), 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args).address,
+            IdentifyCall(2, SpanOf(Loopback(2000)), 9, 1, 1, 2, args).address);
+  sockaddr_in other = Loopback(1000);
+  other.sin_addr.s_addr = htonl(0x7f000002);
+  EXPECT_NE(IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args).address,
+            IdentifyCall(1, SpanOf(other), 9, 1, 1, 2, args).address);
   sockaddr_in6 a{}, b{};
   a.sin6_family = b.sin6_family = AF_INET6;
   a.sin6_addr = b.sin6_addr = in6addr_loopback;
   a.sin6_port = htons(1000);
   b.sin6_port = htons(2000);
-  EXPECT_FALSE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args) ==
-               IdentifyCall(2, SpanOf(b), 9, 1, 1, 2, args));
-  EXPECT_EQ(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args),
-            IdentifyCall(2, SpanOf(a), 9, 1, 1, 2, args));
-}
-
-// Unix-domain clients have no name (each looks like the server), and a
-// client whose address is unknown has none either: each connection is a
-// client of its own.
-TEST(CallIdentity, ClientsWithoutAnAddressAreTheirConnections) {
-  const std::vector<uint8_t> args(300, 5);
+  EXPECT_EQ(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args).address,
+            IdentifyCall(2, SpanOf(b), 9, 1, 1, 2, args).address);
+  EXPECT_NE(IdentifyCall(1, SpanOf(a), 9, 1, 1, 2, args).address,
+            IdentifyCall(1, SpanOf(Loopback(1000)), 9, 1, 1, 2, args).address);
+  // A Unix-domain client has no name, nor has an unknown one.
   sockaddr_un unnamed{};
   unnamed.sun_family = AF_UNIX;
-  EXPECT_FALSE(IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args) ==
-               IdentifyCall(2, SpanOf(unnamed), 9, 1, 1, 2, args));
-  EXPECT_EQ(IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args),
-            IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args));
-  EXPECT_FALSE(IdentifyCall(1, {}, 9, 1, 1, 2, args) ==
-               IdentifyCall(2, {}, 9, 1, 1, 2, args));
-  EXPECT_EQ(IdentifyCall(3, {}, 9, 1, 1, 2, args),
-            IdentifyCall(3, {}, 9, 1, 1, 2, args));
+  EXPECT_EQ(IdentifyCall(1, SpanOf(unnamed), 9, 1, 1, 2, args).address, "");
+  EXPECT_EQ(IdentifyCall(1, {}, 9, 1, 1, 2, args).address, "");
+}
+
+// While the connection of an entry is open, only that connection has its
+// reply: two clients open at once, at one address, with the same call.
+TEST(ReplyCache, AnOpenConnectionsRepliesAreItsOwn) {
+  ReplyCache cache(10, 1000);
+  cache.Opened(1);
+  cache.Opened(2);
+  ASSERT_TRUE(cache.Begin(Call(7, 1, ""), kNoWaiter).execute);
+  cache.Complete(Call(7, 1, ""), ReplyOf(10));
+  EXPECT_TRUE(cache.Begin(Call(7, 2, ""), kNoWaiter).execute);
+  cache.Complete(Call(7, 2, ""), ReplyOf(20));
+  EXPECT_EQ(cache.Begin(Call(7, 1, ""), kNoWaiter).reply->bytes(), 10u);
+  EXPECT_EQ(cache.Begin(Call(7, 2, ""), kNoWaiter).reply->bytes(), 20u);
+  EXPECT_EQ(cache.hits(), 2u);
+}
+
+// Once the connection has closed, the same call from its address on a new
+// connection is its retransmission; from another address it is not.
+TEST(ReplyCache, AClosedConnectionsRepliesGoToItsAddress) {
+  ReplyCache cache(10, 1000);
+  cache.Opened(1);
+  ASSERT_TRUE(cache.Begin(Call(7, 1, "a"), kNoWaiter).execute);
+  cache.Complete(Call(7, 1, "a"), ReplyOf(10));
+  cache.Opened(2);
+  EXPECT_TRUE(cache.Begin(Call(7, 2, "b"), kNoWaiter).execute);
+  cache.Abandon(Call(7, 2, "b"));
+  cache.Closed(1);
+  cache.Opened(3);
+  const ReplyCache::Lookup again = cache.Begin(Call(7, 3, "a"), kNoWaiter);
+  EXPECT_FALSE(again.execute);
+  ASSERT_NE(again.reply, nullptr);
+  EXPECT_EQ(again.reply->bytes(), 10u);
+  EXPECT_TRUE(cache.Begin(Call(7, 2, "b"), kNoWaiter).execute);
+}
+
+// A call still running when its connection is lost: its retransmission on
+// the new connection waits for its reply.
+TEST(ReplyCache, ARetransmissionWaitsForTheCallOfALostConnection) {
+  ReplyCache cache(10, 1000);
+  cache.Opened(1);
+  ASSERT_TRUE(cache.Begin(Call(7, 1, "a"), kNoWaiter).execute);
+  cache.Closed(1);
+  cache.Opened(2);
+  bool answered = false;
+  const ReplyCache::Lookup parked = cache.Begin(Call(7, 2, "a"), [&] {
+    return ReplyCache::Waiter(
+        [&](std::shared_ptr<const CachedReply>) { answered = true; });
+  });
+  EXPECT_FALSE(parked.execute);
+  std::vector<ReplyCache::Waiter> waiting =
+      cache.Complete(Call(7, 1, "a"), ReplyOf(5));
+  ASSERT_EQ(waiting.size(), 1u);
+  waiting[0](ReplyOf(5));
+  EXPECT_TRUE(answered);
+}
+
+// A call dispatched after its connection closed (its reply goes nowhere)
+// repeats what its retransmission on an open connection already ran.
+TEST(ReplyCache, ACallOfAClosedConnectionRunsNoSecondTime) {
+  ReplyCache cache(10, 1000);
+  cache.Opened(1);
+  cache.Closed(1);
+  cache.Opened(2);
+  ASSERT_TRUE(cache.Begin(Call(7, 2, "a"), kNoWaiter).execute);
+  cache.Complete(Call(7, 2, "a"), ReplyOf(5));
+  EXPECT_FALSE(cache.Begin(Call(7, 1, "a"), kNoWaiter).execute);
+  // Another address's call is another call.
+  EXPECT_TRUE(cache.Begin(Call(7, 1, "b"), kNoWaiter).execute);
 }
 
 }  // namespace
