@@ -107,7 +107,11 @@ bool_t Nfs3Server::Readdir(const READDIR3args& a, READDIR3res& r, svc_req*) {
   VerifierOf(st, ok.cookieverf);
   // status, attributes, verifier, the end of the list and eof.
   size_t used = 4 + 4 + 84 + NFS3_COOKIEVERFSIZE + 4 + 4;
+  // rpcgen's multi-threaded dispatcher does not clear the result: the
+  // list is empty until an entry is added, or it would be freed or sent
+  // from whatever was on the stack.
   entry3** tail = &ok.reply.entries;
+  *tail = nullptr;
   size_t listed = 0;
   bool eof = false;
   r.status =
@@ -159,6 +163,7 @@ bool_t Nfs3Server::Readdirplus(const READDIRPLUS3args& a, READDIRPLUS3res& r,
   size_t used = 4 + 4 + 84 + NFS3_COOKIEVERFSIZE + 4 + 4;
   size_t directory_used = 0;
   entryplus3** tail = &ok.reply.entries;
+  *tail = nullptr;  // as in Readdir
   size_t listed = 0;
   bool eof = false;
   r.status = ReadEntries(

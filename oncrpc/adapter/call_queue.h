@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "rpcrdma/address.h"
 #include "rpcrdma/responder.h"
 
 namespace rpcrdma::oncrpc {
@@ -16,6 +17,10 @@ namespace rpcrdma::oncrpc {
 struct Job {
   IncomingCall call;
   Responder responder;
+  // Where its client connected from, as known when the call arrived: its
+  // connection may be gone by the time it is dispatched (unset when the
+  // Server did not say, and for a backchannel).
+  std::optional<SocketAddress> peer;
 };
 
 class CallQueue {

@@ -113,6 +113,26 @@ uint16_t PortOf(const SocketAddress& address) {
   }
 }
 
+// RFC 5531 §9 call_body: cred at octet 24 of the message (after xid,
+// msg_type, rpcvers, prog, vers, proc), then verf; each an opaque_auth
+// (flavor, then body<400>, §8.2). AUTH_BADCRED or AUTH_BADVERF when the
+// length of one exceeds 400 (the verifier is read only after a credential
+// within bounds), else nothing.
+std::optional<auth_stat> OversizedAuth(absl::Span<const uint8_t> message) {
+  constexpr size_t kCredential = 24;
+  if (message.size() < kCredential + 8) return std::nullopt;
+  const uint32_t credential_length =
+      LoadBigEndian(message.data() + kCredential + 4);
+  if (credential_length > MAX_AUTH_BYTES) return AUTH_BADCRED;
+  const size_t verifier =
+      kCredential + 8 + (size_t{credential_length} + 3) / 4 * 4;
+  if (message.size() < verifier + 8) return std::nullopt;
+  if (LoadBigEndian(message.data() + verifier + 4) > MAX_AUTH_BYTES) {
+    return AUTH_BADVERF;
+  }
+  return std::nullopt;
+}
+
 netbuf NetbufOf(SocketAddress& address) {
   netbuf n{};
   n.maxlen = sizeof address.storage;
@@ -152,7 +172,7 @@ bool DispatchState::Take(Job job, rpc_msg* msg) {
   version = msg->rm_call.cb_vers;
   procedure = msg->rm_call.cb_proc;
   gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
-  peer = transport->PeerOf(job.call.connection);
+  peer = job.peer.value_or(transport->default_peer_);
   xprt.xp_rtaddr = NetbufOf(peer);
   if (!ExecuteAfterCache(job)) return false;
   replied = false;
@@ -166,9 +186,14 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
     return true;
   }
+  // Not `peer`, which falls back on the transport's own address.
+  const std::optional<SocketAddress>& known = job.peer;
   const CallIdentity call = IdentifyCall(
-      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&peer.storage),
-                          peer.length),
+      job.call.connection,
+      known.has_value() ? absl::MakeConstSpan(
+                              reinterpret_cast<const uint8_t*>(&known->storage),
+                              known->length)
+                        : absl::Span<const uint8_t>(),
       xid, program, version, procedure,
       job.call.message.span().subspan(arguments_at));
   ReplyCache::Lookup found = cache->Begin(call, [&job] {
@@ -203,17 +228,24 @@ void DispatchState::CacheReply(const ServerReply& reply) {
 }
 
 // A call whose RPC header libtirpc cannot read still gets an answer
-// (RFC 5531 §9): RPC_MISMATCH for another RPC version, else GARBAGE_ARGS.
+// (RFC 5531 §9): RPC_MISMATCH for another RPC version, AUTH_ERROR for a
+// credential or verifier over the 400 octets of RFC 5531 §8.2 (which
+// xdr_callmsg refuses), else GARBAGE_ARGS.
 void DispatchState::AnswerUndecodable(Job& job) {
   const Buffer& m = job.call.message;
   rpc_msg reply{};
   reply.rm_xid = job.call.xid;
   reply.rm_direction = REPLY;
+  const std::optional<auth_stat> bad_auth = OversizedAuth(m.span());
   if (m.size() >= 12 && LoadBigEndian(m.data() + 8) != RPC_MSG_VERSION) {
     reply.rm_reply.rp_stat = MSG_DENIED;
     reply.rjcted_rply.rj_stat = RPC_MISMATCH;
     reply.rjcted_rply.rj_vers.low = RPC_MSG_VERSION;
     reply.rjcted_rply.rj_vers.high = RPC_MSG_VERSION;
+  } else if (bad_auth.has_value()) {
+    reply.rm_reply.rp_stat = MSG_DENIED;
+    reply.rjcted_rply.rj_stat = AUTH_ERROR;
+    reply.rjcted_rply.rj_why = *bad_auth;
   } else {
     reply.rm_reply.rp_stat = MSG_ACCEPTED;
     reply.acpted_rply.ar_verf = _null_auth;
@@ -526,7 +558,10 @@ CallHandler RdmaTransport::Handler() {
   return [this](IncomingCall call, Responder responder) {
     // Delivered to svc_run's thread driving the runtime: it takes the call
     // from the queue once RunReady returns.
-    queue_.Push(Job{std::move(call), std::move(responder)},
+    // The peer now: kClosed, after which it is forgotten, comes after
+    // the connection's last call reached this handler.
+    std::optional<SocketAddress> peer = KnownPeerOf(call.connection);
+    queue_.Push(Job{std::move(call), std::move(responder), std::move(peer)},
                 /*wake=*/t_driving != this);
   };
 }
@@ -564,6 +599,12 @@ bool RdmaTransport::RunThreads(u_int threads) {
 bool RdmaTransport::EnableCache(size_t entries, size_t max_bytes) {
   if (entries == 0 || cache_owner_ != nullptr) return false;
   cache_owner_ = std::make_unique<ReplyCache>(entries, max_bytes);
+  // Under peers_mu_, so that no event falls between the connections
+  // already open and the cache taking them over.
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  for (const auto& [connection, address] : peers_) {
+    cache_owner_->Opened(connection);
+  }
   cache_.store(cache_owner_.get(), std::memory_order_release);
   return true;
 }
@@ -576,20 +617,35 @@ uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
 }
 
 void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
-  if (config_.on_connection) config_.on_connection(event);
-  std::lock_guard<std::mutex> lock(peers_mu_);
-  if (event.type == ServerConnectionEvent::Type::kClosed) {
-    peers_.erase(event.connection);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    ReplyCache* cache = cache_.load(std::memory_order_acquire);
+    if (event.type == ServerConnectionEvent::Type::kClosed) {
+      peers_.erase(event.connection);
+      // From now on the cache lets a retransmission from a new connection
+      // have this one's replies (reply_cache.h).
+      if (cache != nullptr) cache->Closed(event.connection);
+    } else {
+      absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
+      peers_[event.connection] =
+          address.ok() ? std::optional<SocketAddress>(*address) : std::nullopt;
+      if (cache != nullptr) cache->Opened(event.connection);
+    }
   }
-  absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
-  if (address.ok()) peers_[event.connection] = *address;
+  // After the adapter took note: whoever sees kClosed may count on its
+  // cache knowing the connection gone.
+  if (config_.on_connection) config_.on_connection(event);
 }
 
 SocketAddress RdmaTransport::PeerOf(uint64_t connection) {
+  return KnownPeerOf(connection).value_or(default_peer_);
+}
+
+std::optional<SocketAddress> RdmaTransport::KnownPeerOf(uint64_t connection) {
   std::lock_guard<std::mutex> lock(peers_mu_);
   auto it = peers_.find(connection);
-  return it != peers_.end() ? it->second : default_peer_;
+  if (it == peers_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace rpcrdma::oncrpc

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,9 @@ class RdmaTransport {
   // Where the client of `connection` connects from (the transport's own
   // address when unknown, or for a backchannel).
   SocketAddress PeerOf(uint64_t connection);
+  // Where the client of `connection` connects from, when the Server said
+  // so (neither for a connection gone nor for a backchannel).
+  std::optional<SocketAddress> KnownPeerOf(uint64_t connection);
 
  private:
   friend struct DispatchState;
@@ -132,7 +136,9 @@ class RdmaTransport {
   std::atomic<bool> caller_drives_{false};  // set under keeper_mu_
 
   std::mutex peers_mu_;
-  absl::flat_hash_map<uint64_t, SocketAddress> peers_;
+  // The connections open now, with the address each client connects from
+  // when it resolves; the reply cache's set of open ones follows it.
+  absl::flat_hash_map<uint64_t, std::optional<SocketAddress>> peers_;
   SocketAddress default_peer_{};
 };
 

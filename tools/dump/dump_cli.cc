@@ -110,7 +110,10 @@ Keys (numbers are JSON integers):
               bridge (program 0x20007468, bridge/README.md) also
               "procedure" (THRIFT_NULL, THRIFT_CALL, THRIFT_ONEWAY,
               THRIFT_FETCH) and, for THRIFT_CALL and THRIFT_ONEWAY,
-              "thrift": {"method","seqid","type"} of the Thrift message
+              "thrift": {"method","seqid","type"} of the Thrift message;
+              in method, as in any text a peer chose, an octet that is not
+              part of valid UTF-8 and a control character are printed as
+              \xNN (two hex digits) and a backslash as two backslashes
   error       why the message did not decode (with frame, alone)
 
 Options (Abseil flags: one or two dashes, --pretty=false or --nopretty to

@@ -70,8 +70,10 @@ void AddRpc(absl::Span<const uint8_t> message, size_t header_length, json& j) {
           thrift::wire::PeekCall(message.subspan(header_length))) {
     rpc["procedure"] = thrift::wire::ProcedureName(thrift->procedure);
     if (thrift->info) {
+      // The name is whatever octets the peer sent: nlohmann::json throws
+      // on a string that is not UTF-8 when it is printed.
       rpc["thrift"] =
-          json{{"method", thrift->info->name},
+          json{{"method", EscapeOctets(thrift->info->name)},
                {"seqid", thrift->info->seqid},
                {"type", thrift::wire::MessageTypeName(thrift->info->type)}};
     }
@@ -251,6 +253,32 @@ nlohmann::ordered_json Ordered(const json& j) {
   return nlohmann::ordered_json(j);
 }
 
+// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629 §4
+// UTF8-char), or 0 when there is none.
+size_t Utf8SequenceLength(absl::string_view s) {
+  auto at = [&s](size_t i) { return static_cast<uint8_t>(s[i]); };
+  auto continuation = [&](size_t i, uint8_t low = 0x80, uint8_t high = 0xbf) {
+    return i < s.size() && at(i) >= low && at(i) <= high;
+  };
+  const uint8_t lead = at(0);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
+  if (lead >= 0xe0 && lead <= 0xef) {
+    // No overlong forms (E0 A0..BF) and no surrogates (ED 80..9F).
+    const uint8_t low = lead == 0xe0 ? 0xa0 : 0x80;
+    const uint8_t high = lead == 0xed ? 0x9f : 0xbf;
+    return continuation(1, low, high) && continuation(2) ? 3 : 0;
+  }
+  if (lead >= 0xf0 && lead <= 0xf4) {
+    // No overlong forms (F0 90..BF) and nothing past U+10FFFF (F4 80..8F).
+    const uint8_t low = lead == 0xf0 ? 0x90 : 0x80;
+    const uint8_t high = lead == 0xf4 ? 0x8f : 0xbf;
+    return continuation(1, low, high) && continuation(2) && continuation(3) ? 4
+                                                                            : 0;
+  }
+  return 0;
+}
+
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -294,7 +322,32 @@ std::optional<json> FormatMessage(absl::Span<const uint8_t> message,
 }
 
 std::string FormatLine(const json& object, bool pretty) {
-  return Ordered(object).dump(pretty ? 2 : -1);
+  // Every string FormatMessage puts in is valid UTF-8 (EscapeOctets);
+  // should one ever not be, a line with U+FFFD in it is still better than
+  // the type_error nlohmann::json would throw.
+  return Ordered(object).dump(pretty ? 2 : -1, ' ', /*ensure_ascii=*/false,
+                              nlohmann::json::error_handler_t::replace);
+}
+
+std::string EscapeOctets(absl::string_view octets) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(octets.size());
+  while (!octets.empty()) {
+    const uint8_t c = static_cast<uint8_t>(octets.front());
+    const size_t valid = Utf8SequenceLength(octets);
+    if (valid == 0 || c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+      octets.remove_prefix(1);
+      continue;
+    }
+    if (c == '\\') out += '\\';
+    out.append(octets.data(), valid);
+    octets.remove_prefix(valid);
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<uint8_t>> ParseHex(absl::string_view text) {

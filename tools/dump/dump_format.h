@@ -39,6 +39,15 @@ std::optional<nlohmann::json> FormatMessage(absl::Span<const uint8_t> message,
 // line, or indented when `pretty`.
 std::string FormatLine(const nlohmann::json& object, bool pretty);
 
+// `octets` a peer chose (a Thrift method name...) as printable UTF-8 text:
+// valid UTF-8 is kept as it is, except that a backslash is doubled and a
+// control character (U+0000..U+001F, U+007F) becomes \xNN; each octet that
+// is not part of a valid UTF-8 sequence (RFC 3629 §3-§4: no overlong form,
+// surrogate or code point past U+10FFFF) becomes \xNN too. The result is
+// always valid UTF-8, so that it can be put in a JSON string (RFC 8259 §8.1)
+// and printed, and the peer's octets can be read back from it.
+std::string EscapeOctets(absl::string_view octets);
+
 // Parses hexadecimal octets; whitespace and colons between digits are
 // ignored, as is a leading "0x". Fails on any other character or an odd
 // number of digits.

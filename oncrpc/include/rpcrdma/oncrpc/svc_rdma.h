@@ -77,14 +77,17 @@ bool_t svc_rdma_run_threads(SVCXPRT *xprt, u_int threads);
 /* A duplicate request cache for the SVCXPRT's calls, as libtirpc's
  * svc_dg_enablecache gives UDP transports: the replies of the last
  * `entries` calls answered (at most `max_bytes` octets of them; 0: 64 MiB)
- * are kept by the call's identity (client address without its port, XID,
- * program, version, procedure, arguments' length and first 256 octets, as
- * Linux's nfsd keys its cache), and a call a client sends again (after a
- * reconnect an RPC-over-RDMA client retransmits with the same XID) is
- * answered with the kept reply instead of being executed twice; one that
- * arrives while the first is still executing waits for its reply. Once
- * per SVCXPRT, before calls are dispatched: FALSE otherwise or for 0
- * entries. */
+ * are kept by the call's identity (XID, program, version, procedure, and
+ * its arguments' length and checksum over all of their octets), and a call
+ * a client sends again with the same XID (RFC 5531 §9) is answered with
+ * the kept reply instead of being executed twice; one that arrives while
+ * the first is still executing waits for its reply. While the connection a
+ * reply was made for is open, only that connection's calls get it: two
+ * clients never get each other's replies, even from one address. Once it
+ * has closed, the same call from the same address (any port, as a client
+ * that reconnects has) gets it: an RPC-over-RDMA client sends its calls
+ * again after a reconnect. Once per SVCXPRT, before calls are dispatched:
+ * FALSE otherwise or for 0 entries. */
 bool_t svc_rdma_enablecache(SVCXPRT *xprt, u_int entries, u_long max_bytes);
 /* Keeps only the replies of these procedures of `prog` version `vers`
  * (the non-idempotent ones, as NFS servers do); by default every reply is
