@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -151,10 +150,22 @@ bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r, svc_req* q) {
       return futimens(fd.get(), times) == 0 ? NFS3_OK : StatusOfErrno(errno);
     }
     const sattr3& attributes = how.createhow3_u.obj_attributes;
-    const int exclusive = how.mode == GUARDED ? O_EXCL : 0;
+    // O_EXCL always: opening an existing name for writing would wait on a
+    // FIFO's reader, or open a device. UNCHECKED takes an existing regular
+    // file (RFC 1813 §3.3.8) and, as nfsd, answers NFS3ERR_EXIST for any
+    // other type, looked at without opening it (O_PATH).
     UniqueFd fd(openat(dir, name,
-                       O_CREAT | exclusive | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                       O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
+                           O_NOCTTY | O_CLOEXEC,
                        ModeOr(attributes, 0644)));
+    if (!fd.valid() && errno == EEXIST && how.mode == UNCHECKED) {
+      fd = UniqueFd(openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st {};
+      if (!fd.valid() || fstat(fd.get(), &st) != 0) {
+        return StatusOfErrno(errno);
+      }
+      if (!S_ISREG(st.st_mode)) return NFS3ERR_EXIST;
+    }
     if (!fd.valid()) return StatusOfErrno(errno);
     return ApplyAttributes(fd.get(), WithoutMode(attributes));
   });
@@ -204,16 +215,16 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
   Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
     const mknoddata3& what = a.what;
     mode_t type;
-    dev_t device = 0;
     const sattr3* attributes;
     switch (what.type) {
       case NF3CHR:
       case NF3BLK:
-        type = what.type == NF3CHR ? S_IFCHR : S_IFBLK;
-        device = makedev(what.mknoddata3_u.device.spec.specdata1,
-                         what.mknoddata3_u.device.spec.specdata2);
-        attributes = &what.mknoddata3_u.device.dev_attributes;
-        break;
+        // Never a device node: READ and WRITE of it would be raw I/O on
+        // whatever device the client names, below every file permission.
+        // nfsd answers an unprivileged or squashed caller so (mknod needs
+        // CAP_MKNOD); this server answers every caller so, root included,
+        // as an export mounted nodev would have it.
+        return NFS3ERR_PERM;
       case NF3SOCK:
       case NF3FIFO:
         type = what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
@@ -222,7 +233,7 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
       default:
         return NFS3ERR_BADTYPE;
     }
-    return mknodat(dir, name, type | ModeOr(*attributes, 0644), device) == 0
+    return mknodat(dir, name, type | ModeOr(*attributes, 0644), 0) == 0
                ? NFS3_OK
                : StatusOfErrno(errno);
   });

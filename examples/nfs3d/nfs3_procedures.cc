@@ -2,6 +2,7 @@
 // -M) calls, and the function with which it frees their results.
 #include <rpc/rpc.h>
 
+#include "examples/nfs3d/credentials.h"
 #include "examples/nfs3d/nfs3_server.h"
 
 using rpcrdma::nfs3d::Nfs3Server;
@@ -10,9 +11,19 @@ extern "C" {
 
 bool_t nfsproc3_null_3_svc(void*, void*, struct svc_req*) { return TRUE; }
 
+// Each procedure runs as its caller (credentials.h): the file system
+// checks the caller's permissions, as nfsd has it check them. A call the
+// thread cannot take the caller's identity for does not run.
 #define RPCRDMA_NFS3_PROCEDURE(name, Method, Args, Res)              \
   bool_t nfsproc3_##name##_3_svc(Args* args, Res* res, svc_req* q) { \
-    return Nfs3Server::Installed().Method(*args, *res, q);           \
+    Nfs3Server& server = Nfs3Server::Installed();                    \
+    const rpcrdma::nfs3d::ActingAs caller(                           \
+        rpcrdma::nfs3d::IdentityOf(q, server.options()));            \
+    if (!caller.ok()) {                                              \
+      svcerr_systemerr(q->rq_xprt);                                  \
+      return FALSE;                                                  \
+    }                                                                \
+    return server.Method(*args, *res, q);                            \
   }
 
 RPCRDMA_NFS3_PROCEDURE(getattr, Getattr, GETATTR3args, GETATTR3res)

@@ -15,6 +15,9 @@
 // - READDIR and READDIRPLUS cookies are the directory's own offsets
 //   (getdents64 d_off), stable while the directory is, and a cookie
 //   verifier (the directory's change time) the client echoes;
+// - each call acts as its caller, after the export's squashing
+//   (credentials.h): the file system checks its permissions, and ACCESS
+//   answers what the caller may do;
 // - every errno maps to its nfsstat3 (attributes.h); a malformed request
 //   is the NFSv3 error for it, never a crash.
 #ifndef RPCRDMA_EXAMPLES_NFS3D_NFS3_SERVER_H_
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "examples/nfs3d/credentials.h"
 #include "examples/nfs3d/export.h"
 #include "nfs3_prot.h"
 
@@ -39,7 +43,8 @@ struct ServerLimits {
 
 class Nfs3Server {
  public:
-  Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits);
+  Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits,
+             ExportOptions options = {});
 
   // The server rpcgen's procedures call (one per process, like the
   // dispatcher itself).
@@ -47,6 +52,8 @@ class Nfs3Server {
   static Nfs3Server& Installed();
 
   const Export& exported() const { return *export_; }
+  // Who each call acts as (credentials.h).
+  const ExportOptions& options() const { return options_; }
 
   bool_t Getattr(const GETATTR3args& a, GETATTR3res& r, svc_req* q);
   bool_t Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req* q);
@@ -89,6 +96,7 @@ class Nfs3Server {
 
   std::unique_ptr<Export> export_;
   const ServerLimits limits_;
+  const ExportOptions options_;
   // WRITE and COMMIT verifier: new at every start (RFC 1813 §3.3.7).
   std::array<char, NFS3_WRITEVERFSIZE> write_verifier_{};
 };

@@ -100,6 +100,14 @@ class Nfs3dMountTest : public ::testing::Test {
         "--nfs",        absl::StrCat("rdma://", Address(), ":", kPort),
         "--mount-port", std::to_string(kMountPort),
         "--threads",    "4"};
+    // The guest's root works on the export as root (modes, owners).
+    args.push_back("--no-root-squash");
+    // MOUNT at the guest's address, not the loopback default, for the
+    // guest's own client, which calls from that address.
+    for (const char* option : {"--listen", "--client"}) {
+      args.push_back(option);
+      args.push_back(Address());
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(server_.Start(Nfs3dBinary(), args)) << server_.Output();
   }

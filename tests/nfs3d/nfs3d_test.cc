@@ -41,8 +41,10 @@ class Nfs3dTest : public ::testing::Test {
       GTEST_SKIP() << exported.status();
     }
     ASSERT_TRUE(exported.ok()) << exported.status();
-    server_ =
-        std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{});
+    // The client calls as root (authunix_create_default), acting on the
+    // root's export as root: no_root_squash.
+    server_ = std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{},
+                                           ExportOptions{.root_squash = false});
     Nfs3Server::Install(server_.get());
     client_ = std::make_unique<Nfs3Client>();
     ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
@@ -215,7 +217,8 @@ TEST_F(Nfs3dTest, HandlesSurviveARestart) {
   // A new server on the same directory.
   absl::StatusOr<std::unique_ptr<Export>> again = Export::Open(dir_ / "export");
   ASSERT_TRUE(again.ok()) << again.status();
-  server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{});
+  server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{},
+                                         ExportOptions{.root_squash = false});
   Nfs3Server::Install(server_.get());
   fattr3 attributes{};
   EXPECT_EQ(client_->Getattr(file, attributes), NFS3_OK);
