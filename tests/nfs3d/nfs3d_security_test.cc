@@ -5,7 +5,8 @@
 // answer with its NFSv3 error, never block a server thread, and never do
 // I/O on anything but a regular file.
 //
-// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does
+// (nfs3d_fixture.h).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -38,6 +39,7 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/nfs3d/nfs3_client.h"
+#include "tests/nfs3d/nfs3d_fixture.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -92,46 +94,8 @@ int BindMountedExport(const std::filesystem::path& dir) {
   return kBindMountHolds;
 }
 
-class Nfs3dSecurityTest : public ::testing::Test {
+class Nfs3dSecurityTest : public Nfs3dFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("nfs3d-security-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ / "export");
-    absl::StatusOr<std::unique_ptr<Export>> exported =
-        Export::Open(dir_ / "export");
-    if (!exported.ok() && absl::IsFailedPrecondition(exported.status())) {
-      GTEST_SKIP() << exported.status();
-    }
-    ASSERT_TRUE(exported.ok()) << exported.status();
-    // The client calls as root (authunix_create_default); the tests of
-    // squashing choose their own options (Serve).
-    server_ = std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{},
-                                           ExportOptions{.root_squash = false});
-    Nfs3Server::Install(server_.get());
-    client_ = std::make_unique<Nfs3Client>();
-    ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
-    root_ = server_->exported().root_handle();
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_ != nullptr) Nfs3Server::Install(nullptr);
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // A new server on the same export, with `options`.
-  void Serve(const ExportOptions& options) {
-    absl::StatusOr<std::unique_ptr<Export>> again =
-        Export::Open(dir_ / "export");
-    ASSERT_TRUE(again.ok()) << again.status();
-    server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{},
-                                           options);
-    Nfs3Server::Install(server_.get());
-  }
-
   // A file of root's with `mode` and `contents`, made on the server.
   void MakeRootFile(const char* name, mode_t mode, gid_t gid = 0) {
     std::ofstream(In(name)) << "secret";
@@ -149,19 +113,8 @@ class Nfs3dSecurityTest : public ::testing::Test {
   // Who owns `name` in the export.
   std::pair<uid_t, gid_t> OwnerOf(const std::string& name) const {
     struct stat st {};
-    EXPECT_EQ(lstat((dir_ / "export" / name).c_str(), &st), 0) << name;
+    EXPECT_EQ(lstat(In(name).c_str(), &st), 0) << name;
     return {st.st_uid, st.st_gid};
-  }
-
-  std::filesystem::path In(const char* name) const {
-    return dir_ / "export" / name;
-  }
-
-  // The handle of `name` in the export's root.
-  FileHandle HandleOf(const char* name) {
-    FileHandle h;
-    EXPECT_EQ(client_->Lookup(root_, name, h), NFS3_OK) << name;
-    return h;
   }
 
   // Runs `call` (which may touch the FIFO at `fifo`) on another thread.
@@ -185,11 +138,6 @@ class Nfs3dSecurityTest : public ::testing::Test {
     }
     return done.get();
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Nfs3Server> server_;
-  std::unique_ptr<Nfs3Client> client_;
-  FileHandle root_;
 };
 
 // RFC 1813 §3.3.11: a client may not make a device node. READ and WRITE of

@@ -4,7 +4,8 @@
 // requests answered with their NFSv3 errors. The kernel's client mounts the
 // same server in the VM (interop/kernel, ctest kernel.nfs3d).
 //
-// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does
+// (nfs3d_fixture.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,45 +24,12 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/nfs3d/nfs3_client.h"
+#include "tests/nfs3d/nfs3d_fixture.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
 
-class Nfs3dTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("nfs3d-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ / "export");
-    absl::StatusOr<std::unique_ptr<Export>> exported =
-        Export::Open(dir_ / "export");
-    if (!exported.ok() && absl::IsFailedPrecondition(exported.status())) {
-      GTEST_SKIP() << exported.status();
-    }
-    ASSERT_TRUE(exported.ok()) << exported.status();
-    // The client calls as root (authunix_create_default), acting on the
-    // root's export as root: no_root_squash.
-    server_ = std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{},
-                                           ExportOptions{.root_squash = false});
-    Nfs3Server::Install(server_.get());
-    client_ = std::make_unique<Nfs3Client>();
-    ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
-    root_ = server_->exported().root_handle();
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_ != nullptr) Nfs3Server::Install(nullptr);
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Nfs3Server> server_;
-  std::unique_ptr<Nfs3Client> client_;
-  FileHandle root_;
-};
+using Nfs3dTest = Nfs3dFixture;
 
 TEST_F(Nfs3dTest, Rfc1813_3_3_1_GetattrOfTheRootIsADirectory) {
   fattr3 attributes{};
@@ -215,11 +183,7 @@ TEST_F(Nfs3dTest, HandlesSurviveARestart) {
   std::vector<uint8_t> data(100, 3);
   ASSERT_EQ(client_->Write(file, 0, data, UNSTABLE, &before), NFS3_OK);
   // A new server on the same directory.
-  absl::StatusOr<std::unique_ptr<Export>> again = Export::Open(dir_ / "export");
-  ASSERT_TRUE(again.ok()) << again.status();
-  server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{},
-                                         ExportOptions{.root_squash = false});
-  Nfs3Server::Install(server_.get());
+  Serve(ExportOptions{.root_squash = false});
   fattr3 attributes{};
   EXPECT_EQ(client_->Getattr(file, attributes), NFS3_OK);
   EXPECT_EQ(attributes.size, 100u);
