@@ -7,23 +7,29 @@
 namespace rpcrdma::nfs3d {
 namespace {
 
+// How often this thread changed its credentials (CredentialChanges).
+thread_local uint64_t changes = 0;
+
 // setfsuid and setfsgid answer the previous id and take -1 (never valid)
 // to change nothing: that is how to read the current one.
 uid_t FsUid() { return static_cast<uid_t>(syscall(SYS_setfsuid, -1)); }
 gid_t FsGid() { return static_cast<gid_t>(syscall(SYS_setfsgid, -1)); }
 
 bool SetFsUid(uid_t uid) {
+  ++changes;
   syscall(SYS_setfsuid, uid);
   return FsUid() == uid;
 }
 
 bool SetFsGid(gid_t gid) {
+  ++changes;
   syscall(SYS_setfsgid, gid);
   return FsGid() == gid;
 }
 
 // Not glibc's setgroups, which changes the groups of every thread.
 bool SetGroups(const std::vector<gid_t>& groups) {
+  ++changes;
   return syscall(SYS_setgroups, groups.size(), groups.data()) == 0;
 }
 
@@ -82,10 +88,16 @@ ActingAs::~ActingAs() {
   SetGroups(saved_groups_);
 }
 
+// A thread that already is the server changes nothing (a thread that never
+// acted as a caller keeps its credentials).
 ActingAsServer::ActingAsServer() : saved_uid_(FsUid()) {
-  SetFsUid(ServerUid());
+  if (saved_uid_ != ServerUid()) SetFsUid(ServerUid());
 }
 
-ActingAsServer::~ActingAsServer() { SetFsUid(saved_uid_); }
+ActingAsServer::~ActingAsServer() {
+  if (saved_uid_ != ServerUid()) SetFsUid(saved_uid_);
+}
+
+uint64_t CredentialChanges() { return changes; }
 
 }  // namespace rpcrdma::nfs3d

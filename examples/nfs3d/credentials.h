@@ -78,6 +78,11 @@ class ActingAsServer {
   uid_t saved_uid_;
 };
 
+// How many times the calling thread has changed its credentials (each
+// setfsuid, setfsgid or setgroups it made through this file): never, for
+// a thread that calls into the transport.
+uint64_t CredentialChanges();
+
 }  // namespace rpcrdma::nfs3d
 
 #endif  // RPCRDMA_EXAMPLES_NFS3D_CREDENTIALS_H_

@@ -2,7 +2,6 @@
 // -M) calls, and the function with which it frees their results.
 #include <rpc/rpc.h>
 
-#include "examples/nfs3d/credentials.h"
 #include "examples/nfs3d/nfs3_server.h"
 
 using rpcrdma::nfs3d::Nfs3Server;
@@ -12,18 +11,21 @@ extern "C" {
 bool_t nfsproc3_null_3_svc(void*, void*, struct svc_req*) { return TRUE; }
 
 // Each procedure runs as its caller (credentials.h): the file system
-// checks the caller's permissions, as nfsd has it check them. A call the
-// thread cannot take the caller's identity for does not run.
+// checks the caller's permissions, as nfsd has it check them. It runs on a
+// file worker (file_workers.h) while this thread, which dispatched the
+// call and sends its reply, keeps the credentials the transport's device
+// files were opened with. A call no worker could take the caller's
+// identity for does not run.
 #define RPCRDMA_NFS3_PROCEDURE(name, Method, Args, Res)              \
   bool_t nfsproc3_##name##_3_svc(Args* args, Res* res, svc_req* q) { \
     Nfs3Server& server = Nfs3Server::Installed();                    \
-    const rpcrdma::nfs3d::ActingAs caller(                           \
-        rpcrdma::nfs3d::IdentityOf(q, server.options()));            \
-    if (!caller.ok()) {                                              \
+    bool_t reply = FALSE;                                            \
+    auto work = [&] { reply = server.Method(*args, *res); };         \
+    if (!server.AsCaller(q, work)) {                                 \
       svcerr_systemerr(q->rq_xprt);                                  \
       return FALSE;                                                  \
     }                                                                \
-    return server.Method(*args, *res, q);                            \
+    return reply;                                                    \
   }
 
 RPCRDMA_NFS3_PROCEDURE(getattr, Getattr, GETATTR3args, GETATTR3res)

@@ -31,7 +31,10 @@ bool GuardHolds(const sattrguard3& guard, const struct stat& st) {
 
 Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits,
                        ExportOptions options)
-    : export_(std::move(exported)), limits_(limits), options_(options) {
+    : export_(std::move(exported)),
+      limits_(limits),
+      options_(options),
+      workers_(limits.file_threads, 2 * size_t{limits.file_threads}) {
   std::random_device random;
   for (char& c : write_verifier_) c = static_cast<char>(random());
 }
@@ -39,7 +42,7 @@ Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits,
 void Nfs3Server::Install(Nfs3Server* server) { installed = server; }
 Nfs3Server& Nfs3Server::Installed() { return *installed; }
 
-bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r, svc_req*) {
+bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   struct stat st {};
@@ -52,7 +55,7 @@ bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req*) {
+bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   if (r.status != NFS3_OK) return TRUE;
@@ -67,7 +70,7 @@ bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req*) {
+bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   struct stat st {};
@@ -81,7 +84,7 @@ bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
+bool_t Nfs3Server::Read(const READ3args& a, READ3res& r) {
   UniqueFd fd;
   r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
@@ -125,7 +128,7 @@ bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
+bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r) {
   UniqueFd fd;
   r.status = export_->OpenFile(a.file, O_WRONLY, fd);
   if (r.status != NFS3_OK) {
@@ -171,7 +174,7 @@ bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
+bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r) {
   UniqueFd fd;
   r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
@@ -190,7 +193,7 @@ bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r, svc_req*) {
+bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r) {
   UniqueFd fd;
   // O_PATH: FSSTAT of any handle (a FIFO's too) opens nothing.
   r.status = export_->Open(a.fsroot, O_PATH, fd);
@@ -215,7 +218,7 @@ bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r, svc_req*) {
+bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.fsroot, O_PATH, fd);
   if (r.status != NFS3_OK) {
@@ -235,7 +238,7 @@ bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Pathconf(const PATHCONF3args& a, PATHCONF3res& r, svc_req*) {
+bool_t Nfs3Server::Pathconf(const PATHCONF3args& a, PATHCONF3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   if (r.status != NFS3_OK) {

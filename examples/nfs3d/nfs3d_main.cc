@@ -25,7 +25,9 @@
 //                     ADDRESS/PREFIX; may be repeated; default the
 //                     loopback addresses. MOUNT's EXPORT lists them.
 // Nothing listens beyond the loopback addresses unless told to.
-//   --threads N       dispatch threads per RDMA listener (default 4)
+//   --threads N       dispatch threads per RDMA listener (default 4);
+//                     the file system work is done by as many file
+//                     workers as there are dispatch threads in all
 //   --config FILE     the adapter's configuration (rpcrdma.oncrpc.config.
 //                     AdapterConfig text: transport, DDP policies); NFSv3
 //                     gets the NFSv3 binding unless the file gives one
@@ -314,10 +316,17 @@ int main(int argc, char** argv) {
   rpcrdma::nfs3d::Mount3Service mount(**exported, options.alias,
                                       options.clients);
   rpcrdma::nfs3d::Mount3Service::Install(&mount);
-  rpcrdma::nfs3d::Nfs3Server nfs(
-      *std::move(exported),
-      {.max_read = options.rsize, .max_write = options.rsize},
-      options.export_options);
+  // A worker for each thread that may dispatch an NFS call (those of the
+  // RDMA listeners, svc_run's for NFS over TCP), so that no call waits for
+  // a worker. This thread starts them and never changes its credentials.
+  const unsigned file_threads =
+      options.threads * static_cast<unsigned>(options.nfs_uris.size()) +
+      (options.nfs_tcp_port != 0 ? 1 : 0);
+  rpcrdma::nfs3d::Nfs3Server nfs(*std::move(exported),
+                                 {.max_read = options.rsize,
+                                  .max_write = options.rsize,
+                                  .file_threads = file_threads},
+                                 options.export_options);
   rpcrdma::nfs3d::Nfs3Server::Install(&nfs);
 
   AdapterConfig config;

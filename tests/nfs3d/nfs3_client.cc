@@ -64,7 +64,7 @@ Nfs3Client::~Nfs3Client() {
   }
 }
 
-bool Nfs3Client::Start() {
+bool Nfs3Client::Start(unsigned threads) {
   static std::atomic<int> next{0};
   oncrpc::AdapterConfig config;
   config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
@@ -75,7 +75,7 @@ bool Nfs3Client::Start() {
   if (!xprt.ok()) return false;
   xprt_ = *xprt;
   if (!svc_reg(xprt_, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
-      !svc_rdma_run_threads(xprt_, 2)) {
+      !svc_rdma_run_threads(xprt_, threads)) {
     return false;
   }
   absl::StatusOr<CLIENT*> client =

@@ -26,8 +26,11 @@ class Nfs3Client {
   Nfs3Client& operator=(const Nfs3Client&) = delete;
   ~Nfs3Client();
 
-  // False with rdma_oncrpc_error() saying why.
-  bool Start();
+  // Serves on `threads` dispatch threads (svc_rdma_run_threads) and
+  // connects. False with rdma_oncrpc_error() saying why.
+  bool Start(unsigned threads = 2);
+  // The server's transport (to register another program on it).
+  SVCXPRT* transport() const { return xprt_; }
   Counters server_counters() const;
   // The credential of the calls that follow: AUTH_SYS with `uid`, `gid`
   // and `groups`, or AUTH_NONE (Start gives authunix_create_default).

@@ -371,6 +371,70 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_GroupsAreTheCallersAndPerThread) {
   EXPECT_EQ(after, mine);
 }
 
+template <typename Function>
+xdrproc_t AsXdrProc(Function* function) {
+  return reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(function));
+}
+
+// A program of the test's own, served by the same dispatch threads as
+// NFS: procedure 1 answers how often the thread that dispatched it
+// changed its credentials.
+constexpr rpcprog_t kProbeProgram = 0x2000f3d0;
+
+void Probe(svc_req* q, SVCXPRT* xprt) {
+  if (q->rq_proc != 1) {
+    svcerr_noproc(xprt);
+    return;
+  }
+  u_int changes = static_cast<u_int>(CredentialChanges());
+  svc_sendreply(xprt, AsXdrProc(&xdr_u_int), reinterpret_cast<char*>(&changes));
+}
+
+// RFC 1813 §4.4: acting as the caller changes a thread's credentials, and
+// Linux then refuses that thread's verbs and RDMA connection manager
+// commands (the device files were opened with other credentials; a
+// Soft-RoCE Send is one), so that a dispatch thread that acted as a caller
+// could never send a reply again. The calls act as their callers (the
+// file system says ACCES), yet the thread that dispatches them and sends
+// their replies never changes its credentials.
+TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_DispatchThreadsKeepTheirCredentials) {
+  MakeRootFile("secret", 0600);
+  const FileHandle pub = MakePublicDirectory("pub");
+  const FileHandle secret = HandleOf("secret");
+  // One dispatch thread: the probe runs on the thread that dispatched
+  // the NFS calls before it.
+  client_ = std::make_unique<Nfs3Client>();
+  ASSERT_TRUE(client_->Start(1)) << rdma_oncrpc_error();
+  ASSERT_TRUE(svc_reg(client_->transport(), kProbeProgram, 1, Probe, nullptr));
+  std::vector<uint8_t> back;
+  bool eof = false;
+  for (int round = 0; round < 3; ++round) {
+    client_->UseAuthSys(65534, 65534, {4321});
+    EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3ERR_ACCES);
+    FileHandle made;
+    EXPECT_EQ(client_->Create(pub, ("f" + std::to_string(round)).c_str(),
+                              UNCHECKED, made),
+              NFS3_OK);
+    client_->UseAuthSys(0, 0, {0});  // no_root_squash: root is root
+    EXPECT_EQ(client_->Read(secret, 0, 100, back, eof), NFS3_OK);
+  }
+  EXPECT_EQ(OwnerOf("pub/f0"), std::make_pair(65534u, 65534u));
+
+  oncrpc::AdapterConfig config;
+  absl::StatusOr<CLIENT*> probe = oncrpc::CreateClient(
+      svc_rdma_uri(client_->transport()), kProbeProgram, 1, config);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  u_int changes = ~0u;
+  const timeval timeout{30, 0};
+  EXPECT_EQ(
+      clnt_call(*probe, 1, AsXdrProc(&xdr_void), nullptr, AsXdrProc(&xdr_u_int),
+                reinterpret_cast<char*>(&changes), timeout),
+      RPC_SUCCESS);
+  EXPECT_EQ(changes, 0u);
+  clnt_destroy(*probe);
+  svc_unreg(kProbeProgram, 1);
+}
+
 // exports(5) root_squash, the default: uid 0 and gid 0 act as the
 // anonymous user (65534 unless anonuid/anongid say otherwise).
 TEST_F(Nfs3dSecurityTest, Rfc1813_4_4_RootIsSquashedByDefault) {
