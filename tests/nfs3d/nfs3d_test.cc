@@ -155,6 +155,40 @@ TEST_F(Nfs3dTest, Rfc1813_3_3_17_LargeDirectoriesListCompletely) {
   EXPECT_EQ(client_->ListAll(dir, false, 40, none, pages), NFS3ERR_TOOSMALL);
 }
 
+// RFC 1813 §3.3.16, §3.3.17: a count too small for one entry is
+// NFS3ERR_TOOSMALL whatever the result's memory held: rpcgen's dispatcher
+// hands the procedure its result as its stack left it, and the procedure
+// frees the entries it listed before answering the error.
+TEST_F(Nfs3dTest, Rfc1813_3_3_16_TooSmallWhateverTheResultHeld) {
+  std::ofstream(dir_ / "export" / "f") << "x";
+  authsys_parms root{};
+  root.aup_machname = const_cast<char*>("nfs3d-test");
+  svc_req q{};
+  q.rq_cred.oa_flavor = AUTH_SYS;
+  q.rq_clntcred = reinterpret_cast<caddr_t>(&root);
+  READDIR3args list{};
+  list.dir = AsNfsHandle(root_);
+  list.count = 40;
+  READDIR3res listed;
+  std::memset(&listed, 0xa5, sizeof listed);
+  ASSERT_TRUE(nfsproc3_readdir_3_svc(&list, &listed, &q));
+  EXPECT_EQ(listed.status, NFS3ERR_TOOSMALL);
+  xdr_free(reinterpret_cast<xdrproc_t>(
+               reinterpret_cast<void (*)()>(&xdr_READDIR3res)),
+           &listed);
+  READDIRPLUS3args plus{};
+  plus.dir = AsNfsHandle(root_);
+  plus.dircount = 40;
+  plus.maxcount = 40;
+  READDIRPLUS3res described;
+  std::memset(&described, 0xa5, sizeof described);
+  ASSERT_TRUE(nfsproc3_readdirplus_3_svc(&plus, &described, &q));
+  EXPECT_EQ(described.status, NFS3ERR_TOOSMALL);
+  xdr_free(reinterpret_cast<xdrproc_t>(
+               reinterpret_cast<void (*)()>(&xdr_READDIRPLUS3res)),
+           &described);
+}
+
 TEST_F(Nfs3dTest, HandlesNeverLeaveTheExport) {
   // ".." of the root is the root.
   FileHandle up;
