@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -145,6 +146,13 @@ wcc_data WccOf(const std::optional<struct stat>& before, int fd,
 }
 
 nfsstat3 ApplyAttributes(int fd, const sattr3& attributes) {
+  // RFC 1813 §3.3.2: a size no off_t holds is too large a file (truncate
+  // would say EINVAL); checked before anything changes.
+  if (attributes.size.set_it &&
+      attributes.size.set_size3_u.size >
+          static_cast<uint64>(std::numeric_limits<off_t>::max())) {
+    return NFS3ERR_FBIG;
+  }
   char path[64];
   ProcPath(fd, path);
   if (attributes.mode.set_it &&
@@ -179,27 +187,23 @@ nfsstat3 ApplyAttributes(int fd, const sattr3& attributes) {
   return NFS3_OK;
 }
 
-uint32_t AccessOf(const struct stat& st, uint32_t uid, uint32_t gid,
-                  uint32_t asked) {
-  mode_t bits;
-  if (uid == 0) {
-    bits = 07;
-    if (!S_ISDIR(st.st_mode) && (st.st_mode & 0111) == 0) bits &= ~01;
-  } else if (uid == st.st_uid) {
-    bits = (st.st_mode >> 6) & 07;
-  } else if (gid == st.st_gid) {
-    bits = (st.st_mode >> 3) & 07;
-  } else {
-    bits = st.st_mode & 07;
-  }
+uint32_t AccessOf(int fd, const struct stat& st, uint32_t asked) {
+  char path[64];
+  ProcPath(fd, path);
+  auto may = [&](int mode) {
+    return faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0;
+  };
+  const bool directory = S_ISDIR(st.st_mode);
   uint32_t granted = 0;
-  if (bits & 04) granted |= ACCESS3_READ;
-  if (bits & 02) {
+  if ((asked & ACCESS3_READ) != 0 && may(R_OK)) granted |= ACCESS3_READ;
+  if ((asked & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) != 0 &&
+      may(W_OK)) {
     granted |= ACCESS3_MODIFY | ACCESS3_EXTEND;
-    if (S_ISDIR(st.st_mode)) granted |= ACCESS3_DELETE;
+    // Removing a name needs search permission as well.
+    if (directory && may(W_OK | X_OK)) granted |= ACCESS3_DELETE;
   }
-  if (bits & 01) {
-    granted |= S_ISDIR(st.st_mode) ? ACCESS3_LOOKUP : ACCESS3_EXECUTE;
+  if ((asked & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) != 0 && may(X_OK)) {
+    granted |= directory ? ACCESS3_LOOKUP : ACCESS3_EXECUTE;
   }
   return granted & asked;
 }

@@ -28,11 +28,11 @@ wcc_data WccOf(const std::optional<struct stat>& before, int fd, uint64_t fsid);
 // descriptor works for all but the size): mode, owner, size, times.
 nfsstat3 ApplyAttributes(int fd, const sattr3& attributes);
 
-// ACCESS3_* bits that `st` grants to a caller of `uid`/`gid` (root: all
-// but EXECUTE of a file without an execute bit), as the server checks
-// them.
-uint32_t AccessOf(const struct stat& st, uint32_t uid, uint32_t gid,
-                  uint32_t asked);
+// ACCESS3_* bits of `asked` that the file open at `fd` (of `st`) grants
+// the identity the calling thread acts as (credentials.h), as the file
+// system itself decides them (faccessat with AT_EACCESS: the thread's
+// file system uid, gid and groups, ACLs, capabilities).
+uint32_t AccessOf(int fd, const struct stat& st, uint32_t asked);
 
 }  // namespace rpcrdma::nfs3d
 

@@ -7,9 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "examples/nfs3d/attributes.h"
+#include "examples/nfs3d/credentials.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -17,6 +21,8 @@ namespace {
 constexpr uint8_t kFormat = 1;
 constexpr size_t kTagSize = 8;
 constexpr size_t kMaxKernelHandle = NFS3_FHSIZE - kTagSize;
+// The kernel's handle types (FILEID_*) fit in 16 bits; the rest are flags.
+constexpr uint32_t kHandleTypeMask = 0xffff;
 
 // struct file_handle ends in a flexible array: room for its header and the
 // largest handle, aligned for the header.
@@ -27,6 +33,50 @@ struct KernelHandle {
     return reinterpret_cast<struct file_handle*>(storage);
   }
 };
+
+// A field of /proc/self/mountinfo, whose space, tab, newline and
+// backslash are octal escapes (\040...).
+std::string Unescaped(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' &&
+        field[i + 1] <= '3') {
+      out += static_cast<char>((field[i + 1] - '0') * 64 +
+                               (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+// Whether the directory open at `fd`, at `path`, is the root of its file
+// system, so that every file of the file system is inside it. A different
+// device than its parent's does not say so: a bind mount of a directory
+// below a file system's root is a mount point too. /proc/self/mountinfo
+// does: the directory must be the mount point of its mount, and the
+// mount's root (the fourth field) the file system's root, "/".
+bool IsFileSystemRoot(int fd, const std::string& path) {
+  KernelHandle h{};
+  h.header()->handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = -1;
+  if (name_to_handle_at(fd, "", h.header(), &mount_id, AT_EMPTY_PATH) != 0) {
+    return false;
+  }
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    int id = -1, parent = -1;
+    std::string device, root, mount_point;
+    if (!(fields >> id >> parent >> device >> root >> mount_point)) continue;
+    if (id != mount_id) continue;
+    return Unescaped(root) == "/" && Unescaped(mount_point) == path;
+  }
+  // Not found: the path check costs a readlink, and is always right.
+  return false;
+}
 
 }  // namespace
 
@@ -45,10 +95,7 @@ absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat("export ", path, ": ", strerror(errno)));
   }
-  struct stat parent {};
-  e->whole_file_system_ =
-      e->path_ == "/" || (fstatat(e->root_.get(), "..", &parent, 0) == 0 &&
-                          parent.st_dev != e->root_stat_.st_dev);
+  e->whole_file_system_ = IsFileSystemRoot(e->root_.get(), e->path_);
   e->fsid_ = static_cast<uint64_t>(e->root_stat_.st_dev);
   if (e->HandleOf(e->root_.get(), e->root_handle_) != NFS3_OK) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -97,13 +144,29 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   if (kernel_length != length - kTagSize || kernel_length > kMaxKernelHandle) {
     return NFS3ERR_BADHANDLE;
   }
+  const uint32_t type = uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
+                        uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]};
+  // Bits 16 and up of the kernel's handle type are flags open_by_handle_at
+  // takes (FILEID_IS_CONNECTABLE, FILEID_IS_DIR), never a type; with them
+  // one file would have several valid handles. name_to_handle_at sets none
+  // without AT_HANDLE_CONNECTABLE, which this server does not ask for.
+  if ((type & ~kHandleTypeMask) != 0) return NFS3ERR_BADHANDLE;
   KernelHandle h{};
   h.header()->handle_bytes = static_cast<unsigned int>(kernel_length);
-  h.header()->handle_type =
-      static_cast<int>(uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
-                       uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]});
+  h.header()->handle_type = static_cast<int>(type);
   std::memcpy(h.header()->f_handle, bytes + kTagSize, kernel_length);
-  UniqueFd fd(open_by_handle_at(root_.get(), h.header(), flags | O_CLOEXEC));
+  // Every handle is opened as O_PATH first, which acts on nothing (a FIFO
+  // waits for no peer, a device is not opened), and only then, when the
+  // caller wants more than that, opened again through /proc without
+  // blocking (O_NONBLOCK) and without becoming a controlling terminal.
+  const int path_flags =
+      (flags & O_PATH) != 0 ? flags : O_PATH | (flags & O_DIRECTORY);
+  // As the server: open_by_handle_at needs CAP_DAC_READ_SEARCH, which no
+  // caller has. O_PATH checks no permission of the file's, only what
+  // follows, as the caller, does.
+  std::optional<ActingAsServer> server(std::in_place);
+  UniqueFd fd(
+      open_by_handle_at(root_.get(), h.header(), path_flags | O_CLOEXEC));
   if (!fd.valid()) {
     // ESTALE: deleted; EINVAL: a handle the file system does not take.
     return errno == ELOOP || errno == EISDIR || errno == ENOTDIR ||
@@ -115,8 +178,52 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   if (fstat(fd.get(), &st) != 0 || !Contains(fd.get(), st)) {
     return NFS3ERR_STALE;
   }
+  // Whatever else the kernel tolerates in a handle (octets it ignores,
+  // another encoding of the same inode): the only valid handle of a file
+  // is the one this server gives for it.
+  FileHandle canonical;
+  if (HandleOf(fd.get(), canonical) != NFS3_OK || canonical.size() != length ||
+      std::memcmp(canonical.data(), bytes, length) != 0) {
+    return NFS3ERR_BADHANDLE;
+  }
+  if ((flags & O_PATH) != 0) {
+    out = std::move(fd);
+    return NFS3_OK;
+  }
+  server.reset();
+  // Opened again as the caller: the open checks the caller's permission.
+  return Reopen(fd.get(), st, flags, out);
+}
+
+nfsstat3 Export::Reopen(int path_fd, const struct stat& st, int flags,
+                        UniqueFd& out) {
+  // A symbolic link opened through /proc would be followed.
+  if (S_ISLNK(st.st_mode)) return NFS3ERR_INVAL;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", path_fd);
+  UniqueFd fd(
+      open(path, (flags & ~O_NOFOLLOW) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return StatusOfErrno(errno);
+  struct stat again {};
+  if (fstat(fd.get(), &again) != 0) return StatusOfErrno(errno);
+  if (again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
+    return NFS3ERR_STALE;
+  }
   out = std::move(fd);
   return NFS3_OK;
+}
+
+nfsstat3 Export::OpenFile(const nfs_fh3& handle, int flags,
+                          UniqueFd& out) const {
+  UniqueFd path;
+  nfsstat3 status = Open(handle, O_PATH, path);
+  if (status != NFS3_OK) return status;
+  struct stat st {};
+  if (fstat(path.get(), &st) != 0) return StatusOfErrno(errno);
+  if (S_ISDIR(st.st_mode)) return NFS3ERR_ISDIR;
+  if (!S_ISREG(st.st_mode)) return NFS3ERR_INVAL;
+  // Opened again from the descriptor just checked: the same inode.
+  return Reopen(path.get(), st, flags, out);
 }
 
 bool Export::Contains(int fd, const struct stat& st) const {

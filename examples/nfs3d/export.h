@@ -53,8 +53,16 @@ class Export {
   // Opens the file `handle` names with `flags` (O_PATH to look at it,
   // O_RDONLY, O_RDWR, O_DIRECTORY...): NFS3ERR_BADHANDLE for a handle of
   // another format or length, NFS3ERR_STALE for a file that is gone or
-  // outside the export.
+  // outside the export. Never blocks: a file opened for more than O_PATH
+  // is opened with O_NONBLOCK and O_NOCTTY (a FIFO would wait for its
+  // other end), and a symbolic link only as O_PATH (NFS3ERR_INVAL).
   nfsstat3 Open(const nfs_fh3& handle, int flags, UniqueFd& out) const;
+  // Opens the regular file `handle` names for its data (READ, WRITE,
+  // COMMIT), as nfsd's fh_verify(..., S_IFREG) admits it: NFS3ERR_ISDIR
+  // for a directory, NFS3ERR_INVAL for any other type. The type is checked
+  // before the file is opened for I/O: opening a device can itself act on
+  // the device, and never hands a client the raw device.
+  nfsstat3 OpenFile(const nfs_fh3& handle, int flags, UniqueFd& out) const;
   // Opens `name` in the directory `dir` (O_PATH, without following a
   // symbolic link). ".." of the root is the root; "." and ".." elsewhere
   // are what they are; a name with '/' is NFS3ERR_ACCES.
@@ -66,14 +74,20 @@ class Export {
  private:
   Export() = default;
   bool Contains(int fd, const struct stat& st) const;
+  // Opens the file the O_PATH descriptor `path_fd` (of `st`) opens again,
+  // with `flags`, O_NONBLOCK and O_NOCTTY.
+  static nfsstat3 Reopen(int path_fd, const struct stat& st, int flags,
+                         UniqueFd& out);
 
   std::string path_;
   UniqueFd root_;
   struct stat root_stat_ {};
   uint64_t fsid_ = 0;
   FileHandle root_handle_;
-  // The export is the root of its file system: every file of that file
-  // system is inside it.
+  // The export is the root of its file system, from
+  // /proc/self/mountinfo (not from a device number, which a bind mount of
+  // a sub-directory changes too): every file of that file system is
+  // inside it. Otherwise each file's path is checked.
   bool whole_file_system_ = false;
 };
 

@@ -39,7 +39,92 @@ std::string HostOf(svc_req* q) {
   return text;
 }
 
+// `text` as a network: an address and a prefix length (all of it without
+// one).
+bool ParseNetwork(const std::string& text, int& family, unsigned char* bytes,
+                  int& prefix) {
+  const size_t slash = text.find('/');
+  const std::string address = text.substr(0, slash);
+  if (inet_pton(AF_INET, address.c_str(), bytes) == 1) {
+    family = AF_INET;
+  } else if (inet_pton(AF_INET6, address.c_str(), bytes) == 1) {
+    family = AF_INET6;
+  } else {
+    return false;
+  }
+  const int bits = family == AF_INET ? 32 : 128;
+  prefix = bits;
+  if (slash != std::string::npos) {
+    const std::string length = text.substr(slash + 1);
+    if (length.empty() || length.size() > 3 ||
+        length.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    prefix = std::atoi(length.c_str());
+    if (prefix > bits) return false;
+  }
+  return true;
+}
+
+bool PrefixMatches(const unsigned char* a, const unsigned char* b, int prefix) {
+  const int whole = prefix / 8;
+  if (std::memcmp(a, b, static_cast<size_t>(whole)) != 0) return false;
+  const int rest = prefix % 8;
+  if (rest == 0) return true;
+  const unsigned char mask = static_cast<unsigned char>(0xff << (8 - rest));
+  return (a[whole] & mask) == (b[whole] & mask);
+}
+
 }  // namespace
+
+Mount3Service::Mount3Service(const Export& exported, std::string alias,
+                             std::vector<std::string> clients)
+    : export_(exported),
+      alias_(std::move(alias)),
+      clients_(std::move(clients)) {
+  for (const std::string& client : clients_) {
+    Network n;
+    if (ParseNetwork(client, n.family, n.address, n.prefix)) {
+      networks_.push_back(n);
+    }
+  }
+}
+
+absl::Status Mount3Service::ParseClient(const std::string& client) {
+  Network n;
+  if (!ParseNetwork(client, n.family, n.address, n.prefix)) {
+    return absl::InvalidArgumentError(
+        "client " + client + " is no IP address or ADDRESS/PREFIX network");
+  }
+  return absl::OkStatus();
+}
+
+bool Mount3Service::Allows(const struct sockaddr* address) const {
+  if (address == nullptr) return false;
+  int family = address->sa_family;
+  const unsigned char* bytes = nullptr;
+  if (family == AF_INET) {
+    bytes = reinterpret_cast<const unsigned char*>(
+        &reinterpret_cast<const sockaddr_in*>(address)->sin_addr);
+  } else if (family == AF_INET6) {
+    bytes = reinterpret_cast<const unsigned char*>(
+        &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr);
+    // An IPv4 caller of an IPv6 socket is the IPv4 address it maps.
+    if (IN6_IS_ADDR_V4MAPPED(
+            &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr)) {
+      family = AF_INET;
+      bytes += 12;
+    }
+  } else {
+    return false;
+  }
+  for (const Network& n : networks_) {
+    if (n.family == family && PrefixMatches(n.address, bytes, n.prefix)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 void Mount3Service::Install(Mount3Service* service) { installed = service; }
 Mount3Service& Mount3Service::Installed() { return *installed; }
@@ -88,6 +173,12 @@ bool_t mountproc3_mnt_3_svc(dirpath* path, mountres3* result, svc_req* q) {
     result->fhs_status = MNT3ERR_NOENT;
     return TRUE;
   }
+  const netbuf* caller = svc_getrpccaller(q->rq_xprt);
+  if (caller == nullptr ||
+      !service.Allows(static_cast<const sockaddr*>(caller->buf))) {
+    result->fhs_status = MNT3ERR_ACCES;
+    return TRUE;
+  }
   const rpcrdma::nfs3d::FileHandle& root = service.exported().root_handle();
   result->fhs_status = MNT3_OK;
   mountres3_ok& ok = result->mountres3_u.mountinfo;
@@ -127,13 +218,17 @@ bool_t mountproc3_umntall_3_svc(void*, void*, svc_req* q) {
 }
 
 bool_t mountproc3_export_3_svc(void*, exports* result, svc_req*) {
+  const Mount3Service& service = Mount3Service::Installed();
   auto* node = static_cast<exportnode*>(calloc(1, sizeof(exportnode)));
-  node->ex_dir =
-      rpcrdma::nfs3d::Copy(Mount3Service::Installed().exported().path());
-  // Every host may mount it: the group list names "*".
-  auto* everyone = static_cast<groupnode*>(calloc(1, sizeof(groupnode)));
-  everyone->gr_name = rpcrdma::nfs3d::Copy("*");
-  node->ex_groups = everyone;
+  node->ex_dir = rpcrdma::nfs3d::Copy(service.exported().path());
+  // The clients it is for, as given (MNT refuses the others).
+  groups* tail = &node->ex_groups;
+  for (const std::string& client : service.clients()) {
+    auto* group = static_cast<groupnode*>(calloc(1, sizeof(groupnode)));
+    group->gr_name = rpcrdma::nfs3d::Copy(client);
+    *tail = group;
+    tail = &group->gr_next;
+  }
   *result = node;
   return TRUE;
 }

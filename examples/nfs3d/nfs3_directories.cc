@@ -90,7 +90,7 @@ nfsstat3 ReadEntries(int fd, uint64_t cookie, bool& eof, Take take) {
 
 }  // namespace
 
-bool_t Nfs3Server::Readdir(const READDIR3args& a, READDIR3res& r, svc_req*) {
+bool_t Nfs3Server::Readdir(const READDIR3args& a, READDIR3res& r) {
   UniqueFd dir;
   r.status = export_->Open(a.dir, O_RDONLY | O_DIRECTORY, dir);
   struct stat st {};
@@ -144,8 +144,7 @@ bool_t Nfs3Server::Readdir(const READDIR3args& a, READDIR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Readdirplus(const READDIRPLUS3args& a, READDIRPLUS3res& r,
-                               svc_req*) {
+bool_t Nfs3Server::Readdirplus(const READDIRPLUS3args& a, READDIRPLUS3res& r) {
   UniqueFd dir;
   r.status = export_->Open(a.dir, O_RDONLY | O_DIRECTORY, dir);
   struct stat st {};

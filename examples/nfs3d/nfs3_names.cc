@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,7 +55,7 @@ void Nfs3Server::Describe(int dir, const char* name, post_op_fh3& handle,
   attributes = PostOpAttributes(fd.get(), export_->fsid());
 }
 
-bool_t Nfs3Server::Lookup(const LOOKUP3args& a, LOOKUP3res& r, svc_req*) {
+bool_t Nfs3Server::Lookup(const LOOKUP3args& a, LOOKUP3res& r) {
   UniqueFd dir;
   r.status = export_->Open(a.what.dir, O_PATH | O_DIRECTORY, dir);
   if (r.status != NFS3_OK) {
@@ -79,7 +78,7 @@ bool_t Nfs3Server::Lookup(const LOOKUP3args& a, LOOKUP3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Readlink(const READLINK3args& a, READLINK3res& r, svc_req*) {
+bool_t Nfs3Server::Readlink(const READLINK3args& a, READLINK3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.symlink, O_PATH | O_NOFOLLOW, fd);
   struct stat st {};
@@ -107,7 +106,7 @@ bool_t Nfs3Server::Readlink(const READLINK3args& a, READLINK3res& r, svc_req*) {
 }
 
 template <typename MakeFunction>
-Nfs3Server::Made Nfs3Server::MakeIn(const diropargs3& where, svc_req*,
+Nfs3Server::Made Nfs3Server::MakeIn(const diropargs3& where,
                                     MakeFunction make) {
   Made m;
   UniqueFd dir;
@@ -129,9 +128,9 @@ Nfs3Server::Made Nfs3Server::MakeIn(const diropargs3& where, svc_req*,
   return m;
 }
 
-bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r, svc_req* q) {
+bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r) {
   const createhow3& how = a.how;
-  Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
+  Made m = MakeIn(a.where, [&](int dir, const char* name) -> nfsstat3 {
     if (how.mode == EXCLUSIVE) {
       UniqueFd fd(
           openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
@@ -151,10 +150,22 @@ bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r, svc_req* q) {
       return futimens(fd.get(), times) == 0 ? NFS3_OK : StatusOfErrno(errno);
     }
     const sattr3& attributes = how.createhow3_u.obj_attributes;
-    const int exclusive = how.mode == GUARDED ? O_EXCL : 0;
+    // O_EXCL always: opening an existing name for writing would wait on a
+    // FIFO's reader, or open a device. UNCHECKED takes an existing regular
+    // file (RFC 1813 §3.3.8) and, as nfsd, answers NFS3ERR_EXIST for any
+    // other type, looked at without opening it (O_PATH).
     UniqueFd fd(openat(dir, name,
-                       O_CREAT | exclusive | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                       O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
+                           O_NOCTTY | O_CLOEXEC,
                        ModeOr(attributes, 0644)));
+    if (!fd.valid() && errno == EEXIST && how.mode == UNCHECKED) {
+      fd = UniqueFd(openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st {};
+      if (!fd.valid() || fstat(fd.get(), &st) != 0) {
+        return StatusOfErrno(errno);
+      }
+      if (!S_ISREG(st.st_mode)) return NFS3ERR_EXIST;
+    }
     if (!fd.valid()) return StatusOfErrno(errno);
     return ApplyAttributes(fd.get(), WithoutMode(attributes));
   });
@@ -167,8 +178,8 @@ bool_t Nfs3Server::Create(const CREATE3args& a, CREATE3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Mkdir(const MKDIR3args& a, MKDIR3res& r, svc_req* q) {
-  Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
+bool_t Nfs3Server::Mkdir(const MKDIR3args& a, MKDIR3res& r) {
+  Made m = MakeIn(a.where, [&](int dir, const char* name) -> nfsstat3 {
     if (mkdirat(dir, name, ModeOr(a.attributes, 0755)) != 0) {
       return StatusOfErrno(errno);
     }
@@ -185,8 +196,8 @@ bool_t Nfs3Server::Mkdir(const MKDIR3args& a, MKDIR3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Symlink(const SYMLINK3args& a, SYMLINK3res& r, svc_req* q) {
-  Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
+bool_t Nfs3Server::Symlink(const SYMLINK3args& a, SYMLINK3res& r) {
+  Made m = MakeIn(a.where, [&](int dir, const char* name) -> nfsstat3 {
     const char* target = a.symlink.symlink_data;
     if (target == nullptr) return NFS3ERR_INVAL;
     return symlinkat(target, dir, name) == 0 ? NFS3_OK : StatusOfErrno(errno);
@@ -200,20 +211,20 @@ bool_t Nfs3Server::Symlink(const SYMLINK3args& a, SYMLINK3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
-  Made m = MakeIn(a.where, q, [&](int dir, const char* name) -> nfsstat3 {
+bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r) {
+  Made m = MakeIn(a.where, [&](int dir, const char* name) -> nfsstat3 {
     const mknoddata3& what = a.what;
     mode_t type;
-    dev_t device = 0;
     const sattr3* attributes;
     switch (what.type) {
       case NF3CHR:
       case NF3BLK:
-        type = what.type == NF3CHR ? S_IFCHR : S_IFBLK;
-        device = makedev(what.mknoddata3_u.device.spec.specdata1,
-                         what.mknoddata3_u.device.spec.specdata2);
-        attributes = &what.mknoddata3_u.device.dev_attributes;
-        break;
+        // Never a device node: READ and WRITE of it would be raw I/O on
+        // whatever device the client names, below every file permission.
+        // nfsd answers an unprivileged or squashed caller so (mknod needs
+        // CAP_MKNOD); this server answers every caller so, root included,
+        // as an export mounted nodev would have it.
+        return NFS3ERR_PERM;
       case NF3SOCK:
       case NF3FIFO:
         type = what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
@@ -222,7 +233,7 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
       default:
         return NFS3ERR_BADTYPE;
     }
-    return mknodat(dir, name, type | ModeOr(*attributes, 0644), device) == 0
+    return mknodat(dir, name, type | ModeOr(*attributes, 0644), 0) == 0
                ? NFS3_OK
                : StatusOfErrno(errno);
   });
@@ -235,8 +246,8 @@ bool_t Nfs3Server::Mknod(const MKNOD3args& a, MKNOD3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Remove(const REMOVE3args& a, REMOVE3res& r, svc_req* q) {
-  Made m = MakeIn(a.object, q, [&](int dir, const char* name) -> nfsstat3 {
+bool_t Nfs3Server::Remove(const REMOVE3args& a, REMOVE3res& r) {
+  Made m = MakeIn(a.object, [&](int dir, const char* name) -> nfsstat3 {
     return unlinkat(dir, name, 0) == 0 ? NFS3_OK : StatusOfErrno(errno);
   });
   r.status = m.status;
@@ -245,8 +256,8 @@ bool_t Nfs3Server::Remove(const REMOVE3args& a, REMOVE3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Rmdir(const RMDIR3args& a, RMDIR3res& r, svc_req* q) {
-  Made m = MakeIn(a.object, q, [&](int dir, const char* name) -> nfsstat3 {
+bool_t Nfs3Server::Rmdir(const RMDIR3args& a, RMDIR3res& r) {
+  Made m = MakeIn(a.object, [&](int dir, const char* name) -> nfsstat3 {
     return unlinkat(dir, name, AT_REMOVEDIR) == 0 ? NFS3_OK
                                                   : StatusOfErrno(errno);
   });
@@ -255,13 +266,13 @@ bool_t Nfs3Server::Rmdir(const RMDIR3args& a, RMDIR3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Rename(const RENAME3args& a, RENAME3res& r, svc_req* q) {
+bool_t Nfs3Server::Rename(const RENAME3args& a, RENAME3res& r) {
   UniqueFd to;
   r.status = export_->Open(a.to.dir, O_PATH | O_DIRECTORY, to);
   std::optional<struct stat> to_before = StatBefore(to.get());
   Made m;
   if (r.status == NFS3_OK) {
-    m = MakeIn(a.from, q, [&](int dir, const char* name) -> nfsstat3 {
+    m = MakeIn(a.from, [&](int dir, const char* name) -> nfsstat3 {
       const char* to_name = a.to.name;
       if (to_name == nullptr || to_name[0] == '\0' ||
           std::strcmp(to_name, ".") == 0 || std::strcmp(to_name, "..") == 0) {
@@ -279,12 +290,12 @@ bool_t Nfs3Server::Rename(const RENAME3args& a, RENAME3res& r, svc_req* q) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Link(const LINK3args& a, LINK3res& r, svc_req* q) {
+bool_t Nfs3Server::Link(const LINK3args& a, LINK3res& r) {
   UniqueFd file;
   r.status = export_->Open(a.file, O_PATH, file);
   Made m;
   if (r.status == NFS3_OK) {
-    m = MakeIn(a.link, q, [&](int dir, const char* name) -> nfsstat3 {
+    m = MakeIn(a.link, [&](int dir, const char* name) -> nfsstat3 {
       struct stat st {};
       if (fstat(file.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
         return NFS3ERR_ISDIR;

@@ -10,9 +10,25 @@ extern "C" {
 
 bool_t nfsproc3_null_3_svc(void*, void*, struct svc_req*) { return TRUE; }
 
+// Each procedure runs as its caller (credentials.h): the file system
+// checks the caller's permissions, as nfsd has it check them. It runs on a
+// file worker (file_workers.h) while this thread, which dispatched the
+// call and sends its reply, keeps the credentials the transport's device
+// files were opened with. A call no worker could take the caller's
+// identity for does not run. The result starts cleared: rpcgen's
+// dispatcher hands it over as its stack left it, and a method fills in
+// only what it answers (and may free what it built on an error).
 #define RPCRDMA_NFS3_PROCEDURE(name, Method, Args, Res)              \
   bool_t nfsproc3_##name##_3_svc(Args* args, Res* res, svc_req* q) { \
-    return Nfs3Server::Installed().Method(*args, *res, q);           \
+    Nfs3Server& server = Nfs3Server::Installed();                    \
+    *res = Res{};                                                    \
+    bool_t reply = FALSE;                                            \
+    auto work = [&] { reply = server.Method(*args, *res); };         \
+    if (!server.AsCaller(q, work)) {                                 \
+      svcerr_systemerr(q->rq_xprt);                                  \
+      return FALSE;                                                  \
+    }                                                                \
+    return reply;                                                    \
   }
 
 RPCRDMA_NFS3_PROCEDURE(getattr, Getattr, GETATTR3args, GETATTR3res)

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "examples/nfs3d/attributes.h"
@@ -17,20 +18,6 @@ namespace rpcrdma::nfs3d {
 namespace {
 
 Nfs3Server* installed = nullptr;
-
-uint32_t CallerUid(const svc_req* q) {
-  if (q->rq_cred.oa_flavor == AUTH_SYS && q->rq_clntcred != nullptr) {
-    return static_cast<const authsys_parms*>(q->rq_clntcred)->aup_uid;
-  }
-  return 65534;
-}
-
-uint32_t CallerGid(const svc_req* q) {
-  if (q->rq_cred.oa_flavor == AUTH_SYS && q->rq_clntcred != nullptr) {
-    return static_cast<const authsys_parms*>(q->rq_clntcred)->aup_gid;
-  }
-  return 65534;
-}
 
 // RFC 1813 §3.3.2: the guard compares the object's ctime.
 bool GuardHolds(const sattrguard3& guard, const struct stat& st) {
@@ -42,8 +29,12 @@ bool GuardHolds(const sattrguard3& guard, const struct stat& st) {
 
 }  // namespace
 
-Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits)
-    : export_(std::move(exported)), limits_(limits) {
+Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits,
+                       ExportOptions options)
+    : export_(std::move(exported)),
+      limits_(limits),
+      options_(options),
+      workers_(limits.file_threads, 2 * size_t{limits.file_threads}) {
   std::random_device random;
   for (char& c : write_verifier_) c = static_cast<char>(random());
 }
@@ -51,7 +42,7 @@ Nfs3Server::Nfs3Server(std::unique_ptr<Export> exported, ServerLimits limits)
 void Nfs3Server::Install(Nfs3Server* server) { installed = server; }
 Nfs3Server& Nfs3Server::Installed() { return *installed; }
 
-bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r, svc_req*) {
+bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   struct stat st {};
@@ -64,7 +55,7 @@ bool_t Nfs3Server::Getattr(const GETATTR3args& a, GETATTR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req*) {
+bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   if (r.status != NFS3_OK) return TRUE;
@@ -79,7 +70,7 @@ bool_t Nfs3Server::Setattr(const SETATTR3args& a, SETATTR3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req* q) {
+bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   struct stat st {};
@@ -88,20 +79,28 @@ bool_t Nfs3Server::Access(const ACCESS3args& a, ACCESS3res& r, svc_req* q) {
   }
   if (r.status != NFS3_OK) return TRUE;
   r.ACCESS3res_u.resok.obj_attributes = PostOpAttributes(st, export_->fsid());
-  r.ACCESS3res_u.resok.access =
-      AccessOf(st, CallerUid(q), CallerGid(q), a.access);
+  // The thread acts as the caller: the file system answers for it.
+  r.ACCESS3res_u.resok.access = AccessOf(fd.get(), st, a.access);
   return TRUE;
 }
 
-bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
+bool_t Nfs3Server::Read(const READ3args& a, READ3res& r) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_RDONLY, fd);
+  r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
     r.READ3res_u.resfail.file_attributes = post_op_attr{};
     return TRUE;
   }
   READ3resok& ok = r.READ3res_u.resok;
-  const uint32_t count = std::min(a.count, limits_.max_read);
+  // RFC 1813 §3.3.6: a READ from past the end of the file is 0 octets and
+  // eof, also from offsets no off_t reaches (2^63 and up), which pread
+  // would refuse (EINVAL); nor does the read run past 2^63 - 1.
+  constexpr uint64_t kMaxOffset = std::numeric_limits<int64_t>::max();
+  const uint32_t count =
+      a.offset >= kMaxOffset
+          ? 0
+          : static_cast<uint32_t>(std::min<uint64_t>(
+                std::min(a.count, limits_.max_read), kMaxOffset - a.offset));
   // The data goes to the client from this buffer: by RDMA Write into the
   // write chunk its call offered (RFC 8267 §4.1), without another copy.
   ok.data.data_val = static_cast<char*>(malloc(count + 1));
@@ -129,9 +128,9 @@ bool_t Nfs3Server::Read(const READ3args& a, READ3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
+bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_WRONLY, fd);
+  r.status = export_->OpenFile(a.file, O_WRONLY, fd);
   if (r.status != NFS3_OK) {
     r.WRITE3res_u.resfail.file_wcc = wcc_data{};
     return TRUE;
@@ -139,6 +138,13 @@ bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
   const std::optional<struct stat> before = StatBefore(fd.get());
   // RFC 1813 §3.3.7: count says how much of data to write.
   const size_t count = std::min<size_t>(a.count, a.data.data_len);
+  // Past what an off_t reaches: too large a file (pwrite says EINVAL).
+  constexpr uint64_t kMaxOffset = std::numeric_limits<int64_t>::max();
+  if (a.offset > kMaxOffset || count > kMaxOffset - a.offset) {
+    r.status = NFS3ERR_FBIG;
+    r.WRITE3res_u.resfail.file_wcc = WccOf(before, fd.get(), export_->fsid());
+    return TRUE;
+  }
   size_t done = 0;
   while (done < count) {
     const ssize_t n = pwrite(fd.get(), a.data.data_val + done, count - done,
@@ -168,9 +174,9 @@ bool_t Nfs3Server::Write(const WRITE3args& a, WRITE3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
+bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r) {
   UniqueFd fd;
-  r.status = export_->Open(a.file, O_RDONLY, fd);
+  r.status = export_->OpenFile(a.file, O_RDONLY, fd);
   if (r.status != NFS3_OK) {
     r.COMMIT3res_u.resfail.file_wcc = wcc_data{};
     return TRUE;
@@ -187,9 +193,10 @@ bool_t Nfs3Server::Commit(const COMMIT3args& a, COMMIT3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r, svc_req*) {
+bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r) {
   UniqueFd fd;
-  r.status = export_->Open(a.fsroot, O_RDONLY, fd);
+  // O_PATH: FSSTAT of any handle (a FIFO's too) opens nothing.
+  r.status = export_->Open(a.fsroot, O_PATH, fd);
   struct statvfs vfs {};
   if (r.status == NFS3_OK && fstatvfs(fd.get(), &vfs) != 0) {
     r.status = StatusOfErrno(errno);
@@ -211,7 +218,7 @@ bool_t Nfs3Server::Fsstat(const FSSTAT3args& a, FSSTAT3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r, svc_req*) {
+bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.fsroot, O_PATH, fd);
   if (r.status != NFS3_OK) {
@@ -231,7 +238,7 @@ bool_t Nfs3Server::Fsinfo(const FSINFO3args& a, FSINFO3res& r, svc_req*) {
   return TRUE;
 }
 
-bool_t Nfs3Server::Pathconf(const PATHCONF3args& a, PATHCONF3res& r, svc_req*) {
+bool_t Nfs3Server::Pathconf(const PATHCONF3args& a, PATHCONF3res& r) {
   UniqueFd fd;
   r.status = export_->Open(a.object, O_PATH, fd);
   if (r.status != NFS3_OK) {

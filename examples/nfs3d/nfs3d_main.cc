@@ -4,7 +4,8 @@
 // 3 over TCP on a fixed port, so the Linux client mounts it without
 // rpcbind:
 //
-//   nfs3d --export /srv/data --nfs rdma://0.0.0.0:20049 --mount-port 20048
+//   nfs3d --export /srv/data --nfs rdma://192.0.2.1:20049
+//         --mount-port 20048 --listen 192.0.2.1 --client 192.0.2.0/24
 //   mount -t nfs -o OPTIONS server:/srv/data /mnt
 // where OPTIONS is vers=3,proto=rdma,port=20049,mountproto=tcp,
 // mountport=20048,nolock (one word).
@@ -14,14 +15,30 @@
 //   --alias PATH      another name MOUNT accepts for it (e.g. /export)
 //   --nfs URI         NFS over RPC-over-RDMA (rdma://, soft+tcp://,
 //                     soft+unix://); may be repeated; default
-//                     rdma://0.0.0.0:20049
+//                     rdma://127.0.0.1:20049
 //   --nfs-tcp-port N  NFS over TCP as well (0: not)
 //   --mount-port N    MOUNT over TCP (default 20048)
-//   --threads N       dispatch threads per RDMA listener (default 4)
+//   --listen ADDR     the address MOUNT and NFS over TCP listen at
+//                     (default 127.0.0.1; 0.0.0.0 or :: for every
+//                     interface)
+//   --client NET      a client that may MOUNT the export: an address or
+//                     ADDRESS/PREFIX; may be repeated; default the
+//                     loopback addresses. MOUNT's EXPORT lists them.
+// Nothing listens beyond the loopback addresses unless told to.
+//   --threads N       dispatch threads per RDMA listener (default 4);
+//                     the file system work is done by as many file
+//                     workers as there are dispatch threads in all
 //   --config FILE     the adapter's configuration (rpcrdma.oncrpc.config.
 //                     AdapterConfig text: transport, DDP policies); NFSv3
 //                     gets the NFSv3 binding unless the file gives one
 //   --rsize N         FSINFO rtmax and wtmax (default 1048576)
+//   --no-root-squash  uid 0 acts as root (default: as the anonymous user)
+//   --all-squash      every caller acts as the anonymous user
+//   --anonuid N, --anongid N
+//                     the anonymous user (default 65534, 65534)
+// Each call acts as its caller (AUTH_SYS; AUTH_NONE is the anonymous
+// user), as exports(5) says for these options: examples/nfs3d/
+// credentials.h.
 // SIGUSR2 closes every RDMA connection (the clients reconnect and send
 // again what had no reply: a test of the duplicate request cache).
 // It prints "nfs3d: ready" with its URIs once it serves, a line for each
@@ -37,6 +54,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +65,7 @@
 #include <vector>
 
 #include "examples/nfs3d/export.h"
+#include "examples/nfs3d/listener.h"
 #include "examples/nfs3d/mount3_service.h"
 #include "examples/nfs3d/nfs3_server.h"
 #include "mount3_prot.h"
@@ -70,18 +89,34 @@ struct Options {
   std::vector<std::string> nfs_uris;
   int nfs_tcp_port = 0;
   int mount_port = 20048;
+  std::string listen_address = rpcrdma::nfs3d::kDefaultListenAddress;
+  std::vector<std::string> clients;
   unsigned threads = 4;
   std::string config_path;
   uint32_t rsize = 1u << 20;
+  rpcrdma::nfs3d::ExportOptions export_options;
 };
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "nfs3d: %s\nusage: nfs3d --export DIR [--alias PATH] "
                "[--nfs URI]... [--nfs-tcp-port N] [--mount-port N] "
-               "[--threads N] [--config FILE] [--rsize N]\n",
+               "[--threads N] [--config FILE] [--rsize N] [--no-root-squash] "
+               "[--all-squash] [--anonuid N] [--anongid N] [--listen ADDR] "
+               "[--client NET]...\n",
                why);
   std::exit(2);
+}
+
+// A uid or gid: a number below 2^32 - 1 (which is no id).
+uint32_t Id(const char* text, const char* option) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long id = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || id >= 0xffffffffull) {
+    Usage((std::string(option) + " needs a uid or gid").c_str());
+  }
+  return static_cast<uint32_t>(id);
 }
 
 Options Parse(int argc, char** argv) {
@@ -94,6 +129,12 @@ Options Parse(int argc, char** argv) {
       {"threads", required_argument, nullptr, 'j'},
       {"config", required_argument, nullptr, 'c'},
       {"rsize", required_argument, nullptr, 'r'},
+      {"no-root-squash", no_argument, nullptr, 'R'},
+      {"all-squash", no_argument, nullptr, 'A'},
+      {"anonuid", required_argument, nullptr, 'u'},
+      {"anongid", required_argument, nullptr, 'g'},
+      {"listen", required_argument, nullptr, 'l'},
+      {"client", required_argument, nullptr, 'C'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   Options o;
@@ -123,6 +164,27 @@ Options Parse(int argc, char** argv) {
       case 'r':
         o.rsize = static_cast<uint32_t>(std::atoi(optarg));
         break;
+      case 'R':
+        o.export_options.root_squash = false;
+        break;
+      case 'A':
+        o.export_options.all_squash = true;
+        break;
+      case 'u':
+        o.export_options.anonuid = Id(optarg, "--anonuid");
+        break;
+      case 'g':
+        o.export_options.anongid = Id(optarg, "--anongid");
+        break;
+      case 'l':
+        o.listen_address = optarg;
+        break;
+      case 'C':
+        if (!rpcrdma::nfs3d::Mount3Service::ParseClient(optarg).ok()) {
+          Usage("--client needs an address or ADDRESS/PREFIX");
+        }
+        o.clients.push_back(optarg);
+        break;
       case 'h':
         Usage("an NFSv3 server over RPC-over-RDMA");
       default:
@@ -130,28 +192,25 @@ Options Parse(int argc, char** argv) {
     }
   }
   if (o.export_path.empty()) Usage("--export is required");
-  if (o.nfs_uris.empty()) o.nfs_uris.push_back("rdma://0.0.0.0:20049");
+  if (o.nfs_uris.empty()) o.nfs_uris.push_back("rdma://127.0.0.1:20049");
+  if (o.clients.empty()) {
+    o.clients = rpcrdma::nfs3d::Mount3Service::DefaultClients();
+  }
   if (o.threads == 0) Usage("--threads must be at least 1");
   return o;
 }
 
-// A TCP listener on every address at `port`, served by libtirpc's svc_vc.
-SVCXPRT* ServeTcp(int port, rpcprog_t program, rpcvers_t version,
-                  void (*dispatch)(svc_req*, SVCXPRT*)) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int on = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (fd < 0 ||
-      bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      listen(fd, 64) != 0) {
-    std::fprintf(stderr, "nfs3d: TCP port %d: %s\n", port,
-                 std::strerror(errno));
+// A TCP listener at `address` and `port`, served by libtirpc's svc_vc.
+SVCXPRT* ServeTcp(const std::string& address, int port, rpcprog_t program,
+                  rpcvers_t version, void (*dispatch)(svc_req*, SVCXPRT*)) {
+  absl::StatusOr<rpcrdma::nfs3d::UniqueFd> listener =
+      rpcrdma::nfs3d::ListenTcp(address, port);
+  if (!listener.ok()) {
+    std::fprintf(stderr, "nfs3d: %s\n", listener.status().ToString().c_str());
     std::exit(1);
   }
+  // svc_vc owns the socket from here (svc_destroy closes it).
+  const int fd = listener->release();
   SVCXPRT* xprt = svc_vc_create(fd, 0, 0);
   if (xprt == nullptr || !svc_reg(xprt, program, version, dispatch, nullptr)) {
     std::fprintf(stderr, "nfs3d: cannot serve TCP port %d\n", port);
@@ -254,11 +313,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nfs3d: %s\n", exported.status().ToString().c_str());
     return 1;
   }
-  rpcrdma::nfs3d::Mount3Service mount(**exported, options.alias);
+  rpcrdma::nfs3d::Mount3Service mount(**exported, options.alias,
+                                      options.clients);
   rpcrdma::nfs3d::Mount3Service::Install(&mount);
-  rpcrdma::nfs3d::Nfs3Server nfs(
-      *std::move(exported),
-      {.max_read = options.rsize, .max_write = options.rsize});
+  // A worker for each thread that may dispatch an NFS call (those of the
+  // RDMA listeners, svc_run's for NFS over TCP), so that no call waits for
+  // a worker. This thread starts them and never changes its credentials.
+  const unsigned file_threads =
+      options.threads * static_cast<unsigned>(options.nfs_uris.size()) +
+      (options.nfs_tcp_port != 0 ? 1 : 0);
+  rpcrdma::nfs3d::Nfs3Server nfs(*std::move(exported),
+                                 {.max_read = options.rsize,
+                                  .max_write = options.rsize,
+                                  .file_threads = file_threads},
+                                 options.export_options);
   rpcrdma::nfs3d::Nfs3Server::Install(&nfs);
 
   AdapterConfig config;
@@ -278,9 +346,11 @@ int main(int argc, char** argv) {
                               DdpPolicy::Nfs3(options.rsize));
   config.on_connection = NoteConnection;
 
-  ServeTcp(options.mount_port, MOUNT_PROGRAM, MOUNT_V3, mount_program_3);
+  ServeTcp(options.listen_address, options.mount_port, MOUNT_PROGRAM, MOUNT_V3,
+           mount_program_3);
   if (options.nfs_tcp_port != 0) {
-    ServeTcp(options.nfs_tcp_port, NFS_PROGRAM, NFS_V3, nfs_program_3);
+    ServeTcp(options.listen_address, options.nfs_tcp_port, NFS_PROGRAM, NFS_V3,
+             nfs_program_3);
   }
   std::vector<SVCXPRT*> listeners;
   for (const std::string& uri : options.nfs_uris) {

@@ -25,6 +25,8 @@ class UniqueFd {
   ~UniqueFd() { reset(); }
 
   int get() const { return fd_; }
+  // The descriptor, no longer closed by this.
+  int release() { return std::exchange(fd_, -1); }
   bool valid() const { return fd_ >= 0; }
   void reset() {
     if (fd_ >= 0) ::close(fd_);

@@ -157,6 +157,22 @@ std::string Nfs3dProcess::Output() {
   return out;
 }
 
+std::vector<std::string> Nfs3dArgs(const std::string& export_path,
+                                   const std::string& address, int port,
+                                   int mount_port, bool root_squash) {
+  std::vector<std::string> args = {
+      "--export",     export_path,
+      "--nfs",        absl::StrCat("rdma://", address, ":", port),
+      "--mount-port", std::to_string(mount_port),
+      "--listen",     address,
+      "--client",     address};
+  // A std::string of its own: GCC 12 warns (-Warray-bounds, wrongly) about
+  // a temporary made from a literal past the short-string buffer here.
+  static const std::string kNoRootSquash = "--no-root-squash";
+  if (!root_squash) args.push_back(kNoRootSquash);
+  return args;
+}
+
 bool MountNfs3(const std::string& address, const std::string& export_path,
                const std::string& mount_point, int port, int mount_port,
                const std::string& extra, std::string& error) {

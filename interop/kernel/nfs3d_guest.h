@@ -55,6 +55,15 @@ class Nfs3dProcess {
   bool closed_ = false;
 };
 
+// nfs3d's arguments to serve `export_path` to the guest's own client,
+// which calls from `address`: NFS on rdma://`address`:`port`, MOUNT on
+// TCP `mount_port` at `address` (not the loopback default) for clients
+// of `address` alone. Without `root_squash` the guest's root works on the
+// export as root (modes, owners).
+std::vector<std::string> Nfs3dArgs(const std::string& export_path,
+                                   const std::string& address, int port,
+                                   int mount_port, bool root_squash);
+
 // mount(2) of an NFSv3 export over RDMA, the way mount.nfs asks the
 // kernel (text options; the kernel makes the MOUNT call itself):
 // "vers=3,proto=rdma,port=P,mountproto=tcp,mountport=M,nolock,addr=A,

@@ -11,9 +11,11 @@
 // rpc.mountd on 20048 (interop/vm/README.md).
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,12 +97,12 @@ class Nfs3dMountTest : public ::testing::Test {
     std::printf("%s", server_.Output().c_str());
   }
 
-  void StartServer(std::vector<std::string> extra) {
-    std::vector<std::string> args = {
-        "--export",     kOurExport,
-        "--nfs",        absl::StrCat("rdma://", Address(), ":", kPort),
-        "--mount-port", std::to_string(kMountPort),
-        "--threads",    "4"};
+  // nfs3d with `extra` options, and root squashing or not (Nfs3dArgs).
+  void StartServer(std::vector<std::string> extra, bool root_squash = false) {
+    std::vector<std::string> args =
+        Nfs3dArgs(kOurExport, Address(), kPort, kMountPort, root_squash);
+    args.push_back("--threads");
+    args.push_back("4");
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(server_.Start(Nfs3dBinary(), args)) << server_.Output();
   }
@@ -284,6 +287,103 @@ TEST_F(Nfs3dMountTest, CountersOfBothSidesConfirmEveryPath) {
       static_cast<unsigned long long>(c.at("credits_granted")),
       static_cast<unsigned long long>(c.at("remote_invalidations")),
       client->c_str());
+}
+
+// Runs `checks` in a child process acting as `uid`/`gid` without
+// supplementary groups (the kernel client's AUTH_SYS credential for its
+// calls): the child's exit status, 0 when every check held, otherwise the
+// number of the first that did not.
+int AsUser(uid_t uid, gid_t gid, const std::function<int()>& checks) {
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+      _exit(100);
+    }
+    _exit(checks());
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// An open(2) through the mount that must fail with `error`.
+bool Refused(const std::string& path, int flags, int error) {
+  const int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    close(fd);
+    return false;
+  }
+  return errno == error;
+}
+
+// RFC 1813 §4.4 and exports(5) root_squash, nfs3d's default: through the
+// kernel's client, a user reads and writes what the modes give it and
+// nothing else, and the client's root is the anonymous user. Each call
+// acts as its caller on a file worker of nfs3d's, so this also shows that
+// the threads that send the replies over Soft-RoCE keep working.
+TEST_F(Nfs3dMountTest, RootSquashAndAUserGetOnlyWhatTheirModesAllow) {
+  constexpr uid_t kUser = 1000;
+  constexpr gid_t kGroup = 1000;
+  // Made on the server's side, as root.
+  ASSERT_EQ(mkdir(OurPath("squash").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteText(OurPath("squash/root-secret"), "secret"));
+  ASSERT_EQ(chmod(OurPath("squash/root-secret").c_str(), 0600), 0);
+  ASSERT_TRUE(WriteText(OurPath("squash/root-public"), "public"));
+  ASSERT_EQ(chmod(OurPath("squash/root-public").c_str(), 0644), 0);
+  ASSERT_TRUE(WriteText(OurPath("squash/user-file"), "mine"));
+  ASSERT_EQ(chown(OurPath("squash/user-file").c_str(), kUser, kGroup), 0);
+  ASSERT_EQ(chmod(OurPath("squash/user-file").c_str(), 0600), 0);
+  ASSERT_EQ(mkdir(OurPath("squash/user-dir").c_str(), 0755), 0);
+  ASSERT_EQ(chown(OurPath("squash/user-dir").c_str(), kUser, kGroup), 0);
+  ASSERT_EQ(mkdir(OurPath("squash/open").c_str(), 0777), 0);
+  ASSERT_EQ(chmod(OurPath("squash/open").c_str(), 0777), 0);
+  Unmount(kOurMount);
+  server_.Stop();
+  StartServer({}, /*root_squash=*/true);
+  Mount("");
+
+  const int user = AsUser(kUser, kGroup, [] {
+    if (!Refused(MountedPath("squash/root-secret"), O_RDONLY, EACCES)) {
+      return 1;
+    }
+    if (ReadText(MountedPath("squash/root-public")) != "public") return 2;
+    if (!Refused(MountedPath("squash/root-public"), O_WRONLY, EACCES)) {
+      return 3;
+    }
+    if (ReadText(MountedPath("squash/user-file")) != "mine") return 4;
+    const std::vector<uint8_t> data = {'o', 'u', 'r', 's'};
+    if (!WriteFile(MountedPath("squash/user-file"), data)) return 5;
+    if (!WriteFile(MountedPath("squash/user-dir/new"), data)) return 6;
+    if (!Refused(MountedPath("squash/not-here"), O_WRONLY | O_CREAT, EACCES)) {
+      return 7;
+    }
+    if (unlink(MountedPath("squash/root-public").c_str()) == 0) return 8;
+    if (chmod(MountedPath("squash/root-secret").c_str(), 0666) == 0) return 9;
+    return 0;
+  });
+  EXPECT_EQ(user, 0) << "see the checks of uid " << kUser << " for the number";
+  // The user's writes are the server's files, and its own.
+  EXPECT_EQ(ReadText(OurPath("squash/user-file")), "ours");
+  struct stat st {};
+  ASSERT_EQ(stat(OurPath("squash/user-dir/new").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUser);
+  EXPECT_EQ(st.st_gid, kGroup);
+  // Root's files are as they were.
+  EXPECT_EQ(ReadText(OurPath("squash/root-secret")), "secret");
+  EXPECT_EQ(ReadText(OurPath("squash/root-public")), "public");
+  EXPECT_NE(access(OurPath("squash/not-here").c_str(), F_OK), 0);
+  ASSERT_EQ(stat(OurPath("squash/root-secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  // The client's root is squashed: not even root's own 0600 file, and
+  // what it makes belongs to the anonymous user.
+  EXPECT_TRUE(Refused(MountedPath("squash/root-secret"), O_RDONLY, EACCES))
+      << strerror(errno);
+  ASSERT_TRUE(WriteFile(MountedPath("squash/open/by-root"), {'r'}));
+  ASSERT_EQ(stat(OurPath("squash/open/by-root").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 65534u);
 }
 
 TEST_F(Nfs3dMountTest, TheClientReconnectsAcrossAServerRestart) {

@@ -58,10 +58,9 @@ class Nfs3dTransportTest : public ::testing::Test {
   // text), mounted.
   void Serve(const std::string& config_text) {
     ASSERT_FALSE(Nfs3dBinary().empty()) << "RPCRDMA_NFS3D is not set";
-    std::vector<std::string> args = {
-        "--export",     kOurExport,
-        "--nfs",        absl::StrCat("rdma://", Address(), ":", kPort),
-        "--mount-port", std::to_string(kMountPort)};
+    std::vector<std::string> args =
+        Nfs3dArgs(kOurExport, Address(), kPort, kMountPort,
+                  /*root_squash=*/false);
     if (!config_text.empty()) {
       const std::string path = "/share/nfs3d-config.textproto";
       ASSERT_TRUE(WriteText(path, config_text));

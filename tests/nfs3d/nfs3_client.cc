@@ -64,7 +64,7 @@ Nfs3Client::~Nfs3Client() {
   }
 }
 
-bool Nfs3Client::Start() {
+bool Nfs3Client::Start(unsigned threads) {
   static std::atomic<int> next{0};
   oncrpc::AdapterConfig config;
   config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
@@ -75,7 +75,7 @@ bool Nfs3Client::Start() {
   if (!xprt.ok()) return false;
   xprt_ = *xprt;
   if (!svc_reg(xprt_, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
-      !svc_rdma_run_threads(xprt_, 2)) {
+      !svc_rdma_run_threads(xprt_, threads)) {
     return false;
   }
   absl::StatusOr<CLIENT*> client =
@@ -88,6 +88,20 @@ bool Nfs3Client::Start() {
 
 Counters Nfs3Client::server_counters() const {
   return oncrpc::ServerOf(xprt_)->counters();
+}
+
+void Nfs3Client::UseAuthSys(uint32_t uid, uint32_t gid,
+                            const std::vector<uint32_t>& groups) {
+  if (client_->cl_auth != nullptr) auth_destroy(client_->cl_auth);
+  std::vector<gid_t> list(groups.begin(), groups.end());
+  client_->cl_auth =
+      authunix_create(const_cast<char*>("nfs3d-test"), uid, gid,
+                      static_cast<int>(list.size()), list.data());
+}
+
+void Nfs3Client::UseAuthNone() {
+  if (client_->cl_auth != nullptr) auth_destroy(client_->cl_auth);
+  client_->cl_auth = authnone_create();
 }
 
 nfsstat3 Nfs3Client::Getattr(const FileHandle& fh, fattr3& out) {
@@ -133,6 +147,26 @@ nfsstat3 Nfs3Client::Mkdir(const FileHandle& dir, const char* name,
   return CallNfs(
       &nfsproc3_mkdir_3, &xdr_MKDIR3res, args, client_,
       [&](MKDIR3res& res) { out = HandleOf(res.MKDIR3res_u.resok.obj); });
+}
+
+nfsstat3 Nfs3Client::Mknod(const FileHandle& dir, const char* name, ftype3 type,
+                           uint32_t major, uint32_t minor, FileHandle& out) {
+  MKNOD3args args{DirOp(dir, name), {}};
+  args.what.type = type;
+  if (type == NF3CHR || type == NF3BLK) {
+    args.what.mknoddata3_u.device.spec = {major, minor};
+  }
+  return CallNfs(
+      &nfsproc3_mknod_3, &xdr_MKNOD3res, args, client_,
+      [&](MKNOD3res& res) { out = HandleOf(res.MKNOD3res_u.resok.obj); });
+}
+
+nfsstat3 Nfs3Client::Access(const FileHandle& fh, uint32_t asked,
+                            uint32_t& granted) {
+  ACCESS3args args{AsNfsHandle(fh), asked};
+  return CallNfs(
+      &nfsproc3_access_3, &xdr_ACCESS3res, args, client_,
+      [&](ACCESS3res& res) { granted = res.ACCESS3res_u.resok.access; });
 }
 
 nfsstat3 Nfs3Client::Symlink(const FileHandle& dir, const char* name,

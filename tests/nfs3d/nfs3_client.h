@@ -26,9 +26,17 @@ class Nfs3Client {
   Nfs3Client& operator=(const Nfs3Client&) = delete;
   ~Nfs3Client();
 
-  // False with rdma_oncrpc_error() saying why.
-  bool Start();
+  // Serves on `threads` dispatch threads (svc_rdma_run_threads) and
+  // connects. False with rdma_oncrpc_error() saying why.
+  bool Start(unsigned threads = 2);
+  // The server's transport (to register another program on it).
+  SVCXPRT* transport() const { return xprt_; }
   Counters server_counters() const;
+  // The credential of the calls that follow: AUTH_SYS with `uid`, `gid`
+  // and `groups`, or AUTH_NONE (Start gives authunix_create_default).
+  void UseAuthSys(uint32_t uid, uint32_t gid,
+                  const std::vector<uint32_t>& groups = {});
+  void UseAuthNone();
 
   nfsstat3 Getattr(const FileHandle& fh, fattr3& out);
   nfsstat3 Lookup(const FileHandle& dir, const char* name, FileHandle& out);
@@ -37,6 +45,10 @@ class Nfs3Client {
   nfsstat3 CreateExclusive(const FileHandle& dir, const char* name,
                            const char (&verifier)[9], FileHandle& out);
   nfsstat3 Mkdir(const FileHandle& dir, const char* name, FileHandle& out);
+  // MKNOD of `type`; `major`/`minor` for NF3CHR and NF3BLK.
+  nfsstat3 Mknod(const FileHandle& dir, const char* name, ftype3 type,
+                 uint32_t major, uint32_t minor, FileHandle& out);
+  nfsstat3 Access(const FileHandle& fh, uint32_t asked, uint32_t& granted);
   nfsstat3 Symlink(const FileHandle& dir, const char* name, const char* target,
                    FileHandle& out);
   nfsstat3 Readlink(const FileHandle& fh, std::string& target);

@@ -4,7 +4,8 @@
 // requests answered with their NFSv3 errors. The kernel's client mounts the
 // same server in the VM (interop/kernel, ctest kernel.nfs3d).
 //
-// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does.
+// Needs CAP_DAC_READ_SEARCH (open_by_handle_at), as the server does
+// (nfs3d_fixture.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,43 +24,12 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/nfs3d/nfs3_client.h"
+#include "tests/nfs3d/nfs3d_fixture.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
 
-class Nfs3dTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("nfs3d-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ / "export");
-    absl::StatusOr<std::unique_ptr<Export>> exported =
-        Export::Open(dir_ / "export");
-    if (!exported.ok() && absl::IsFailedPrecondition(exported.status())) {
-      GTEST_SKIP() << exported.status();
-    }
-    ASSERT_TRUE(exported.ok()) << exported.status();
-    server_ =
-        std::make_unique<Nfs3Server>(*std::move(exported), ServerLimits{});
-    Nfs3Server::Install(server_.get());
-    client_ = std::make_unique<Nfs3Client>();
-    ASSERT_TRUE(client_->Start()) << rdma_oncrpc_error();
-    root_ = server_->exported().root_handle();
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_ != nullptr) Nfs3Server::Install(nullptr);
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Nfs3Server> server_;
-  std::unique_ptr<Nfs3Client> client_;
-  FileHandle root_;
-};
+using Nfs3dTest = Nfs3dFixture;
 
 TEST_F(Nfs3dTest, Rfc1813_3_3_1_GetattrOfTheRootIsADirectory) {
   fattr3 attributes{};
@@ -185,6 +155,40 @@ TEST_F(Nfs3dTest, Rfc1813_3_3_17_LargeDirectoriesListCompletely) {
   EXPECT_EQ(client_->ListAll(dir, false, 40, none, pages), NFS3ERR_TOOSMALL);
 }
 
+// RFC 1813 §3.3.16, §3.3.17: a count too small for one entry is
+// NFS3ERR_TOOSMALL whatever the result's memory held: rpcgen's dispatcher
+// hands the procedure its result as its stack left it, and the procedure
+// frees the entries it listed before answering the error.
+TEST_F(Nfs3dTest, Rfc1813_3_3_16_TooSmallWhateverTheResultHeld) {
+  std::ofstream(dir_ / "export" / "f") << "x";
+  authsys_parms root{};
+  root.aup_machname = const_cast<char*>("nfs3d-test");
+  svc_req q{};
+  q.rq_cred.oa_flavor = AUTH_SYS;
+  q.rq_clntcred = reinterpret_cast<caddr_t>(&root);
+  READDIR3args list{};
+  list.dir = AsNfsHandle(root_);
+  list.count = 40;
+  READDIR3res listed;
+  std::memset(&listed, 0xa5, sizeof listed);
+  ASSERT_TRUE(nfsproc3_readdir_3_svc(&list, &listed, &q));
+  EXPECT_EQ(listed.status, NFS3ERR_TOOSMALL);
+  xdr_free(reinterpret_cast<xdrproc_t>(
+               reinterpret_cast<void (*)()>(&xdr_READDIR3res)),
+           &listed);
+  READDIRPLUS3args plus{};
+  plus.dir = AsNfsHandle(root_);
+  plus.dircount = 40;
+  plus.maxcount = 40;
+  READDIRPLUS3res described;
+  std::memset(&described, 0xa5, sizeof described);
+  ASSERT_TRUE(nfsproc3_readdirplus_3_svc(&plus, &described, &q));
+  EXPECT_EQ(described.status, NFS3ERR_TOOSMALL);
+  xdr_free(reinterpret_cast<xdrproc_t>(
+               reinterpret_cast<void (*)()>(&xdr_READDIRPLUS3res)),
+           &described);
+}
+
 TEST_F(Nfs3dTest, HandlesNeverLeaveTheExport) {
   // ".." of the root is the root.
   FileHandle up;
@@ -213,10 +217,7 @@ TEST_F(Nfs3dTest, HandlesSurviveARestart) {
   std::vector<uint8_t> data(100, 3);
   ASSERT_EQ(client_->Write(file, 0, data, UNSTABLE, &before), NFS3_OK);
   // A new server on the same directory.
-  absl::StatusOr<std::unique_ptr<Export>> again = Export::Open(dir_ / "export");
-  ASSERT_TRUE(again.ok()) << again.status();
-  server_ = std::make_unique<Nfs3Server>(*std::move(again), ServerLimits{});
-  Nfs3Server::Install(server_.get());
+  Serve(ExportOptions{.root_squash = false});
   fattr3 attributes{};
   EXPECT_EQ(client_->Getattr(file, attributes), NFS3_OK);
   EXPECT_EQ(attributes.size, 100u);
