@@ -1,4 +1,4 @@
-// The cost of a call through the public API (issue 10), beside the same
+// The cost of a call through the public API, beside the same
 // work done by Apache Thrift (TSocket buffered and framed, TSimpleServer
 // and TNonblockingServer) and by libtirpc over TCP loopback, and memcpy
 // for bulk, all measured in the same run:

@@ -1,4 +1,4 @@
-// The ONC RPC adapter against libtirpc's own TCP (issue 13): the same
+// The ONC RPC adapter against libtirpc's own TCP: the same
 // rpcgen program (oncbench.x) through the same rpcgen stubs and dispatcher,
 // over RPC-over-RDMA on soft+unix and over TCP on loopback, in one run:
 //   Null/*       ONCBENCH_NULL's round trip, one call in flight

@@ -1,4 +1,4 @@
-// The Thrift bridge (issue 12) against Thrift's own TSocket, in the same
+// The Thrift bridge against Thrift's own TSocket, in the same
 // run, with the same generated code (bench/api/bench.thrift: Bench.ping,
 // Bench.echo), TBinaryProtocol and TSimpleServer on both sides:
 //   VoidCall/*        ping(): one round trip, one call in flight

@@ -212,7 +212,7 @@ std::pair<double, double> Throughput(const std::string& mount_point,
           static_cast<double>(total) / 1e6 / read_s};
 }
 
-// Issue 14's figure: nfs3d beside the kernel's nfsd (--services nfsd3) on
+// The figure: nfs3d beside the kernel's nfsd (--services nfsd3) on
 // the same rxe device in the same run, one after the other. Reported, not
 // asserted (timings are never a test's verdict here).
 TEST_F(Nfs3dTransportTest, ThroughputBesideTheKernelsNfsd) {

@@ -1,6 +1,6 @@
 // The state of one Channel (rpcrdma/channel.h): its connection, the calls
-// it has pending, reconnects and the limits of issue 9, driven by one event
-// loop of its Runtime and by the threads that call into it.
+// it has pending, reconnects and the limits against hostile peers, driven by
+// one event loop of its Runtime and by the threads that call into it.
 //
 // Concurrency: one mutex guards everything. The loop thread takes it when
 // the connection's descriptor is readable or a deadline comes; a calling

@@ -194,7 +194,7 @@ class Connection : public engine::MemoryExposer {
   std::unique_ptr<fabric::BufferPool> send_pool_;
   uint32_t receive_deficit_ = 0;
   // Hash tables and ring queues, so that a connection in steady use
-  // allocates nothing per message (issue 10).
+  // allocates nothing per message.
   memory::RingQueue<engine::Send> pending_sends_;
   struct SendInFlight {
     uint32_t slot = 0;

@@ -1,5 +1,5 @@
 // What the api layer does against a peer that would exhaust, wedge or
-// crash an endpoint (issue 9): the reject a Server sends beyond its
+// crash an endpoint: the reject a Server sends beyond its
 // connection limit and how a client reads it, the idle and abandoned-call
 // rules, and the one-line reports of such events.
 #ifndef RPCRDMA_PLUGIN_API_LIMITS_H_

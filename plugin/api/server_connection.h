@@ -1,6 +1,6 @@
 // One connection a Server accepted: its protocol engine and endpoint, the
-// limits of issue 9 for it, its backward calls (RFC 8167) and the replies
-// on their way. It lives on one event loop of the Server's Runtime; the
+// limits against hostile peers for it, its backward calls (RFC 8167) and the
+// replies on their way. It lives on one event loop of the Server's Runtime; the
 // handler's Responder may send from any thread, and so may Server::Call.
 //
 // Concurrency as in channel_core.h: one mutex, taken by the loop thread

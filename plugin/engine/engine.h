@@ -515,7 +515,7 @@ class Engine {
   OpId next_op_ = 1;
 
   // Hash tables and ring queues: once grown to its working size, an
-  // engine in steady use allocates nothing per call (issue 10). Where the
+  // engine in steady use allocates nothing per call. Where the
   // order of a walk matters (a disconnect fails calls in the order they
   // were made), the ids are sorted first.
   absl::flat_hash_map<CallId, RequesterCall> requests_;

@@ -3,7 +3,7 @@
 // (at most a quarter wasted), from 64 octets to 64 MiB, holding at most
 // kRetainedBytes. A call's reassembly buffer and a reply's buffer then
 // come back with their pages in place instead of being faulted in anew for
-// every call, which cost more than moving the data (issue 10).
+// every call, which cost more than moving the data.
 #ifndef RPCRDMA_PLUGIN_MEMORY_BUFFER_POOL_H_
 #define RPCRDMA_PLUGIN_MEMORY_BUFFER_POOL_H_
 

@@ -1,4 +1,4 @@
-// Channel::BlockingCall (issue 10: a call as cheap as the TCP it
+// Channel::BlockingCall (a call as cheap as the TCP it
 // replaces): the calling thread reads its own reply, alone or with other
 // threads blocked on the same Channel, beside callback calls, with
 // deadlines and lost connections; the same in two steps (StartCall,

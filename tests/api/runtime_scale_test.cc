@@ -1,4 +1,4 @@
-// Ten thousand connections (issue 10): a Server in one process, ten
+// Ten thousand connections: a Server in one process, ten
 // thousand Channels on a two-loop runtime in another, each connection one
 // descriptor per side (the soft fabric's owner-driven endpoints), every
 // Channel making a call, and resident memory per idle connection reported

@@ -104,7 +104,7 @@ TEST(ParseUri, OneParserForEveryScheme) {
             "\"port\" is not a number");
 }
 
-// Issue 9: a bad port was UNAVAILABLE from Server::Create.
+// a bad port was UNAVAILABLE from Server::Create.
 TEST(ApiUri, BadPortIsInvalidArgumentNotUnavailable) {
   config::TransportConfig c;
   for (const char* uri :

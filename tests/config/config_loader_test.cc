@@ -532,7 +532,7 @@ TEST(ConfigSyntax, NegativeUnsignedIsRejected) {
   EXPECT_THAT(Message(parsed.status()), StartsWith("neg.textproto:1:"));
 }
 
-// Issue 9: a value of the wrong type names its field (path and type) and
+// a value of the wrong type names its field (path and type) and
 // its line, not only "Expected integer".
 TEST(ConfigSyntax, WrongTypeNamesFieldAndLine) {
   auto negative = ParseConfigText(

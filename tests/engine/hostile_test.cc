@@ -1,4 +1,4 @@
-// The engine against a hostile peer (issue 9): credit enforcement, bounded
+// The engine against a hostile peer: credit enforcement, bounded
 // reassembly memory, replies that cannot be conveyed, messages that are no
 // RPC call, empty bodies, malformed errors, oversized replies and 64-bit
 // chunk capacities. Labels engine and hostile.

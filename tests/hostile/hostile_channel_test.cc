@@ -1,4 +1,4 @@
-// Hostile responders under a Channel (issue 9): a raw soft-fabric peer
+// Hostile responders under a Channel: a raw soft-fabric peer
 // accepts the Channel's connection and answers its calls with replies that
 // break RFC 8166; each test checks the call's outcome and that the Channel
 // goes on (or recovers) with descriptors and threads back where they were.

@@ -1,4 +1,4 @@
-// Exhaustion and wedging (issue 9): connection limit, handshake and idle
+// Exhaustion and wedging: connection limit, handshake and idle
 // timeouts, descriptor exhaustion, and a Channel whose peer swallows calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Hostile requesters against a Server (issue 9): a raw peer on the soft
+// Hostile requesters against a Server: a raw peer on the soft
 // fabric sends what no well-behaved client would, and each test checks the
 // outcome RFC 8166 asks for (an RDMA_ERROR, silence, or teardown) and that
 // memory, descriptors and threads come back to where they were.

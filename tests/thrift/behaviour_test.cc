@@ -1,4 +1,4 @@
-// How the bridge behaves where sockets would (issue 12): the concurrent
+// How the bridge behaves where sockets would: the concurrent
 // client with 64 calls in flight on one connection, oneway calls that
 // return at once and never hold a credit (RFC 8166 §3.3.1), TConfiguration
 // limits on both sides, stop() while calls are processed, a lost peer, and

@@ -1,4 +1,4 @@
-// Bulk binaries (issue 12): binaries of every size from 0 to 64 MiB, around
+// Bulk binaries: binaries of every size from 0 to 64 MiB, around
 // every threshold the bridge has (the 4096-octet inline threshold and bulk
 // threshold, the inline budget of a message, powers of two of the write
 // chunks a method learns, 16 MiB), both ways, one binary or several in a

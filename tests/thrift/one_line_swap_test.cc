@@ -1,4 +1,4 @@
-// The one-line swap (issue 12): TSocket becomes TRdmaSocket and
+// The one-line swap: TSocket becomes TRdmaSocket and
 // TServerSocket becomes TRdmaServerSocket, nothing else changes. Every
 // server type (TSimpleServer, TThreadedServer, TThreadPoolServer,
 // TRdmaServer) x protocol (binary, compact, JSON, header) x wrapping

@@ -260,7 +260,7 @@ class SoftEndpoint : public Endpoint {
   bool write_shut_ = false;
 
   // Ring queues and a hash table: an endpoint in steady use allocates
-  // nothing per operation (issue 10).
+  // nothing per operation.
   memory::RingQueue<Receive> receives_;
   absl::flat_hash_map<uint64_t, Pending> pending_;  // by sequence number
   uint64_t next_seq_ = 1;

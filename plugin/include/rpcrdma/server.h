@@ -13,7 +13,7 @@
 // answer later from any thread; Responder::Send sends on the calling
 // thread.
 //
-// Limits against a peer that would exhaust or wedge it (issue 9):
+// Limits against a peer that would exhaust or wedge it:
 // - Reassembly memory (RFC 5666 §11): a connection holds at most
 //   limits.max_reassembly_bytes of incoming calls, from reassembly until
 //   the reply has been sent, and all connections together at most

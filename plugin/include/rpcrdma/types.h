@@ -166,7 +166,7 @@ struct Counters {
   // their replies received (Server) or sent (Channel).
   uint64_t backward_calls = 0;
   uint64_t backward_replies = 0;
-  // Defences against a hostile or broken peer (issue 9):
+  // Defences against a hostile or broken peer:
   // connections closed because the peer broke a rule that leaves no way on
   // (e.g. more calls than its credit grant, RFC 8166 §3.3.1);
   uint64_t protocol_closes = 0;
