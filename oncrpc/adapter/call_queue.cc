@@ -18,7 +18,10 @@ void CallQueue::Push(Job job, bool wake) {
   bool signal = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_) return;  // dropped: its requester sees its deadline
+    if (stopped_) {
+      unanswered_.push_back(std::move(job));  // see Stop()
+      return;
+    }
     // The poll loop drains the queue before it sleeps again (SVC_STAT
     // reports XPRT_MOREREQS), so only the first call needs a wake-up.
     signal = wake && !to_threads_ && jobs_.empty();
@@ -65,11 +68,11 @@ std::optional<Job> CallQueue::WaitPop() {
 }
 
 void CallQueue::Stop() {
-  std::deque<Job> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
-    dropped.swap(jobs_);
+    for (Job& job : jobs_) unanswered_.push_back(std::move(job));
+    jobs_.clear();
   }
   ready_.notify_all();
 }

@@ -46,7 +46,12 @@ class CallQueue {
   void HandToThreads();
   // Blocks until a call comes (nullopt once Stop was called).
   std::optional<Job> WaitPop();
-  // Wakes every WaitPop for good and drops the calls still waiting.
+  // Wakes every WaitPop for good. The calls still waiting, and those
+  // pushed later, are never dispatched; they are kept unanswered until the
+  // queue goes, after the Server (RdmaTransport::Stop): a Responder dropped
+  // before would answer SYSTEM_ERR (rpcrdma/responder.h), where a call the
+  // server never ran should see its connection close, and may be sent
+  // again.
   void Stop();
 
  private:
@@ -54,6 +59,7 @@ class CallQueue {
   mutable std::mutex mu_;
   std::condition_variable ready_;
   std::deque<Job> jobs_;
+  std::deque<Job> unanswered_;  // since Stop()
   bool to_threads_ = false;
   bool stopped_ = false;
 };

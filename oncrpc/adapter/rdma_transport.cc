@@ -261,8 +261,8 @@ void DispatchState::AnswerUndecodable(Job& job) {
 xprt_stat DispatchState::Status(SVCXPRT* xprt) {
   DispatchState& self = Of(xprt);
   // svc_getreq_common asks after each call: that call is over (a call the
-  // dispatcher did not answer gets no reply, as over TCP, and neither do
-  // its duplicates).
+  // dispatcher did not answer, and each of its duplicates, is answered
+  // SYSTEM_ERR as its Responder goes: rpcrdma/responder.h).
   if (self.cached_call.has_value()) {
     (void)self.transport->cache()->Abandon(*self.cached_call);
     self.cached_call.reset();
@@ -472,8 +472,9 @@ RdmaTransport::~RdmaTransport() { Stop(); }
 void RdmaTransport::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  // Calls waiting are dropped (their requesters see their deadlines) and
-  // the threads leave once their current call is answered.
+  // Calls waiting are never dispatched (kept unanswered until after the
+  // Server is gone, their requesters see the connection close) and the
+  // threads leave once their current call is answered.
   queue_.Stop();
   for (std::thread& t : threads_) t.join();
   // Then nothing delivers calls; a Server waits for its connections, which

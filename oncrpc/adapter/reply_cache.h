@@ -124,7 +124,8 @@ class ReplyCache {
   std::vector<Waiter> Complete(const CallIdentity& call,
                                std::shared_ptr<const CachedReply> reply);
   // The call was not answered: forgotten; the waiters of its duplicates are
-  // returned, to be dropped unanswered as the call itself was.
+  // returned, to be dropped unanswered as the call itself was (their
+  // Responders then answer SYSTEM_ERR: rpcrdma/responder.h).
   std::vector<Waiter> Abandon(const CallIdentity& call);
 
   size_t entries() const;

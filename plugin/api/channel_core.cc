@@ -160,7 +160,7 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
                                   std::move(d->write_chunk_capacities),
                                   d->reply_chunk_capacity},
                      ResponderAccess::Make(shared_from_this(), generation_,
-                                           d->call, Clock::now())});
+                                           d->call, d->xid, Clock::now())});
     } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
       if (auto released = replies_.Sent(*conn_, r->call)) {
         o.released.push_back(std::move(*released));
@@ -440,6 +440,20 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
 absl::Status ChannelCore::SendReply(uint64_t generation, engine::CallId call,
                                     ServerReply reply,
                                     Clock::time_point delivered_at) {
+  return Answer(generation, call, std::move(reply), delivered_at, std::nullopt);
+}
+
+void ChannelCore::SendDroppedReply(uint64_t generation, engine::CallId call,
+                                   uint32_t xid, ServerReply reply,
+                                   Clock::time_point delivered_at) {
+  // A destructor's: nobody to tell of a refusal.
+  (void)Answer(generation, call, std::move(reply), delivered_at, xid);
+}
+
+absl::Status ChannelCore::Answer(uint64_t generation, engine::CallId call,
+                                 ServerReply reply,
+                                 Clock::time_point delivered_at,
+                                 std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here
   Outcomes deferred;
   absl::Status st;
@@ -455,6 +469,9 @@ absl::Status ChannelCore::SendReply(uint64_t generation, engine::CallId call,
     } else {
       std::optional<ReleasingReply> refused;
       st = replies_.Send(*conn_, call, std::move(reply), delivered_at, refused);
+      if (dropped_xid && st.ok() && !refused) {
+        conn_->LogDroppedResponder(*dropped_xid);
+      }
       if (refused) o.released.push_back(std::move(*refused));
       conn_->Poll();
       CollectUpcalls(deferred);

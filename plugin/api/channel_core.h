@@ -100,9 +100,19 @@ class ChannelCore final : public runtime::Source,
   absl::Status SendReply(uint64_t generation, engine::CallId call,
                          ServerReply reply,
                          Clock::time_point delivered_at) override;
+  void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
+                        ServerReply reply,
+                        Clock::time_point delivered_at) override;
 
  private:
   friend class VersionTwoOperations<ChannelCore>;
+
+  // SendReply's work; with `dropped_xid`, the answer of a Responder dropped
+  // unanswered: nothing is said when the Channel or the connection is gone,
+  // a warning when it is sent.
+  absl::Status Answer(uint64_t generation, engine::CallId call,
+                      ServerReply reply, Clock::time_point delivered_at,
+                      std::optional<uint32_t> dropped_xid);
 
   struct Pending {
     // Unset while the call waits for a connection (held for a re-send).

@@ -128,6 +128,9 @@ class Connection : public engine::MemoryExposer {
   // Names the connection in log records: `id` as LogRecord::connection,
   // `description` (peer or listener) in every line about it.
   void SetLogContext(uint64_t id, std::string description);
+  // The warning for a call whose Responder was dropped unanswered and which
+  // was answered SYSTEM_ERR in its place (rpcrdma/responder.h).
+  void LogDroppedResponder(uint32_t xid) const;
   // The first known cause of the connection's loss (empty while up).
   const std::string& lost_reason() const { return lost_reason_; }
   // Disconnected in the normal way: this side asked for it, or (a

@@ -20,6 +20,12 @@ void Connection::SetLogContext(uint64_t id, std::string description) {
   log_description_ = std::move(description);
 }
 
+void Connection::LogDroppedResponder(uint32_t xid) const {
+  RPCRDMA_LOG(kWarning, log_id_, log_description_, ": connection ", log_id_,
+              ": the Responder of the call with XID 0x", absl::Hex(xid),
+              " was dropped unanswered; answered SYSTEM_ERR (RFC 5531 §9)");
+}
+
 void Connection::LogSetUp(const ConnectionInfo& i) {
   RPCRDMA_LOG(
       kInfo, log_id_, log_description_,

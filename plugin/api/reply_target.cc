@@ -2,17 +2,46 @@
 
 #include <utility>
 
+#include "plugin/wire/rpc_reply.h"
+
 namespace rpcrdma {
 
 Responder::Responder(std::shared_ptr<api_internal::ReplyTarget> target,
-                     uint64_t generation, uint64_t call, int64_t delivered_ns)
+                     uint64_t generation, uint64_t call, uint32_t xid,
+                     int64_t delivered_ns)
     : target_(std::move(target)),
       generation_(generation),
       call_(call),
-      delivered_ns_(delivered_ns) {}
-Responder::Responder(Responder&&) noexcept = default;
-Responder& Responder::operator=(Responder&&) noexcept = default;
-Responder::~Responder() = default;
+      delivered_ns_(delivered_ns),
+      xid_(xid) {}
+
+// Moving leaves `other` without a target: only one of the two answers.
+Responder::Responder(Responder&& other) noexcept = default;
+
+Responder& Responder::operator=(Responder&& other) noexcept {
+  if (this != &other) {
+    AnswerDropped();  // the call this one held is let go of
+    target_ = std::move(other.target_);
+    other.target_ = nullptr;
+    generation_ = other.generation_;
+    call_ = other.call_;
+    delivered_ns_ = other.delivered_ns_;
+    xid_ = other.xid_;
+  }
+  return *this;
+}
+
+Responder::~Responder() { AnswerDropped(); }
+
+void Responder::AnswerDropped() noexcept {
+  if (target_ == nullptr) return;  // replied, or moved from
+  std::shared_ptr<api_internal::ReplyTarget> target = std::move(target_);
+  target_ = nullptr;
+  target->SendDroppedReply(generation_, call_, xid_,
+                           ServerReply(wire::EncodeSystemErrReply(xid_)),
+                           api_internal::Clock::time_point(
+                               api_internal::Clock::duration(delivered_ns_)));
+}
 
 absl::Status Responder::Send(ServerReply reply) {
   if (target_ == nullptr) {

@@ -34,14 +34,25 @@ class ReplyTarget {
   virtual absl::Status SendReply(uint64_t generation, engine::CallId call,
                                  ServerReply reply,
                                  Clock::time_point delivered_at) = 0;
+  // A Responder was dropped unanswered (responder.h): sends `reply` (its
+  // SYSTEM_ERR answer to `xid`) as SendReply does and logs a warning naming
+  // the connection and `xid`. Sends and logs nothing once the target has
+  // shut down or that connection is gone, so that a Server or a connection
+  // going away with calls in its handlers' hands logs no line per call.
+  // Never blocks beyond the target's lock, which the destroying thread
+  // must not hold: the targets hand Responders over only after letting it
+  // go (their Outcomes).
+  virtual void SendDroppedReply(uint64_t generation, engine::CallId call,
+                                uint32_t xid, ServerReply reply,
+                                Clock::time_point delivered_at) = 0;
 };
 
 class ResponderAccess {
  public:
   static Responder Make(std::shared_ptr<ReplyTarget> target,
-                        uint64_t generation, engine::CallId call,
+                        uint64_t generation, engine::CallId call, uint32_t xid,
                         Clock::time_point delivered_at) {
-    return Responder(std::move(target), generation, call,
+    return Responder(std::move(target), generation, call, xid,
                      delivered_at.time_since_epoch().count());
   }
 };

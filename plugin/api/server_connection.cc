@@ -217,7 +217,7 @@ void ServerConnection::CollectUpcalls(Outcomes& o) {
                                   std::move(d->write_chunk_capacities),
                                   d->reply_chunk_capacity},
                      ResponderAccess::Make(shared_from_this(), /*generation=*/0,
-                                           d->call, Clock::now())});
+                                           d->call, d->xid, Clock::now())});
     } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
       if (calls_in_progress_ > 0) --calls_in_progress_;
       if (auto released = replies_.Sent(*conn_, r->call)) {
@@ -361,6 +361,20 @@ void ServerConnection::ResumeAwaitingMemory() {
 absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
                                          engine::CallId call, ServerReply reply,
                                          Clock::time_point delivered_at) {
+  return Answer(call, std::move(reply), delivered_at, std::nullopt);
+}
+
+void ServerConnection::SendDroppedReply(uint64_t /*generation*/,
+                                        engine::CallId call, uint32_t xid,
+                                        ServerReply reply,
+                                        Clock::time_point delivered_at) {
+  // A destructor's: nobody to tell of a refusal.
+  (void)Answer(call, std::move(reply), delivered_at, xid);
+}
+
+absl::Status ServerConnection::Answer(engine::CallId call, ServerReply reply,
+                                      Clock::time_point delivered_at,
+                                      std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here
   Outcomes deferred;
   absl::Status st;
@@ -377,6 +391,9 @@ absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
       const uint64_t releases = shared_->budget.releases();
       std::optional<ReleasingReply> refused;
       st = replies_.Send(*conn_, call, std::move(reply), delivered_at, refused);
+      if (dropped_xid && st.ok() && !refused) {
+        conn_->LogDroppedResponder(*dropped_xid);
+      }
       if (refused) o.released.push_back(std::move(*refused));
       conn_->Poll();
       CollectUpcalls(deferred);

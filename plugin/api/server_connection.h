@@ -87,6 +87,9 @@ class ServerConnection final
   absl::Status SendReply(uint64_t generation, engine::CallId call,
                          ServerReply reply,
                          Clock::time_point delivered_at) override;
+  void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
+                        ServerReply reply,
+                        Clock::time_point delivered_at) override;
 
   // Version two (server_v2.cc; server.h): UpdateProperties,
   // RequestPeerProperties, SendOptional from VersionTwoOperations.
@@ -120,6 +123,12 @@ class ServerConnection final
                                          std::chrono::milliseconds timeout);
 
   void Work(bool readable);
+  // SendReply's work; with `dropped_xid`, the answer of a Responder dropped
+  // unanswered: nothing is said when the Server or the connection is gone,
+  // a warning when it is sent.
+  absl::Status Answer(engine::CallId call, ServerReply reply,
+                      Clock::time_point delivered_at,
+                      std::optional<uint32_t> dropped_xid);
   // The loop waits for what the endpoint now waits for (mu_ held).
   void UpdateInterest();
   void RunOutcomes(Outcomes& o);

@@ -52,6 +52,7 @@ constexpr uint32_t kDdpAndBulk = 3;  // args n, seed, m: item + opaque<m> inline
 constexpr uint32_t kHold = 4;        // no reply until the test releases it
 constexpr uint32_t kEchoLater = 5;   // as kEcho, answered from another thread
 constexpr uint32_t kBulk = 6;        // args m, seed: opaque<m> inline
+constexpr uint32_t kDrop = 7;        // the handler drops its Responder
 
 inline void Put(std::vector<uint8_t>& out, uint32_t w) {
   out.push_back(static_cast<uint8_t>(w >> 24));
@@ -216,6 +217,8 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
           } else if (proc == kEchoLater) {
             later_.emplace_back(std::move(call), std::move(responder));
             cv_.notify_all();
+          } else if (proc == kDrop) {
+            --in_flight_;  // unanswered: the transport answers SYSTEM_ERR
           } else {
             --in_flight_;
             EXPECT_TRUE(responder.Send(Answer(call)).ok());
@@ -237,19 +240,22 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
   }
 
   // A Channel that serves backward calls (RFC 8167) as the server serves
-  // forward ones; kHold calls are kept in backward_held_.
+  // forward ones; kHold calls are kept in backward_held_, kDrop calls'
+  // Responders dropped.
   void ConnectWithBackchannel(const config::TransportConfig& config) {
-    auto channel = Channel::Create(server_->uri(), config,
-                                   [this](IncomingCall call, Responder r) {
-                                     std::lock_guard<std::mutex> lock(mu_);
-                                     backward_received_[call.xid] = call;
-                                     if (Get(call.message, 20) == kHold) {
-                                       backward_held_.push_back(std::move(r));
-                                       cv_.notify_all();
-                                       return;
-                                     }
-                                     EXPECT_TRUE(r.Send(Answer(call)).ok());
-                                   });
+    auto channel = Channel::Create(
+        server_->uri(), config, [this](IncomingCall call, Responder r) {
+          std::lock_guard<std::mutex> lock(mu_);
+          backward_received_[call.xid] = call;
+          const uint32_t proc = Get(call.message, 20);
+          if (proc == kHold) {
+            backward_held_.push_back(std::move(r));
+            cv_.notify_all();
+            return;
+          }
+          if (proc == kDrop) return;
+          EXPECT_TRUE(r.Send(Answer(call)).ok());
+        });
     ASSERT_TRUE(channel.ok()) << channel.status();
     channel_ = std::move(*channel);
   }

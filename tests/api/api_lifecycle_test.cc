@@ -110,7 +110,9 @@ TEST_P(ApiTest, CancelledCallCompletesWithCancelled) {
   channel_->Cancel(12345);
   EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(),
                           [](uint8_t b) { return b == 0xEE; }));
-  TakeHeld();  // dropped unanswered
+  // The held call stays unanswered (held_ goes after the server): any
+  // reply now, SYSTEM_ERR included, would invalidate remotely the write
+  // chunk the cancel already invalidated, which ends the connection.
   CallRequest next;
   next.xdr = CallHeader(0x9002, kNull);
   next.max_reply_size = 64;
@@ -254,8 +256,11 @@ TEST_P(ApiTest, Rfc8166_3_3_1_RetryableCallsResentWithSameXidAfterRestart) {
     in_flight_ = 0;
     max_in_flight_ = 0;
   }
-  TakeHeld();  // the old server's responders, never answered
+  // The old server's responders, never answered: kept until it is gone
+  // (one dropped before would answer its call).
+  std::vector<Responder> unanswered = TakeHeld();
   server_.reset();
+  unanswered.clear();
   absl::StatusOr<Reply> lost = Wait(once_future);
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kUnavailable)
       << lost.status();
@@ -338,8 +343,10 @@ TEST_P(ApiTest, DeadlineExceededWhileReconnecting) {
   req.deadline = Clock::now() + milliseconds(1500);
   auto pending = channel_->Call(std::move(req));
   ASSERT_TRUE(WaitHeld(1));
-  TakeHeld();
-  server_.reset();  // nothing listens any more
+  // Kept unanswered until the server is gone; nothing listens any more.
+  std::vector<Responder> unanswered = TakeHeld();
+  server_.reset();
+  unanswered.clear();
   ASSERT_TRUE(WaitDisconnected(*channel_));
   // Made while the connection is down: waits, or fails at once without
   // retry_on_reconnect.
@@ -403,8 +410,9 @@ TEST_P(ApiTest, ChannelDestroyedWhileReconnecting) {
     channel_->Call(std::move(req), count);
   }
   ASSERT_TRUE(WaitHeld(3));
-  TakeHeld();
+  std::vector<Responder> unanswered = TakeHeld();  // until the server goes
   server_.reset();
+  unanswered.clear();
   ASSERT_TRUE(WaitDisconnected(*channel_));
   CallRequest req;
   req.xdr = CallHeader(0xE204, kNull);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,8 +138,14 @@ TEST(ApiMetrics, ChannelAndServerHistogramsCountEveryCall) {
 
 TEST(ApiMetrics, FailedCallsAreNotRecorded) {
   config::TransportConfig config;
+  // Kept unanswered until the server is gone (one dropped is answered).
+  std::mutex parked_mu;
+  std::vector<Responder> parked;
   auto server = Server::Create("soft+tcp://127.0.0.1:0", config,
-                               [](IncomingCall, Responder) {});  // no reply
+                               [&](IncomingCall, Responder responder) {
+                                 std::lock_guard<std::mutex> lock(parked_mu);
+                                 parked.push_back(std::move(responder));
+                               });
   ASSERT_TRUE(server.ok()) << server.status();
   auto channel = Channel::Create((*server)->uri(), config);
   ASSERT_TRUE(channel.ok()) << channel.status();

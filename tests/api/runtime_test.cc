@@ -238,8 +238,14 @@ TEST(UserDrivenRuntime, ChannelDrivenFromTheUsersEpollLoop) {
   CallRequest late = NullCall(99);
   late.deadline = Clock::now() + milliseconds(50);
   std::atomic<bool> expired{false};
+  // Kept unanswered until the server is gone (one dropped is answered).
+  std::mutex parked_mu;
+  std::vector<Responder> parked;
   auto held = Server::Create(UnixUri("never"), {},
-                             [](IncomingCall, Responder) {});  // no reply
+                             [&](IncomingCall, Responder responder) {
+                               std::lock_guard<std::mutex> lock(parked_mu);
+                               parked.push_back(std::move(responder));
+                             });
   ASSERT_TRUE(held.ok());
   auto silent = Channel::Create((*held)->uri(), {}, options);
   ASSERT_TRUE(silent.ok());

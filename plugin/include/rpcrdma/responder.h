@@ -38,8 +38,16 @@ class Responder;
 // Serves calls: a Server's handler, and a Channel's backward handler.
 using CallHandler = std::function<void(IncomingCall call, Responder responder)>;
 
-// Answers one call, once, from any thread. Dropping it unanswered leaves
-// the requester waiting until its deadline.
+// Answers one call, once, from any thread.
+//
+// A Responder destroyed before it sent (and not moved from), or assigned
+// over, answers its call itself: an accepted reply whose accept_stat is
+// SYSTEM_ERR (RFC 5531 §9), sent as Send sends it, so that the call's
+// credit and its memory come back at once (held otherwise until the
+// connection ends) and the requester learns without waiting for its
+// deadline. It logs a warning naming the connection and the XID: a handler
+// that forgets to answer is a bug to fix. Once the Server (Channel) or the
+// call's connection is gone it sends and logs nothing.
 class Responder {
  public:
   Responder(Responder&&) noexcept;
@@ -57,11 +65,15 @@ class Responder {
  private:
   friend class api_internal::ResponderAccess;
   Responder(std::shared_ptr<api_internal::ReplyTarget> target,
-            uint64_t generation, uint64_t call, int64_t delivered_ns);
-  std::shared_ptr<api_internal::ReplyTarget> target_;
+            uint64_t generation, uint64_t call, uint32_t xid,
+            int64_t delivered_ns);
+  // Sends the SYSTEM_ERR answer of a call dropped unanswered (above).
+  void AnswerDropped() noexcept;
+  std::shared_ptr<api_internal::ReplyTarget> target_;  // null once replied
   uint64_t generation_ = 0;  // of the connection the call came on
   uint64_t call_ = 0;
   int64_t delivered_ns_ = 0;  // steady clock, for the reply-time metric
+  uint32_t xid_ = 0;          // of the call, for a dropped one's answer
 };
 
 }  // namespace rpcrdma

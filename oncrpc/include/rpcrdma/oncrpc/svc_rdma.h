@@ -40,7 +40,10 @@
  * - svc_destroy: unregisters the descriptor, stops the threads of
  *   svc_rdma_run_threads, closes every connection.
  * A call the dispatcher does not answer (rpcgen: a procedure returning
- * NULL) gets no reply, as over TCP; its client waits for its timeout.
+ * NULL) is answered SYSTEM_ERR by the transport (RFC 5531 §9), and so are
+ * its duplicates waiting in the reply cache: over RDMA only a reply
+ * returns the call's credit (RFC 8166 §3.3.1). A client that does not
+ * wait for a reply (a zero timeout) discards it.
  * AUTH_NONE and AUTH_SYS are authenticated by libtirpc as usual.
  */
 #ifndef RPCRDMA_ONCRPC_SVC_RDMA_H_
