@@ -21,43 +21,15 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "rpcrdma/prometheus.h"
+#include "tests/api/http_client.h"
 
 namespace rpcrdma {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Socket& operator=(Socket&&) = delete;
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// A TCP connection from `source` (an IPv4 loopback address) to
-// 127.0.0.1:port, or -1.
-Socket ConnectFrom(const char* source, uint16_t port) {
-  Socket s(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &from.sin_addr);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(s.fd(), reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-      connect(s.fd(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    return Socket(-1);
-  }
-  return s;
-}
+using http_client::ConnectFrom;
+using http_client::Socket;
 
 // Whether the server closed the connection within `within` (reading EOF
 // or a reset), without the client having sent anything more.
@@ -68,25 +40,10 @@ bool ClosedByServer(const Socket& s, std::chrono::milliseconds within) {
   return read(s.fd(), &c, 1) <= 0;
 }
 
-// GET /metrics over `s`; the status line and the time it took, "" when no
-// answer came within 5 s.
-std::string Get(const Socket& s) {
-  const std::string request =
-      "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  if (write(s.fd(), request.data(), request.size()) !=
-      static_cast<ssize_t>(request.size())) {
-    return "";
-  }
-  std::string response;
-  char buffer[4096];
-  while (true) {
-    pollfd p{s.fd(), POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1) return "";
-    const ssize_t n = read(s.fd(), buffer, sizeof buffer);
-    if (n <= 0) break;
-    response.append(buffer, static_cast<size_t>(n));
-  }
-  return response.substr(0, response.find("\r\n"));
+// GET /metrics over `s`: the status line, "" when no answer came within
+// 5 s.
+std::string StatusOfGet(const Socket& s) {
+  return http_client::StatusLine(http_client::Get(s));
 }
 
 std::unique_ptr<PrometheusExporter> Start(PrometheusExporterOptions options) {
@@ -114,7 +71,7 @@ TEST(PrometheusListener, IdleAndHalfSentRequestsDoNotDelayAScrape) {
     const auto start = Clock::now();
     Socket prometheus = ConnectFrom("127.0.0.2", exporter->port());
     ASSERT_GE(prometheus.fd(), 0);
-    EXPECT_EQ(Get(prometheus), "HTTP/1.1 200 OK");
+    EXPECT_EQ(StatusOfGet(prometheus), "HTTP/1.1 200 OK");
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   }
 }
@@ -137,7 +94,7 @@ TEST(PrometheusListener, OnePeerGetsNoMoreThanItsShareOfConnections) {
     EXPECT_FALSE(ClosedByServer(s, std::chrono::milliseconds(0)));
   }
   Socket other = ConnectFrom("127.0.0.2", exporter->port());
-  EXPECT_EQ(Get(other), "HTTP/1.1 200 OK");
+  EXPECT_EQ(StatusOfGet(other), "HTTP/1.1 200 OK");
 }
 
 TEST(PrometheusListener, QuietConnectionsAreClosed) {
@@ -212,7 +169,7 @@ TEST(PrometheusListener, Ipv6LiteralsAreAccepted) {
   to.sin6_port = htons((*exporter)->port());
   to.sin6_addr = in6addr_loopback;
   ASSERT_EQ(connect(s.fd(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-  EXPECT_EQ(Get(s), "HTTP/1.1 200 OK");
+  EXPECT_EQ(StatusOfGet(s), "HTTP/1.1 200 OK");
 }
 
 }  // namespace

@@ -4,11 +4,6 @@
 // Channel and Server report through the API.
 #include "rpcrdma/prometheus.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <future>
 #include <map>
@@ -23,41 +18,15 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/api/http_client.h"
 
 namespace rpcrdma {
 namespace {
 
-// GET /metrics from 127.0.0.1:port with a plain socket (HTTP/1.0: the
-// server closes when done); the body, or "" on failure.
+// GET /metrics from 127.0.0.1:port; the body, or "" on failure.
 std::string HttpGet(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request =
-        "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (write(fd, request.data(), request.size()) ==
-        static_cast<ssize_t>(request.size())) {
-      char buffer[4096];
-      ssize_t n;
-      while ((n = read(fd, buffer, sizeof buffer)) > 0) {
-        response.append(buffer, static_cast<size_t>(n));
-      }
-    }
-  }
-  close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  if (!absl::StartsWith(response, "HTTP/1.1 200") ||
-      body == std::string::npos) {
-    return "";
-  }
-  return response.substr(body + 4);
+  return http_client::OkBody(
+      http_client::Get(http_client::ConnectFrom("127.0.0.1", port)));
 }
 
 // Sample lines: "name{labels} value" keyed by "name{labels}".

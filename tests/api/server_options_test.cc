@@ -323,6 +323,20 @@ TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
             absl::StatusCode::kNotFound);
 }
 
+// A Server whose replies are `reply_size` octets long at the time of each
+// call (the reply header, zero-filled; never shorter than the header).
+absl::StatusOr<std::unique_ptr<Server>> SizedReplyServer(
+    absl::string_view what, const config::TransportConfig& config,
+    const std::atomic<size_t>& reply_size) {
+  return Server::Create(UnixUri(what), config,
+                        [&reply_size](IncomingCall call, Responder responder) {
+                          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
+                          xdr.resize(std::max(xdr.size(), reply_size.load()),
+                                     0);
+                          (void)responder.Send(ServerReply(std::move(xdr)));
+                        });
+}
+
 // RFC 8166 §3.5.4: a call whose max_reply_size is max_inline_reply is
 // offered no reply chunk, and a reply of exactly that size still comes
 // back inline; one octet more needs the reply chunk.
@@ -333,12 +347,7 @@ TEST(ConnectionInfo, Rfc8166_3_5_4_MaxInlineReplyIsExactlyWhatFitsInline) {
     config::TransportConfig c;
     c.set_version_policy(policy);
     std::atomic<size_t> reply_size{0};
-    auto server = Server::Create(
-        UnixUri("inline"), c, [&](IncomingCall call, Responder responder) {
-          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
-          xdr.resize(reply_size.load(), 0);
-          (void)responder.Send(ServerReply(std::move(xdr)));
-        });
+    auto server = SizedReplyServer("inline", c, reply_size);
     ASSERT_TRUE(server.ok()) << server.status();
     auto channel = Channel::Create((*server)->uri(), c);
     ASSERT_TRUE(channel.ok()) << channel.status();
@@ -373,12 +382,7 @@ TEST(ConnectionInfo, UnsetMaxReplySizeAcceptsEveryInlineReply) {
     config::TransportConfig c;
     c.set_version_policy(policy);
     std::atomic<size_t> reply_size{0};
-    auto server = Server::Create(
-        UnixUri("unset"), c, [&](IncomingCall call, Responder responder) {
-          std::vector<uint8_t> xdr = ReplyHeader(call.xid);
-          xdr.resize(std::max(xdr.size(), reply_size.load()), 0);
-          (void)responder.Send(ServerReply(std::move(xdr)));
-        });
+    auto server = SizedReplyServer("unset", c, reply_size);
     ASSERT_TRUE(server.ok()) << server.status();
     auto channel = Channel::Create((*server)->uri(), c);
     ASSERT_TRUE(channel.ok()) << channel.status();

@@ -206,6 +206,21 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
     return count;
   }
 
+  // Sends kCount with credential and verifier bodies of the given lengths
+  // and expects it denied with AUTH_ERROR `expected` (RFC 5531 §9).
+  static void ExpectAuthError(Channel& channel, uint32_t xid,
+                              uint32_t credential_length,
+                              uint32_t verifier_length, auth_stat expected) {
+    absl::StatusOr<ReplyHeader> header =
+        Send(channel, CallOf(xid, kCount, credential_length, verifier_length,
+                             ArgumentOf(4, 'a')));
+    ASSERT_TRUE(header.ok()) << header.status();
+    EXPECT_EQ(header->xid, xid);
+    EXPECT_EQ(header->reply_stat, ReplyStat::kDenied);
+    EXPECT_EQ(header->reject_stat, RejectStat::kAuthError);
+    EXPECT_EQ(header->auth_stat, static_cast<uint32_t>(expected));
+  }
+
   SVCXPRT* xprt_ = nullptr;
   std::mutex events_mu_;
   std::condition_variable events_changed_;
@@ -319,13 +334,7 @@ TEST_P(AdapterHostileTest, Rfc5531_9_OversizedCredentialIsAuthBadcred) {
   std::unique_ptr<Channel> channel = Connect();
   ASSERT_NE(channel, nullptr);
   const u_int before = executed.load();
-  absl::StatusOr<ReplyHeader> header =
-      Send(*channel, CallOf(0x7000, kCount, 401, 0, ArgumentOf(4, 'a')));
-  ASSERT_TRUE(header.ok()) << header.status();
-  EXPECT_EQ(header->xid, 0x7000u);
-  EXPECT_EQ(header->reply_stat, ReplyStat::kDenied);
-  EXPECT_EQ(header->reject_stat, RejectStat::kAuthError);
-  EXPECT_EQ(header->auth_stat, static_cast<uint32_t>(AUTH_BADCRED));
+  ExpectAuthError(*channel, 0x7000, 401, 0, AUTH_BADCRED);
   EXPECT_EQ(executed.load(), before);
   // The connection goes on serving.
   EXPECT_EQ(Count(*channel, 0x7001, ArgumentOf(4, 'a')), before + 1);
@@ -335,13 +344,7 @@ TEST_P(AdapterHostileTest, Rfc5531_9_OversizedVerifierIsAuthBadverf) {
   std::unique_ptr<Channel> channel = Connect();
   ASSERT_NE(channel, nullptr);
   const u_int before = executed.load();
-  absl::StatusOr<ReplyHeader> header =
-      Send(*channel, CallOf(0x7100, kCount, 0, 401, ArgumentOf(4, 'a')));
-  ASSERT_TRUE(header.ok()) << header.status();
-  EXPECT_EQ(header->xid, 0x7100u);
-  EXPECT_EQ(header->reply_stat, ReplyStat::kDenied);
-  EXPECT_EQ(header->reject_stat, RejectStat::kAuthError);
-  EXPECT_EQ(header->auth_stat, static_cast<uint32_t>(AUTH_BADVERF));
+  ExpectAuthError(*channel, 0x7100, 0, 401, AUTH_BADVERF);
   EXPECT_EQ(executed.load(), before);
 }
 
