@@ -40,13 +40,20 @@ struct AppliedLog {
 // differs from what was last applied, so that a bad value is reported
 // once, not at every Create, and a file is opened once. A program with a
 // sink of its own never has the file opened.
-void ApplyLogVariable() {
+std::mutex& AppliedLogMutex() {
   static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+AppliedLog& Applied() {
   static AppliedLog* applied = new AppliedLog;
+  return *applied;
+}
+
+void ApplyLogVariable() {
   const AppliedLog now{Get(kLogVariable), log_internal::ProgramSetSink()};
-  std::lock_guard<std::mutex> lock(*mu);
-  if (now == *applied) return;
-  *applied = now;
+  std::lock_guard<std::mutex> lock(AppliedLogMutex());
+  if (now == Applied()) return;
+  Applied() = now;
   const std::optional<std::string>& value = now.value;
   if (!value.has_value()) {
     log_internal::ApplyEnvironment(std::nullopt, nullptr);
@@ -88,6 +95,11 @@ absl::StatusOr<config::TransportConfig> ConfigFromFile(
 }
 
 }  // namespace
+
+void ForgetLogVariableForTesting() {
+  std::lock_guard<std::mutex> lock(AppliedLogMutex());
+  Applied() = AppliedLog();
+}
 
 absl::StatusOr<LogVariable> ParseLogVariable(absl::string_view value) {
   absl::string_view level = value;

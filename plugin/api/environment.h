@@ -84,6 +84,11 @@ absl::StatusOr<LogVariable> ParseLogVariable(absl::string_view value);
 absl::StatusOr<std::string> ExpandCapturePattern(absl::string_view pattern,
                                                  int64_t pid, uint64_t ordinal);
 
+// Forgets which RPCRDMA_LOG was applied, for tests that also reset the log
+// (log_internal::ResetForTesting): the next Create applies the variable
+// afresh.
+void ForgetLogVariableForTesting();
+
 }  // namespace rpcrdma::api_internal
 
 #endif  // RPCRDMA_PLUGIN_API_ENVIRONMENT_H_

@@ -136,12 +136,14 @@ class EnvironmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
     log_internal::ResetForTesting();
+    api_internal::ForgetLogVariableForTesting();
     char dir[] = "/tmp/rpcrdma-env-test-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
   }
   void TearDown() override {
     log_internal::ResetForTesting();
+    api_internal::ForgetLogVariableForTesting();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
