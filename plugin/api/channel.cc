@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "plugin/api/channel_core.h"
+#include "plugin/api/environment.h"
 #include "plugin/api/runtime_loops.h"
 
 namespace rpcrdma {
@@ -29,15 +30,20 @@ absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
       !s.ok()) {
     return s;
   }
+  // RPCRDMA_LOG, RPCRDMA_CONFIG and RPCRDMA_CAPTURE, beneath what the
+  // program chose (plugin/api/environment.h).
+  absl::StatusOr<api_internal::Environment> env =
+      api_internal::Environment::Read(config);
+  if (!env.ok()) return env.status();
   absl::StatusOr<std::shared_ptr<Runtime>> runtime =
       api_internal::RuntimeAccess::OrDefault(std::move(options.runtime));
   if (!runtime.ok()) return runtime.status();
   auto core = std::make_shared<api_internal::ChannelCore>(
       *std::move(runtime), std::move(options.backward_handler));
   core->SetVersionTwo(std::move(options.version_two));
-  if (absl::Status s = core->Start(uri, config); !s.ok()) {
+  if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
     core->Shutdown();
-    return s;
+    return env->Annotate(std::move(s));
   }
   return std::unique_ptr<Channel>(new Channel(std::move(core)));
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "plugin/api/environment.h"
 #include "plugin/api/runtime_loops.h"
 #include "plugin/api/server_core.h"
 #include "plugin/log/logging.h"
@@ -366,14 +367,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(
       !s.ok()) {
     return s;
   }
+  // RPCRDMA_LOG, RPCRDMA_CONFIG and RPCRDMA_CAPTURE, beneath what the
+  // program chose (plugin/api/environment.h).
+  absl::StatusOr<api_internal::Environment> env =
+      api_internal::Environment::Read(config);
+  if (!env.ok()) return env.status();
   absl::StatusOr<std::shared_ptr<Runtime>> runtime =
       api_internal::RuntimeAccess::OrDefault(options.runtime);
   if (!runtime.ok()) return runtime.status();
   auto core = std::make_shared<api_internal::ServerCore>(
       *std::move(runtime), std::move(handler), std::move(options));
-  if (absl::Status s = core->Start(uri, config); !s.ok()) {
+  if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
     core->Shutdown();
-    return s;
+    return env->Annotate(std::move(s));
   }
   return std::unique_ptr<Server>(new Server(std::move(core)));
 }

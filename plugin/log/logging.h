@@ -9,7 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "rpcrdma/log.h"
@@ -27,6 +31,27 @@ void Write(LogSeverity severity, const char* file, int line,
            uint64_t connection, absl::string_view message);
 [[noreturn]] void WriteAndAbort(const char* file, int line,
                                 absl::string_view message);
+
+// A sink appending the lines of MakeStderrLogSink to the file at `path`
+// (created if missing), flushed after each record.
+absl::StatusOr<std::shared_ptr<LogSink>> OpenFileLogSink(
+    const std::string& path);
+
+// What RPCRDMA_LOG asks for (plugin/api/environment.h), applied beneath
+// the program's own choices: `sink` (null: stderr) is used while the
+// program has installed no sink with SetLogSink, and `severity` (nullopt:
+// the default, kWarning) becomes the threshold unless the program has
+// called SetMinLogSeverity.
+void ApplyEnvironment(std::optional<LogSeverity> severity,
+                      std::shared_ptr<LogSink> sink);
+
+// Whether the program has installed a sink of its own (SetLogSink with a
+// sink other than null).
+bool ProgramSetSink();
+
+// Back to the state of a process that has configured nothing: the
+// default sink and threshold, no environment or program choices.
+void ResetForTesting();
 
 }  // namespace rpcrdma::log_internal
 

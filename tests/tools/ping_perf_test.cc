@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -224,6 +225,37 @@ TEST(PingPerfTest, NothingListeningFailsWithTheReason) {
   Result perf = RunTool({RPCRDMA_PERF, "client", uri, "--duration", "1s"});
   EXPECT_EQ(perf.exit_status, 1);
   EXPECT_THAT(perf.err, HasSubstr("cannot connect to " + uri));
+}
+
+// A peer that takes the TCP connection and never answers the soft fabric's
+// connect request: each tool gives up after its --timeout, not after the
+// configuration's 60 s connect timeout.
+TEST(PingPerfTest, TimeoutBoundsConnecting) {
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  ASSERT_EQ(
+      getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string uri =
+      "soft+tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  const std::vector<std::vector<std::string>> runs = {
+      {RPCRDMA_PING, "--count", "1", "--timeout", "1s", uri},
+      {RPCRDMA_PERF, "client", uri, "--duration", "1s", "--timeout", "1s"}};
+  for (const std::vector<std::string>& argv : runs) {
+    const auto start = std::chrono::steady_clock::now();
+    Result r = RunTool(argv);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(r.exit_status, 1) << argv[0] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("cannot connect to " + uri)) << argv[0];
+    EXPECT_THAT(r.err, HasSubstr("no answer within 1000 ms")) << argv[0];
+    EXPECT_LT(took, std::chrono::seconds(20)) << argv[0];
+  }
+  close(listener);
 }
 
 TEST(PingPerfTest, ServerOnABusyAddressFailsWithTheReason) {

@@ -43,7 +43,8 @@ ABSL_FLAG(uint32_t, inflight, 1, "client: calls in flight per connection");
 ABSL_FLAG(bool, blocking, false,
           "client: a thread per connection making Channel::BlockingCall");
 ABSL_FLAG(uint32_t, size, 0, "client: ECHO argument and result octets");
-ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5),
+          "client: bound on connecting and deadline of each call");
 ABSL_FLAG(std::string, config, "", "transport configuration (text format)");
 ABSL_FLAG(bool, json, false, "the result as one JSON object on stdout");
 ABSL_FLAG(bool, quiet, false, "no progress lines on stderr");
@@ -96,7 +97,9 @@ Options:
   --size N         client: ECHO N octets each way (default 0: NULL calls).
                    The server accepts calls up to limits.max_call_size
                    (16 MiB by default); larger needs --config on both sides
-  --timeout D      client: deadline of each call (default 5s)
+  --timeout D      client: bound on connecting and deadline of each call
+                   (default 5s; a shorter timeouts.connect_ms in --config
+                   stays)
   --config FILE    transport configuration in text format (rpcrdma/config.h)
   --json           the result as one JSON object on stdout
   --quiet          no progress lines (--json implies it)
@@ -393,13 +396,15 @@ int RunClient(const std::string& uri,
   if (duration <= absl::ZeroDuration() || timeout <= absl::ZeroDuration()) {
     return Usage("--duration and --timeout must be positive");
   }
+  rpcrdma::config::TransportConfig bounded = config;
+  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(timeout), bounded);
 
   std::atomic<bool> stop{false};
   std::mt19937 random(std::random_device{}());
   std::vector<std::unique_ptr<Connection>> connections;
   for (uint32_t i = 0; i < connection_count; ++i) {
     absl::StatusOr<std::unique_ptr<rpcrdma::Channel>> channel =
-        rpcrdma::Channel::Create(uri, config);
+        rpcrdma::Channel::Create(uri, bounded);
     if (!channel.ok()) {
       std::cerr << "rpcrdma-perf: cannot connect to " << uri << " (connection "
                 << i + 1 << " of " << connection_count

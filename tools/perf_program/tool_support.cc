@@ -1,6 +1,7 @@
 #include "tools/perf_program/tool_support.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -16,6 +17,18 @@ namespace rpcrdma::tools {
 absl::StatusOr<config::TransportConfig> LoadConfig(const std::string& path) {
   if (path.empty()) return config::TransportConfig();
   return LoadConfigFile(path);
+}
+
+void BoundConnect(std::chrono::nanoseconds timeout,
+                  config::TransportConfig& config) {
+  // The range config.proto allows: 1 ms to one day.
+  constexpr int64_t kMaxMs = 86'400'000;
+  const int64_t ms = std::clamp<int64_t>(
+      std::chrono::ceil<std::chrono::milliseconds>(timeout).count(), 1, kMaxMs);
+  config::Timeouts& timeouts = *config.mutable_timeouts();
+  if (!timeouts.has_connect_ms() || timeouts.connect_ms() > ms) {
+    timeouts.set_connect_ms(ms);
+  }
 }
 
 LatencySummary Summarize(std::vector<int64_t>& samples_ns) {

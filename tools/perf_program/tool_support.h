@@ -4,6 +4,7 @@
 #ifndef RPCRDMA_TOOLS_PERF_PROGRAM_TOOL_SUPPORT_H_
 #define RPCRDMA_TOOLS_PERF_PROGRAM_TOOL_SUPPORT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ constexpr int kExitUsage = 2;
 // The configuration in the text-format file `path`, or the defaults when
 // `path` is empty.
 absl::StatusOr<config::TransportConfig> LoadConfig(const std::string& path);
+
+// Bounds `config`'s connect timeout (timeouts.connect_ms, 60 s by default)
+// by a tool's --timeout, rounded up to whole milliseconds: a user who asks
+// for 2 s expects no wait longer than that, connecting included. A shorter
+// connect_ms from the file stays.
+void BoundConnect(std::chrono::nanoseconds timeout,
+                  config::TransportConfig& config);
 
 // Round-trip times in nanoseconds, summarised. Percentiles are exact (the
 // sample at rank ceil(q * count)).

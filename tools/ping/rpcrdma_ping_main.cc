@@ -29,7 +29,8 @@
 ABSL_FLAG(uint32_t, count, 5, "calls to make; 0 = until interrupted");
 ABSL_FLAG(absl::Duration, interval, absl::Seconds(1), "time between calls");
 ABSL_FLAG(uint32_t, size, 0, "ECHO argument octets; 0 = NULL calls");
-ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5),
+          "bound on connecting and deadline of each call");
 ABSL_FLAG(std::string, config, "", "transport configuration (text format)");
 ABSL_FLAG(bool, json, false, "one JSON object on stdout at the end");
 ABSL_FLAG(bool, help, false, "print the usage text and exit");
@@ -57,7 +58,8 @@ Options:
   --size N        make ECHO calls with an N-octet argument (read chunk when
                   it does not fit inline) and result (write chunk), checking
                   every octet; default 0: NULL calls
-  --timeout D     deadline of each call (default 5s)
+  --timeout D     bound on connecting and deadline of each call (default
+                  5s; a shorter timeouts.connect_ms in --config stays)
   --config FILE   transport configuration in text format (rpcrdma/config.h)
   --json          print one JSON object at the end instead of text
   --help, -h      this text
@@ -129,6 +131,7 @@ int Run(const std::string& uri) {
     std::cerr << "rpcrdma-ping: " << config.status() << "\n";
     return kExitFailure;
   }
+  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(timeout), *config);
   absl::StatusOr<std::unique_ptr<rpcrdma::Channel>> channel =
       rpcrdma::Channel::Create(uri, *config);
   if (!channel.ok()) {

@@ -130,6 +130,12 @@ class Channel {
   // version two (calls and replies as RDMA2_MSG / RDMA2_NOMSG, its receive
   // buffer size bounding what goes inline), and a peer that answers
   // ERR_VERS leaves V2_WITH_FALLBACK on version one; see connection_info().
+  // Before `config` applies, the environment may stand in for what the
+  // program left unset: RPCRDMA_CONFIG (a configuration file, when
+  // `config` has no field set), RPCRDMA_CAPTURE (a capture, when it sets
+  // no capture_path) and RPCRDMA_LOG (rpcrdma/log.h); docs/debugging.md,
+  // "Without touching code". A bad RPCRDMA_CONFIG or RPCRDMA_CAPTURE fails
+  // Create with a status naming the variable.
   static absl::StatusOr<std::unique_ptr<Channel>> Create(
       absl::string_view uri, const config::TransportConfig& config);
 

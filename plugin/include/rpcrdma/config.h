@@ -17,6 +17,12 @@
 // These functions return their errors without logging them;
 // Channel::Create and Server::Create log a configuration they reject at
 // kError (rpcrdma/log.h).
+//
+// Without code: RPCRDMA_CONFIG=PATH makes Channel::Create and
+// Server::Create load PATH with LoadConfigFile when the program passed a
+// TransportConfig with no field set; an error fails Create with this
+// status, its message prefixed "RPCRDMA_CONFIG=PATH: " (docs/debugging.md,
+// "Without touching code").
 #ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CONFIG_H_
 #define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_CONFIG_H_
 

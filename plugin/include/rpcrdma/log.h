@@ -9,6 +9,12 @@
 // application forwards the records to whatever it uses (syslog, spdlog,
 // absl/log in a newer abseil) with a LogSink of a few lines.
 //
+// Without code: RPCRDMA_LOG=LEVEL[,file=PATH] (LEVEL debug, info, warning
+// or error), read at each Channel::Create and Server::Create, sets the
+// threshold unless the program has called SetMinLogSeverity, and appends
+// to PATH unless the program has installed a sink with SetLogSink
+// (docs/debugging.md, "Without touching code").
+//
 // Threads: every function here may be called from any thread. Write() may
 // run on several threads at once (the loop threads of several Channels and
 // Servers) and must not call back into SetLogSink.
@@ -53,12 +59,14 @@ class LogSink {
 std::shared_ptr<LogSink> MakeStderrLogSink();
 
 // Installs `sink` for every record made from now on; nullptr restores the
-// default (stderr). Returns the sink it replaces. A record being written
-// while the sink is replaced goes to either one, exactly once.
+// default (stderr, or RPCRDMA_LOG's file). Returns the sink it replaces. A
+// record being written while the sink is replaced goes to either one, exactly
+// once.
 std::shared_ptr<LogSink> SetLogSink(std::shared_ptr<LogSink> sink);
 
 // Records below `severity` are dropped before they are formatted (cheap).
-// The default is kWarning: warnings and errors.
+// The default is kWarning (warnings and errors), or RPCRDMA_LOG's level
+// until the program calls this.
 void SetMinLogSeverity(LogSeverity severity);
 LogSeverity MinLogSeverity();
 

@@ -101,6 +101,12 @@ class Server {
   using Callback = std::function<void(absl::StatusOr<Reply>)>;
 
   // Listens on `uri` (a port of 0 picks one; see address()).
+  // Before `config` applies, the environment may stand in for what the
+  // program left unset: RPCRDMA_CONFIG (a configuration file, when
+  // `config` has no field set), RPCRDMA_CAPTURE (a capture, when it sets
+  // no capture_path) and RPCRDMA_LOG (rpcrdma/log.h); docs/debugging.md,
+  // "Without touching code". A bad RPCRDMA_CONFIG or RPCRDMA_CAPTURE fails
+  // Create with a status naming the variable.
   static absl::StatusOr<std::unique_ptr<Server>> Create(
       absl::string_view uri, const config::TransportConfig& config,
       Handler handler);
