@@ -391,6 +391,9 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     CollectUpcalls(o);
     if (conn_->disconnected()) {
       connected_.store(false);
+      // The thread reading for blocking calls stops reading a lost
+      // connection (and fails its call, or waits for the next one).
+      WakeBlockingCalls();
       if (!lost_since_) lost_since_ = now;
       if (conn_->finished() || now - *lost_since_ > kDrainGuard) {
         Retire(now, o);
@@ -474,6 +477,7 @@ void ChannelCore::Shutdown() {
   loop_->RunSync([this] {
     std::lock_guard<std::mutex> lock(mu_);
     shutting_down_ = true;
+    WakeBlockingCalls();
     Unwatch(conn_watch_);
     Unwatch(connecting_watch_);
     if (registered_) loop_->Remove(this);
