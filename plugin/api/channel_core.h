@@ -201,6 +201,13 @@ class ChannelCore final : public runtime::Source,
   std::optional<Clock::time_point> EnforceLimits(Clock::time_point now);
   void Retire(Clock::time_point now, Outcomes& o);
   void Backoff(Clock::time_point now, absl::string_view cause);
+  // UNAVAILABLE for a call made while there is no connection, saying why
+  // it was lost and when the next attempt is. mu_ held.
+  absl::Status NotConnectedError(Clock::time_point now) const;
+  // Whether a call made while there is no connection waits for one.
+  static bool WaitsForConnection(const CallRequest& request) {
+    return request.retry_on_reconnect || request.wait_for_ready;
+  }
   void Reconnect(Clock::time_point now, Outcomes& o);
   absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until);
   uint32_t DrawXid();
