@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "plugin/api/channel_core.h"
@@ -12,14 +13,40 @@
 
 namespace rpcrdma::api_internal {
 
+namespace {
+
+// How long the reading thread sleeps in poll() at most: a guard, since
+// every completion and every change it must notice wakes it
+// (WakeBlockingCalls), besides the endpoint's own descriptor.
+constexpr int kDefaultReadBoundMs = 20;
+std::atomic<int> read_bound_ms{kDefaultReadBoundMs};
+
+}  // namespace
+
+void SetBlockingReadBoundForTesting(
+    std::optional<std::chrono::milliseconds> bound) {
+  read_bound_ms.store(bound ? static_cast<int>(bound->count())
+                            : kDefaultReadBoundMs);
+}
+
 void ChannelCore::BlockingCompletion::operator()(
     absl::StatusOr<Reply> result) const {
-  {
-    std::lock_guard<std::mutex> lock(core->mu_);
-    slot->result = std::move(result);
-    slot->done = true;
+  std::lock_guard<std::mutex> lock(core->mu_);
+  slot->result = std::move(result);
+  slot->done = true;
+  core->WakeBlockingCalls();
+}
+
+void ChannelCore::WakeBlockingCalls() {
+  // The loop may complete a blocking call (it read the reply before the
+  // caller's thread took the reading over, a deadline passed, the
+  // connection was lost) while the reading thread sleeps in poll() on a
+  // descriptor that has nothing more to say.
+  if (reading_for_blocking_calls_ &&
+      blocking_reader_ != std::this_thread::get_id()) {
+    waking_reader_->Signal();
   }
-  core->blocking_cv_.notify_all();
+  blocking_cv_.notify_all();
 }
 
 absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
@@ -100,7 +127,10 @@ absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
 
 void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
                                        const BlockingSlot& slot) {
+  const runtime::ThreadWake& wake = runtime::ThreadWake::ForThisThread();
   reading_for_blocking_calls_ = true;
+  blocking_reader_ = std::this_thread::get_id();
+  waking_reader_ = &wake;
   Connection* const conn = conn_.get();
   runtime::FdWatch* const watch = conn_watch_.get();
   loop_->Modify(watch, 0);  // (if not parked) the loop stops watching
@@ -114,11 +144,11 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
     if (conn_.get() != conn || slot.done) continue;
     const int fd = conn->endpoint().event_fd();
     const uint32_t events = conn->endpoint().event_fd_events();
-    // Bounded, so that a deadline the loop enforces, or a lost
-    // connection, is noticed here too; and no later than the work the
+    // Bounded, so that the reading thread looks again even if a change
+    // were not signalled (a guard), and no later than the work the
     // endpoint holds back (fabric.h poll_deadline: the soft fabric's
     // coalesced acknowledgements, which the peer may be waiting for).
-    int timeout_ms = 20;
+    int timeout_ms = read_bound_ms.load(std::memory_order_relaxed);
     const std::optional<Clock::time_point> due = conn->poll_deadline();
     if (due.has_value()) {
       const auto left =
@@ -127,17 +157,23 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
           static_cast<int>(std::clamp<int64_t>(left.count(), 0, timeout_ms));
     }
     lock.unlock();
-    pollfd p{fd,
-             static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
-                                ((events & EPOLLOUT) ? POLLOUT : 0)),
-             0};
-    const bool ready = poll(&p, 1, timeout_ms) > 0;
+    pollfd p[2] = {{fd,
+                    static_cast<short>(((events & EPOLLIN) ? POLLIN : 0) |
+                                       ((events & EPOLLOUT) ? POLLOUT : 0)),
+                    0},
+                   {wake.fd(), POLLIN, 0}};
+    const int polled = poll(p, wake.fd() >= 0 ? 2 : 1, timeout_ms);
+    const bool ready = polled > 0 && p[0].revents != 0;
+    // Signalled: the loop completed a call or changed the connection; the
+    // conditions above say which.
+    if (polled > 0 && p[1].revents != 0) wake.Drain();
     lock.lock();
     if (conn_.get() != conn || (!ready && !due.has_value())) continue;
     conn->Poll(/*readable=*/ready);
     RunBlockingOutcomes(lock);
   }
   reading_for_blocking_calls_ = false;
+  waking_reader_ = nullptr;
   // Parked: the loop keeps not watching until a call that needs it. Not
   // with a backward handler, whose calls may come at any time, nor in
   // version two, whose peer may send property and optional messages at

@@ -208,6 +208,28 @@ void ChannelCore::Retire(Clock::time_point now, Outcomes& o) {
   next_attempt_ = now;  // the first attempt at once
 }
 
+absl::Status ChannelCore::NotConnectedError(Clock::time_point now) const {
+  std::string next;
+  if (connecting_ != nullptr) {
+    next = "connecting now";
+  } else if (next_attempt_ <= now) {
+    next = "next attempt now";
+  } else {
+    next = absl::StrCat(
+        "next attempt in ",
+        std::chrono::ceil<std::chrono::milliseconds>(next_attempt_ - now)
+            .count(),
+        " ms");
+  }
+  // While the lost connection drains it is still conn_.
+  const std::string why = conn_ != nullptr ? conn_->lost_reason() : last_loss_;
+  return absl::UnavailableError(absl::StrCat(
+      "channel to ", uri_, ": connection lost (",
+      why.empty() ? "cause unknown" : why, "); reconnecting, ", next,
+      "; a call with CallRequest::wait_for_ready waits for the connection "
+      "until its deadline"));
+}
+
 void ChannelCore::Backoff(Clock::time_point now, absl::string_view cause) {
   RPCRDMA_LOG(kWarning, 0, "channel to ", uri_, ": reconnect failed: ", cause,
               "; next attempt in ", backoff_.count(), " ms");

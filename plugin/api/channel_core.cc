@@ -223,10 +223,12 @@ Channel::CallId ChannelCore::Submit(CallRequest request, Channel::Callback done,
     id = next_id_++;
     // While the connection is down only calls that allow a retry wait.
     if (shutting_down_ ||
-        (!connected_.load() && !idle_closed_ && !request.retry_on_reconnect)) {
+        (!connected_.load() && !idle_closed_ && !WaitsForConnection(request))) {
+      absl::Status refused_now =
+          shutting_down_ ? absl::UnavailableError("channel: shut down")
+                         : NotConnectedError(Clock::now());
       lock.unlock();
-      done(absl::UnavailableError(shutting_down_ ? "channel: shut down"
-                                                 : "channel: connection lost"));
+      done(std::move(refused_now));
       return id;
     }
     // A call whose callback the loop delivers needs the loop watching.
@@ -281,9 +283,9 @@ void ChannelCore::Accept(Channel::CallId id, CallRequest request,
   if (!deadline && default_deadline_.count() > 0) {
     deadline = Clock::now() + default_deadline_;
   }
-  if (!Up() && !request.retry_on_reconnect && !idle_closed_) {
-    o.completions.emplace_back(
-        std::move(done), absl::UnavailableError("channel: connection lost"));
+  if (!Up() && !WaitsForConnection(request) && !idle_closed_) {
+    o.completions.emplace_back(std::move(done),
+                               NotConnectedError(Clock::now()));
     return;
   }
   Pending& p = pending_[id];
@@ -391,6 +393,9 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     CollectUpcalls(o);
     if (conn_->disconnected()) {
       connected_.store(false);
+      // The thread reading for blocking calls stops reading a lost
+      // connection (and fails its call, or waits for the next one).
+      WakeBlockingCalls();
       if (!lost_since_) lost_since_ = now;
       if (conn_->finished() || now - *lost_since_ > kDrainGuard) {
         Retire(now, o);
@@ -491,6 +496,7 @@ void ChannelCore::Shutdown() {
   loop_->RunSync([this] {
     std::lock_guard<std::mutex> lock(mu_);
     shutting_down_ = true;
+    WakeBlockingCalls();
     Unwatch(conn_watch_);
     Unwatch(connecting_watch_);
     if (registered_) loop_->Remove(this);

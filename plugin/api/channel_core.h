@@ -21,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "plugin/api/version_two_user.h"
 #include "plugin/runtime/event_loop.h"
 #include "plugin/runtime/fd_watch.h"
+#include "plugin/runtime/thread_wake.h"
 #include "plugin/runtime/worker_pool.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/runtime.h"
@@ -140,6 +142,10 @@ class ChannelCore final : public runtime::Source,
     BlockingSlot* slot;
     void operator()(absl::StatusOr<Reply> result) const;
   };
+  // Wakes every thread waiting for a blocking call: the one that reads the
+  // connection (asleep in poll(), where only its ThreadWake reaches it)
+  // unless that is the calling thread, and those on blocking_cv_. mu_ held.
+  void WakeBlockingCalls();
   // A blocking call's thread reads the connection until its own call is
   // done (channel.h BlockingCall); mu_ held on entry and exit.
   bool SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
@@ -205,6 +211,13 @@ class ChannelCore final : public runtime::Source,
   std::optional<Clock::time_point> EnforceLimits(Clock::time_point now);
   void Retire(Clock::time_point now, Outcomes& o);
   void Backoff(Clock::time_point now, absl::string_view cause);
+  // UNAVAILABLE for a call made while there is no connection, saying why
+  // it was lost and when the next attempt is. mu_ held.
+  absl::Status NotConnectedError(Clock::time_point now) const;
+  // Whether a call made while there is no connection waits for one.
+  static bool WaitsForConnection(const CallRequest& request) {
+    return request.retry_on_reconnect || request.wait_for_ready;
+  }
   void Reconnect(Clock::time_point now, Outcomes& o);
   absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until);
   uint32_t DrawXid();
@@ -269,6 +282,9 @@ class ChannelCore final : public runtime::Source,
   // Blocking calls: whether one of their threads reads the connection, and
   // where they wait for their completion or for the reading to be free.
   bool reading_for_blocking_calls_ = false;
+  // The reading thread and its wake-up, while reading_for_blocking_calls_.
+  std::thread::id blocking_reader_;
+  const runtime::ThreadWake* waking_reader_ = nullptr;
   std::condition_variable blocking_cv_;
   // Between blocking calls the loop keeps not watching the connection
   // (each call would otherwise cost two epoll_ctl): until a call that is
@@ -278,6 +294,12 @@ class ChannelCore final : public runtime::Source,
   // Calls made by StartCall, until Await takes their outcome.
   absl::flat_hash_map<Channel::CallId, std::unique_ptr<BlockingSlot>> started_;
 };
+
+// Testing: how long the thread that reads for blocking calls sleeps in
+// poll() at most (20 ms by default; nullopt restores it). A test makes it
+// long to show that no completion depends on that bound to be noticed.
+void SetBlockingReadBoundForTesting(
+    std::optional<std::chrono::milliseconds> bound);
 
 // Instantiated in channel_v2.cc, beside ChannelCore::AwaitVersionTwo.
 extern template class VersionTwoOperations<ChannelCore>;

@@ -6,6 +6,7 @@
 #include <future>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/api/api_fixture.h"
 
@@ -386,6 +387,50 @@ TEST_P(ApiTest, DeadlineExceededWhileReconnecting) {
       << r0.status();
   EXPECT_FALSE(channel_->connected());
   EXPECT_EQ(channel_->counters().reconnects, 0u);
+}
+
+// A call made while the Channel reconnects fails at once, saying why and
+// when the next attempt is; with wait_for_ready it waits for the
+// connection instead (until its deadline), then is sent.
+TEST_P(ApiTest, WaitForReadyCallWaitsForTheRestartedServer) {
+  const config::TransportConfig config = ReconnectConfig();
+  Start(config);
+  Prime();
+  const std::string uri = server_->uri();
+  server_.reset();  // nothing listens any more
+  ASSERT_TRUE(WaitDisconnected(*channel_));
+
+  CallRequest plain;
+  plain.xdr = CallHeader(0xE301, kNull);
+  auto plain_future = channel_->Call(std::move(plain));
+  ASSERT_EQ(plain_future.wait_for(milliseconds(0)), std::future_status::ready);
+  const absl::Status refused = plain_future.get().status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "reconnecting, "))
+      << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "wait_for_ready"))
+      << refused;
+
+  CallRequest short_wait;
+  short_wait.xdr = CallHeader(0xE302, kNull);
+  short_wait.wait_for_ready = true;
+  short_wait.deadline = Clock::now() + milliseconds(100);
+  auto short_future = channel_->Call(std::move(short_wait));
+  CallRequest waiting;
+  waiting.xdr = CallHeader(0xE303, kNull);
+  waiting.wait_for_ready = true;
+  waiting.deadline = Clock::now() + std::chrono::seconds(30);
+  auto waiting_future = channel_->Call(std::move(waiting));
+  EXPECT_EQ(Wait(short_future).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(waiting_future.wait_for(milliseconds(0)),
+            std::future_status::ready);
+
+  StartServer(config, uri);
+  absl::StatusOr<Reply> r = Wait(waiting_future);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->xdr, ReplyHeader(0xE303));
+  EXPECT_EQ(channel_->counters().reconnects, 1u);
 }
 
 // Destroying the Channel stops the reconnect attempts and fails every

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "plugin/api/channel_core.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
@@ -173,6 +174,62 @@ TEST(BlockingCall, DeadlinePassesWhileTheServerHoldsTheCall) {
   absl::StatusOr<Reply> next = (*channel)->BlockingCall(NullCall(6));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(XidOf(*next), 6u);
+}
+
+// While a test runs, the reading thread's poll() is bounded by 10 s instead
+// of 20 ms: a completion that does not wake it shows as a 10 s stall.
+class LongBlockingReadBound {
+ public:
+  LongBlockingReadBound() {
+    api_internal::SetBlockingReadBoundForTesting(seconds(10));
+  }
+  ~LongBlockingReadBound() {
+    api_internal::SetBlockingReadBoundForTesting(std::nullopt);
+  }
+};
+
+// The loop enforces deadlines (the engine has no clock): it completes the
+// call while the caller's thread sleeps in poll() on the connection, which
+// the passing deadline does not make readable.
+TEST(BlockingCall, DeadlineTheLoopEnforcesWakesTheReadingThread) {
+  const LongBlockingReadBound bound;
+  std::mutex held_mu;
+  std::vector<Responder> held;
+  auto server = Server::Create(UnixUri("deadline-wake"), {},
+                               [&](IncomingCall, Responder responder) {
+                                 std::lock_guard<std::mutex> lock(held_mu);
+                                 held.push_back(std::move(responder));
+                               });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), {});
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  for (uint32_t xid = 1; xid <= 3; ++xid) {
+    CallRequest req = NullCall(xid);
+    req.deadline = Clock::now() + milliseconds(50);
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(req));
+    EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << reply.status();
+    EXPECT_LT(Clock::now() - start, seconds(5)) << "call " << xid;
+  }
+}
+
+// A Channel's first call: the loop still watches the connection when the
+// call goes out, and may read the reply and complete the call just before
+// the caller's thread starts reading for it. That thread must not sleep
+// on a connection the loop has already read.
+TEST(BlockingCall, FirstCallsOfFreshChannelsNeverWaitForTheReadBound) {
+  const LongBlockingReadBound bound;
+  auto server = Server::Create(UnixUri("first-calls"), {}, AnswerNull);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (int i = 0; i < 200; ++i) {
+    auto channel = Channel::Create((*server)->uri(), {});
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(1));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_LT(Clock::now() - start, seconds(5)) << "channel " << i;
+  }
 }
 
 TEST(BlockingCall, LostConnectionEndsTheWait) {

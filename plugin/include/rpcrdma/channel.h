@@ -22,8 +22,10 @@
 // made, with their XIDs unchanged, through a fresh protocol engine: one
 // credit until the first reply (RFC 8166 §3.3.1) and inline thresholds
 // negotiated anew from the new connection's private data (RFC 8797 §4.2).
-// While there is no connection, a new call that allows a retry waits for
-// the reconnect; one that does not fails at once with UNAVAILABLE.
+// While there is no connection, a new call that allows a retry, or asks
+// to wait for the connection (CallRequest::wait_for_ready), waits for the
+// reconnect; any other fails at once with UNAVAILABLE, whose message says
+// why the connection was lost and when the next attempt is.
 // Deadlines and Cancel() apply to waiting calls as to any other.
 //
 // Abandoned calls (timeouts.abandoned_call_ms): a call ended by its

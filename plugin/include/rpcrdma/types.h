@@ -80,6 +80,13 @@ struct CallRequest {
   //   memory stays the caller's, untouched, until its completion; it is not
   //   exposed to the peer while the call waits for the reconnect.
   bool retry_on_reconnect = false;
+  // A call made while the Channel has no connection (it is reconnecting,
+  // see channel.h "Reconnect"): false, it fails at once with UNAVAILABLE
+  // saying when the next attempt is; true, it waits for the connection
+  // until its deadline, Cancel() or the Channel's destruction, then is sent
+  // (gRPC's wait-for-ready). Once sent, retry_on_reconnect decides what a
+  // lost connection does to it.
+  bool wait_for_ready = false;
 };
 
 struct Reply {
