@@ -124,7 +124,6 @@ SoakServer::~SoakServer() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  jobs_.clear();
   if (server_ != nullptr) {
     // What actually crossed the wire, by transfer form (RFC 8166 §3.4,
     // §3.5), to show every chunk path was taken.
@@ -138,6 +137,9 @@ SoakServer::~SoakServer() {
         ", backward calls ", c.backward_calls));
   }
   server_.reset();
+  // With the Server gone, the Responders not yet due answer nothing.
+  jobs_.clear();
+  never_answered_.clear();
   // ~Server fails what is still outstanding: every backward call has
   // completed now.
   if (backward_done_ != stats_->backward_calls) {
@@ -159,9 +161,13 @@ void SoakServer::Handle(IncomingCall call, Responder responder) {
   const uint32_t delay_ms = Get(m, kCallHeaderSize);
   const uint32_t backward = Get(m, kCallHeaderSize + 4);
   if (delay_ms == kNeverAnswer) {
-    // Dropped unanswered: the caller waits until its deadline, and its
-    // credit stays with this call until then (RFC 8166 §3.3.1).
+    // Never answered: the caller waits until its deadline, and its credit
+    // stays with this call until then (RFC 8166 §3.3.1). The Responder is
+    // kept, since dropping it would answer SYSTEM_ERR, until the Server is
+    // gone.
     ++stats_->dropped_calls;
+    std::lock_guard<std::mutex> lock(mu_);
+    never_answered_.push_back(std::move(responder));
     return;
   }
   ServerReply reply = Answer(call);

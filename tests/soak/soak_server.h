@@ -106,6 +106,7 @@ class SoakServer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
+  std::vector<Responder> never_answered_;  // kept until the Server is gone
   bool stop_ = false;
   std::mt19937_64 rng_;  // the answering thread's
   std::atomic<uint32_t> next_backward_xid_{0x80000000u};
