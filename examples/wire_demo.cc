@@ -12,7 +12,7 @@
 #include "plugin/capture/pcap_writer.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "tools/dump/dump_format.h"
 
 namespace {

@@ -28,7 +28,7 @@
 #include "plugin/capture/pcap_writer.h"
 #include "plugin/capture/roce.h"
 #include "plugin/wire/v1.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "tests/testing/run_command.h"
 
 namespace {
