@@ -22,7 +22,7 @@ void PutOpaque(std::vector<uint8_t>& out, absl::Span<const uint8_t> data) {
 
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t program,
                                 uint32_t procedure) {
-  CallHeader header;
+  rpcrdma::CallHeader header;
   header.xid = xid;
   header.program = program;
   header.version = kVersion;
@@ -36,7 +36,7 @@ std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t program,
 }
 
 std::vector<uint8_t> ReplyHeader(uint32_t xid, AcceptStat status) {
-  ReplyHeader header;
+  rpcrdma::ReplyHeader header;
   header.xid = xid;
   header.verifier = AuthNone();
   header.accept_stat = status;

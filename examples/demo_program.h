@@ -1,6 +1,6 @@
-// The demo's RPC programs, encoded and decoded with the project's own
-// codecs: XDR (RFC 4506, plugin/wire/xdr.h) for arguments and results, and
-// the ONC RPC message header (RFC 5531, oncrpc/rpc_msg.h).
+// The demo's RPC programs, encoded and decoded with the installed codecs:
+// XDR (RFC 4506, <rpcrdma/xdr.h>) for arguments and results, and the ONC
+// RPC message header (RFC 5531, <rpcrdma/rpc_msg.h>).
 //
 // Program kProgram, version 1 (the server):
 //   PING   (0)  void -> void
@@ -54,13 +54,13 @@ std::vector<uint8_t> ReplyHeader(uint32_t xid,
 
 // A call's header and a reader over its arguments.
 struct Call {
-  CallHeader header;
+  rpcrdma::CallHeader header;
   XdrReader args;
 };
 absl::StatusOr<Call> DecodeCall(absl::Span<const uint8_t> message);
 
 // The results of the reply to `xid`: INVALID_ARGUMENT when it answers
-// another XID, the peer's refusal (ReplyStatus) when it is not
+// another XID, the peer's refusal (rpcrdma::ReplyStatus) when it is not
 // an accepted SUCCESS.
 absl::StatusOr<XdrReader> DecodeResults(absl::Span<const uint8_t> reply,
                                         uint32_t xid);
