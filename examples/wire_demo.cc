@@ -18,6 +18,7 @@
 namespace {
 
 using namespace rpcrdma::wire;  // NOLINT: a short demo
+using rpcrdma::StoreBigEndian32;
 using rpcrdma::pcap::Direction;
 
 struct Sample {

@@ -35,6 +35,8 @@ namespace {
 
 using rpcrdma::pcap::Direction;
 using namespace rpcrdma::wire;  // NOLINT
+using rpcrdma::LoadBigEndian32;
+using rpcrdma::StoreBigEndian32;
 
 constexpr uint32_t kNfsProgram = 100003;
 constexpr uint32_t kPmtu = 1024;

@@ -38,6 +38,8 @@ namespace {
 
 using namespace rpcrdma::engine;        // NOLINT: a test driver
 using namespace rpcrdma::engine::fuzz;  // NOLINT
+using rpcrdma::LoadBigEndian32;
+using rpcrdma::StoreBigEndian32;
 
 class Driver {
  public:
