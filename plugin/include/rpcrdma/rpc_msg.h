@@ -1,9 +1,10 @@
 // The ONC RPC message header (RFC 5531 §8-§9, §14): the call header up to
 // the procedure's arguments and the reply header up to the procedure's
 // results, with the AUTH_NONE and AUTH_SYS (RFC 5531 Appendix A) flavors.
-// rpcrdma carries whole RPC messages (Channel::Call's `rpc_message`,
-// IncomingCall::message, Reply::xdr); a program builds and reads their
-// headers with these and its arguments and results with <rpcrdma/xdr.h>.
+// rpcrdma carries whole RPC messages (CallRequest::xdr and
+// IncomingCall::message, ServerReply::xdr and Reply::xdr); a program builds
+// and reads their headers with these and its arguments and results with
+// <rpcrdma/xdr.h>.
 //
 // Programs put their own XDR arguments after EncodeCallHeader's output and
 // read their results from DecodedReply::body_offset on. Decoders read only
