@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "plugin/engine/engine.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 namespace {
@@ -91,14 +91,14 @@ std::vector<uint8_t> NullCall(uint32_t xid, size_t args) {
   // RFC 5531 call header with AUTH_NONE credential and verifier.
   std::vector<uint8_t> xdr(40 + args, 0);
   const uint32_t words[] = {xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0};
-  for (size_t i = 0; i < 10; ++i) wire::StoreBigEndian32(&xdr[i * 4], words[i]);
+  for (size_t i = 0; i < 10; ++i) StoreBigEndian32(&xdr[i * 4], words[i]);
   return xdr;
 }
 
 std::vector<uint8_t> AcceptedReply(uint32_t xid) {
   std::vector<uint8_t> xdr(24, 0);
   const uint32_t words[] = {xid, 1, 0, 0, 0, 0};
-  for (size_t i = 0; i < 6; ++i) wire::StoreBigEndian32(&xdr[i * 4], words[i]);
+  for (size_t i = 0; i < 6; ++i) StoreBigEndian32(&xdr[i * 4], words[i]);
   return xdr;
 }
 
@@ -132,7 +132,7 @@ struct Connection {
   // through write chunks.
   bool RoundTrip(OutgoingCall call, absl::Span<const uint8_t> result) {
     Actions out;
-    uint32_t xid = wire::LoadBigEndian32(call.xdr.data());
+    uint32_t xid = LoadBigEndian32(call.xdr.data());
     if (!client.engine.StartCall(std::move(call), out).ok()) return false;
     client.Take(out);
     Carry(client, server);
@@ -176,7 +176,7 @@ void BM_Chunked1MiBCallAndReply(benchmark::State& state) {
   uint32_t xid = 1;
   for (auto _ : state) {
     std::vector<uint8_t> xdr = NullCall(++xid, 4);
-    wire::StoreBigEndian32(&xdr[40], 1 << 20);  // opaque length word
+    StoreBigEndian32(&xdr[40], 1 << 20);  // opaque length word
     OutgoingCall call{std::move(xdr),
                       {{44, absl::MakeSpan(argument)}},
                       {absl::MakeSpan(landing)},

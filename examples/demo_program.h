@@ -1,6 +1,6 @@
-// The demo's RPC programs, encoded and decoded with the project's own
-// codecs: XDR (RFC 4506, plugin/wire/xdr.h) for arguments and results, and
-// the ONC RPC message header (RFC 5531, oncrpc/rpc_msg.h).
+// The demo's RPC programs, encoded and decoded with the installed codecs:
+// XDR (RFC 4506, <rpcrdma/xdr.h>) for arguments and results, and the ONC
+// RPC message header (RFC 5531, <rpcrdma/rpc_msg.h>).
 //
 // Program kProgram, version 1 (the server):
 //   PING   (0)  void -> void
@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "oncrpc/rpc_msg.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/rpc_msg.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::demo {
 
@@ -49,27 +49,26 @@ void PutOpaque(std::vector<uint8_t>& out, absl::Span<const uint8_t> data);
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t program,
                                 uint32_t procedure);
 // An accepted reply header; with SUCCESS the results follow.
-std::vector<uint8_t> ReplyHeader(
-    uint32_t xid, oncrpc::AcceptStat status = oncrpc::AcceptStat::kSuccess);
+std::vector<uint8_t> ReplyHeader(uint32_t xid,
+                                 AcceptStat status = AcceptStat::kSuccess);
 
 // A call's header and a reader over its arguments.
 struct Call {
-  oncrpc::CallHeader header;
-  wire::XdrReader args;
+  rpcrdma::CallHeader header;
+  XdrReader args;
 };
 absl::StatusOr<Call> DecodeCall(absl::Span<const uint8_t> message);
 
 // The results of the reply to `xid`: INVALID_ARGUMENT when it answers
-// another XID, the peer's refusal (oncrpc::ReplyStatus) when it is not
+// another XID, the peer's refusal (rpcrdma::ReplyStatus) when it is not
 // an accepted SUCCESS.
-absl::StatusOr<wire::XdrReader> DecodeResults(absl::Span<const uint8_t> reply,
-                                              uint32_t xid);
+absl::StatusOr<XdrReader> DecodeResults(absl::Span<const uint8_t> reply,
+                                        uint32_t xid);
 
 // Arguments "unsigned n, seed" with n at most kMaxBulk.
-absl::Status ReadSizeAndSeed(wire::XdrReader& args, uint32_t* n,
-                             uint32_t* seed);
+absl::Status ReadSizeAndSeed(XdrReader& args, uint32_t* n, uint32_t* seed);
 // Results "unsigned size, checksum".
-absl::Status ReadSizeAndChecksum(wire::XdrReader& results, uint32_t* size,
+absl::Status ReadSizeAndChecksum(XdrReader& results, uint32_t* size,
                                  uint32_t* checksum);
 
 // `n` octets that depend on `seed`, and an FNV-1a checksum.

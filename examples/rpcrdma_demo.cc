@@ -42,15 +42,15 @@
 
 namespace {
 
+using rpcrdma::AcceptStat;
 using rpcrdma::Counters;
+using rpcrdma::XdrReader;
 using rpcrdma::demo::CallHeader;
 using rpcrdma::demo::Checksum;
 using rpcrdma::demo::Pattern;
 using rpcrdma::demo::PutOpaque;
 using rpcrdma::demo::PutUint32;
 using rpcrdma::demo::ReplyHeader;
-using rpcrdma::oncrpc::AcceptStat;
-using rpcrdma::wire::XdrReader;
 namespace demo = rpcrdma::demo;
 
 // The bulk transfers: just under the 1 MiB a server accepts per call.

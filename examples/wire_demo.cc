@@ -12,12 +12,13 @@
 #include "plugin/capture/pcap_writer.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "tools/dump/dump_format.h"
 
 namespace {
 
 using namespace rpcrdma::wire;  // NOLINT: a short demo
+using rpcrdma::StoreBigEndian32;
 using rpcrdma::pcap::Direction;
 
 struct Sample {

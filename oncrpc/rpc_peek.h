@@ -9,11 +9,12 @@
 #include <optional>
 
 #include "absl/types/span.h"
+#include "rpcrdma/rpc_msg.h"
 
 namespace rpcrdma::oncrpc {
 
-// RFC 5531 §9: enum msg_type { CALL = 0, REPLY = 1 }.
-enum class RpcMsgType : uint32_t { kCall = 0, kReply = 1 };
+// RFC 5531 §9 msg_type, defined with the header codec.
+using ::rpcrdma::RpcMsgType;
 
 // The fixed part of a call_body (RFC 5531 §9) up to and including proc.
 struct RpcCallPeek {

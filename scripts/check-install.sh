@@ -7,7 +7,9 @@
 #      own with nothing but the installed include directory;
 #   2. builds examples/consumer out of tree against that prefix with
 #      find_package (shared and static library) and with pkg-config, and
-#      runs it;
+#      runs it; it includes examples/kv_store.cc, the program of
+#      docs/writing-an-rpc-program.md, which so builds from installed
+#      headers alone;
 #   3. checks the Debian packages (librpcrdma0, librpcrdma-oncrpc0,
 #      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift0,
 #      librpcrdma-thrift-dev, librpcrdma-prometheus0,
@@ -41,6 +43,8 @@ consumer() {
   cmake --build "$work/consumer-$name" >> "$work/consumer-$name.log" 2>&1 ||
     { cat "$work/consumer-$name.log"; fail "building the consumer ($name)"; }
   "$work/consumer-$name/rpcrdma_consumer" || fail "running the consumer ($name)"
+  "$work/consumer-$name/rpcrdma_kv_store" > "$work/kv_store-$name.log" 2>&1 ||
+    { cat "$work/kv_store-$name.log"; fail "running kv_store ($name)"; }
   if [ -x "$work/consumer-$name/rpcrdma_oncrpc_consumer" ]; then
     "$work/consumer-$name/rpcrdma_oncrpc_consumer" \
       "soft+unix://@rpcrdma-check-install-$name-$$" ||

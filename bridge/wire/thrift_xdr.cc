@@ -8,11 +8,6 @@
 namespace rpcrdma::thrift::wire {
 namespace {
 
-uint32_t LoadWord(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         p[3];
-}
-
 // RFC 5531 §8.2 opaque_auth: flavor and body, at most 400 octets.
 constexpr uint32_t kMaxAuthBody = 400;
 constexpr uint32_t kRpcVersion = 2;
@@ -37,7 +32,7 @@ class Bytes {
   }
   std::optional<uint32_t> Word() {
     if (!Has(4)) return std::nullopt;
-    uint32_t w = LoadWord(in_.data() + at_);
+    uint32_t w = LoadBigEndian32(in_.data() + at_);
     at_ += 4;
     return w;
   }
@@ -253,34 +248,29 @@ std::optional<MessageInfo> PeekMessageHeader(absl::Span<const uint8_t> head) {
 
 // ---- XDR -------------------------------------------------------------------
 
+// Appending to a vector fails only for an item over 4 GiB, which no
+// message of the bridge holds (its limits are far lower).
 void XdrWriter::Uint32(uint32_t value) {
-  const uint8_t word[4] = {
-      static_cast<uint8_t>(value >> 24), static_cast<uint8_t>(value >> 16),
-      static_cast<uint8_t>(value >> 8), static_cast<uint8_t>(value)};
-  out_.insert(out_.end(), word, word + 4);
+  (void)xdr_.WriteUint32("word", value);
 }
 
 void XdrWriter::Padding(size_t length) {
-  out_.resize(out_.size() + (RoundUp4(length) - length), 0);
+  out_.resize(out_.size() + XdrPad(length), 0);
 }
 
 void XdrWriter::Opaque(absl::Span<const uint8_t> data) {
-  Uint32(static_cast<uint32_t>(data.size()));
-  out_.insert(out_.end(), data.begin(), data.end());
-  Padding(data.size());
+  (void)xdr_.WriteVarOpaque("opaque", data);
 }
 
 void XdrWriter::String(absl::string_view text) {
-  Opaque(absl::Span<const uint8_t>(
-      reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  (void)xdr_.WriteString("string", text);
 }
 
 absl::StatusOr<uint32_t> XdrReader::Uint32(absl::string_view field) {
-  if (remaining() < 4) {
+  uint32_t w = 0;
+  if (!xdr_.ReadUint32(field, &w).ok()) {
     return absl::DataLossError(absl::StrCat("XDR ends before ", field));
   }
-  const uint32_t w = LoadWord(in_.data() + at_);
-  at_ += 4;
   return w;
 }
 
@@ -292,18 +282,22 @@ absl::StatusOr<int32_t> XdrReader::Int32(absl::string_view field) {
 
 absl::StatusOr<absl::Span<const uint8_t>> XdrReader::Opaque(
     absl::string_view field, uint32_t limit) {
-  absl::StatusOr<uint32_t> length = Uint32(field);
-  if (!length.ok()) return length.status();
-  if (*length > limit) {
-    return absl::DataLossError(
-        absl::StrCat(field, " of ", *length, " octets exceeds ", limit));
+  if (xdr_.remaining() < 4) {
+    return absl::DataLossError(absl::StrCat("XDR ends before ", field));
   }
-  if (remaining() < RoundUp4(*length)) {
+  const uint32_t length = LoadBigEndian32(xdr_.rest().data());
+  absl::Span<const uint8_t> data;
+  absl::Status s = xdr_.ReadVarOpaque(field, limit, &data);
+  // rpcrdma::XdrReader says INVALID_ARGUMENT for a length over the limit
+  // and OUT_OF_RANGE for one past the end.
+  if (absl::IsInvalidArgument(s)) {
     return absl::DataLossError(
-        absl::StrCat(field, " of ", *length, " octets runs past the XDR"));
+        absl::StrCat(field, " of ", length, " octets exceeds ", limit));
   }
-  absl::Span<const uint8_t> data = in_.subspan(at_, *length);
-  at_ += RoundUp4(*length);
+  if (!s.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(field, " of ", length, " octets runs past the XDR"));
+  }
   return data;
 }
 
@@ -315,10 +309,10 @@ absl::StatusOr<std::string> XdrReader::String(absl::string_view field,
 }
 
 absl::Status XdrReader::Skip(size_t octets, absl::string_view field) {
-  if (remaining() < octets) {
+  absl::Span<const uint8_t> skipped;
+  if (!xdr_.ReadFixedOpaque(field, octets, &skipped).ok()) {
     return absl::DataLossError(absl::StrCat("XDR ends inside ", field));
   }
-  at_ += octets;
   return absl::OkStatus();
 }
 

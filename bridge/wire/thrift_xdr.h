@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::thrift::wire {
 
@@ -72,10 +73,12 @@ struct MessageInfo {
 inline constexpr size_t kPeekLength = 512;
 std::optional<MessageInfo> PeekMessageHeader(absl::Span<const uint8_t> head);
 
-// XDR building (RFC 4506): big-endian words, opaque data padded to four.
+// XDR building (RFC 4506) for the bridge's messages: a layer over the
+// appending form of rpcrdma::XdrWriter (<rpcrdma/xdr.h>) whose writes
+// cannot fail, so its calls return nothing.
 class XdrWriter {
  public:
-  explicit XdrWriter(std::vector<uint8_t>& out) : out_(out) {}
+  explicit XdrWriter(std::vector<uint8_t>& out) : out_(out), xdr_(&out) {}
   void Uint32(uint32_t value);
   void Int32(int32_t value) { Uint32(static_cast<uint32_t>(value)); }
   // Length word, octets and roundup.
@@ -86,28 +89,31 @@ class XdrWriter {
 
  private:
   std::vector<uint8_t>& out_;
+  ::rpcrdma::XdrWriter xdr_;
 };
 
-// Bounded XDR reading; every failure names the field.
+// Bounded XDR reading for the bridge's messages, over rpcrdma::XdrReader.
+// Every failure is DATA_LOSS (what the bridge reports for a peer's bad
+// message) and names the field.
 class XdrReader {
  public:
-  explicit XdrReader(absl::Span<const uint8_t> in) : in_(in) {}
+  explicit XdrReader(absl::Span<const uint8_t> in) : xdr_(in) {}
   absl::StatusOr<uint32_t> Uint32(absl::string_view field);
   absl::StatusOr<int32_t> Int32(absl::string_view field);
   // A length word at most `limit`, then that many octets and the roundup.
   absl::StatusOr<absl::Span<const uint8_t>> Opaque(absl::string_view field,
                                                    uint32_t limit);
   absl::StatusOr<std::string> String(absl::string_view field, uint32_t limit);
+  // Skips `octets`, a multiple of four (whole XDR items).
   absl::Status Skip(size_t octets, absl::string_view field);
-  size_t position() const { return at_; }
-  size_t remaining() const { return in_.size() - at_; }
+  size_t position() const { return xdr_.offset(); }
+  size_t remaining() const { return xdr_.remaining(); }
 
  private:
-  absl::Span<const uint8_t> in_;
-  size_t at_ = 0;
+  ::rpcrdma::XdrReader xdr_;
 };
 
-inline constexpr size_t RoundUp4(size_t n) { return (n + 3) & ~size_t{3}; }
+inline constexpr size_t RoundUp4(size_t n) { return XdrRoundUp(n); }
 // Longest method name carried (Thrift has no bound of its own).
 inline constexpr uint32_t kMaxNameLength = 4096;
 

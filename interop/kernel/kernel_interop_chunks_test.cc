@@ -15,7 +15,7 @@
 #include "interop/kernel/guest_util.h"
 #include "interop/kernel/kernel_interop_fixture.h"
 #include "interop/kernel/nfs4_client.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::kernel {
 namespace {
@@ -207,12 +207,12 @@ TEST_F(KernelInterop, Step5b_ReadlinkWriteChunkPlacement) {
   // length word belongs (read as one, it is far too long).
   EXPECT_EQ(o.stat, RPC_CANTDECODERES);
   EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
-  const uint32_t misplaced = wire::LoadBigEndian32(
-      reinterpret_cast<const uint8_t*>(text.data()) + 2996);
+  const uint32_t misplaced =
+      LoadBigEndian32(reinterpret_cast<const uint8_t*>(text.data()) + 2996);
   EXPECT_EQ(l.status().message(),
             absl::StrCat("READLINK4resok.link: ", misplaced,
                          " octets, more than ", nfs4::kMaxLinkSize));
-  EXPECT_EQ(wire::LoadBigEndian32(chunk.data()), text.size());
+  EXPECT_EQ(LoadBigEndian32(chunk.data()), text.size());
   EXPECT_EQ(std::string(chunk.begin() + 4, chunk.begin() + 3000),
             text.substr(0, 2996));
   EXPECT_EQ(chunk[3000], 0) << "the kernel wrote 3000 octets, no more";

@@ -11,7 +11,7 @@ namespace {
 void PutU32(std::vector<uint8_t>& out, uint32_t v) {
   const size_t at = out.size();
   out.resize(at + 4);
-  wire::StoreBigEndian32(out.data() + at, v);
+  StoreBigEndian32(out.data() + at, v);
 }
 
 void PutU64(std::vector<uint8_t>& out, uint64_t v) {
@@ -21,7 +21,7 @@ void PutU64(std::vector<uint8_t>& out, uint64_t v) {
 
 void PutFixed(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
   out.insert(out.end(), bytes.begin(), bytes.end());
-  out.resize(out.size() + wire::XdrPad(bytes.size()), 0);
+  out.resize(out.size() + XdrPad(bytes.size()), 0);
 }
 
 // RFC 4506 §4.10: length, octets, zero roundup.
@@ -262,8 +262,8 @@ void CompoundEncoder::Remove(absl::string_view name) {
 }
 
 std::vector<Op> CompoundEncoder::Finish() {
-  wire::StoreBigEndian32(stream_.data() + count_offset_,
-                         static_cast<uint32_t>(ops_.size()));
+  StoreBigEndian32(stream_.data() + count_offset_,
+                   static_cast<uint32_t>(ops_.size()));
   return std::move(ops_);
 }
 
@@ -272,7 +272,7 @@ std::vector<Op> CompoundEncoder::Finish() {
 absl::StatusOr<Attributes> DecodeAttributes(const Bitmap& mask,
                                             absl::Span<const uint8_t> vals) {
   Attributes a;
-  wire::XdrReader r(vals);
+  XdrReader r(vals);
   for (size_t word = 0; word < mask.size(); ++word) {
     for (uint32_t bit = 0; bit < 32; ++bit) {
       if ((mask[word] & (1u << bit)) == 0) continue;

@@ -40,7 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::nfs4 {
 
@@ -269,7 +269,7 @@ class SpanReplyStream final : public ReplyStream {
   absl::Status CheckChunksTaken() const override;
 
  private:
-  wire::XdrReader reader_;
+  XdrReader reader_;
   std::vector<uint32_t> chunk_lengths_;
   size_t next_chunk_ = 0;
 };

@@ -28,13 +28,15 @@
 #include "plugin/capture/pcap_writer.h"
 #include "plugin/capture/roce.h"
 #include "plugin/wire/v1.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "tests/testing/run_command.h"
 
 namespace {
 
 using rpcrdma::pcap::Direction;
 using namespace rpcrdma::wire;  // NOLINT
+using rpcrdma::LoadBigEndian32;
+using rpcrdma::StoreBigEndian32;
 
 constexpr uint32_t kNfsProgram = 100003;
 constexpr uint32_t kPmtu = 1024;

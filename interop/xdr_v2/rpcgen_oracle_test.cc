@@ -22,7 +22,7 @@
 #include "interop/xdr_v2/v2_live_session.h"
 #include "nlohmann/json.hpp"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "rpcrdma_corev2.h"
 #include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"

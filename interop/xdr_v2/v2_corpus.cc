@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::interop {
 namespace {
@@ -25,7 +25,7 @@ constexpr uint32_t kCredits = 32;
 std::vector<uint8_t> RpcCall(uint32_t xid, size_t args) {
   std::vector<uint8_t> m(40 + args);
   const uint32_t words[] = {xid, 0, 2, kProgram, 3, 0, 0, 0, 0, 0};
-  for (size_t i = 0; i < 10; ++i) wire::StoreBigEndian32(&m[4 * i], words[i]);
+  for (size_t i = 0; i < 10; ++i) StoreBigEndian32(&m[4 * i], words[i]);
   for (size_t i = 0; i < args; ++i) m[40 + i] = static_cast<uint8_t>(i * 5);
   return m;
 }
@@ -35,7 +35,7 @@ std::vector<uint8_t> RpcCall(uint32_t xid, size_t args) {
 std::vector<uint8_t> RpcReply(uint32_t xid, size_t results) {
   std::vector<uint8_t> m(24 + results);
   const uint32_t words[] = {xid, 1, 0, 0, 0, 0};
-  for (size_t i = 0; i < 6; ++i) wire::StoreBigEndian32(&m[4 * i], words[i]);
+  for (size_t i = 0; i < 6; ++i) StoreBigEndian32(&m[4 * i], words[i]);
   for (size_t i = 0; i < results; ++i) m[24 + i] = static_cast<uint8_t>(i);
   return m;
 }

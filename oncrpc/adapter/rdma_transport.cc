@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "oncrpc/adapter/last_error.h"
 #include "oncrpc/adapter/rdma_xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::oncrpc {
 namespace {
@@ -95,11 +96,6 @@ const XprtOps kOps = {&DispatchState::Receive,       &DispatchState::Status,
                       &DispatchState::FreeArguments, &DispatchState::Destroy};
 const XprtOps2 kOps2 = {&DispatchState::Control};
 
-uint32_t LoadBigEndian(const uint8_t* in) {
-  return (uint32_t{in[0]} << 24) | (uint32_t{in[1]} << 16) |
-         (uint32_t{in[2]} << 8) | uint32_t{in[3]};
-}
-
 uint16_t PortOf(const SocketAddress& address) {
   switch (address.storage.ss_family) {
     case AF_INET:
@@ -122,12 +118,11 @@ std::optional<auth_stat> OversizedAuth(absl::Span<const uint8_t> message) {
   constexpr size_t kCredential = 24;
   if (message.size() < kCredential + 8) return std::nullopt;
   const uint32_t credential_length =
-      LoadBigEndian(message.data() + kCredential + 4);
+      LoadBigEndian32(message.data() + kCredential + 4);
   if (credential_length > MAX_AUTH_BYTES) return AUTH_BADCRED;
-  const size_t verifier =
-      kCredential + 8 + (size_t{credential_length} + 3) / 4 * 4;
+  const size_t verifier = kCredential + 8 + XdrRoundUp(credential_length);
   if (message.size() < verifier + 8) return std::nullopt;
-  if (LoadBigEndian(message.data() + verifier + 4) > MAX_AUTH_BYTES) {
+  if (LoadBigEndian32(message.data() + verifier + 4) > MAX_AUTH_BYTES) {
     return AUTH_BADVERF;
   }
   return std::nullopt;
@@ -237,7 +232,7 @@ void DispatchState::AnswerUndecodable(Job& job) {
   reply.rm_xid = job.call.xid;
   reply.rm_direction = REPLY;
   const std::optional<auth_stat> bad_auth = OversizedAuth(m.span());
-  if (m.size() >= 12 && LoadBigEndian(m.data() + 8) != RPC_MSG_VERSION) {
+  if (m.size() >= 12 && LoadBigEndian32(m.data() + 8) != RPC_MSG_VERSION) {
     reply.rm_reply.rp_stat = MSG_DENIED;
     reply.rjcted_rply.rj_stat = RPC_MISMATCH;
     reply.rjcted_rply.rj_vers.low = RPC_MSG_VERSION;

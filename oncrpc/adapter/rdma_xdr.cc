@@ -4,22 +4,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "rpcrdma/xdr.h"
+
 namespace rpcrdma::oncrpc {
 namespace {
 
-u_int Roundup(u_int length) { return (4 - length % 4) % 4; }
-
-void StoreBigEndian(uint8_t* out, uint32_t value) {
-  out[0] = static_cast<uint8_t>(value >> 24);
-  out[1] = static_cast<uint8_t>(value >> 16);
-  out[2] = static_cast<uint8_t>(value >> 8);
-  out[3] = static_cast<uint8_t>(value);
-}
-
-uint32_t LoadBigEndian(const uint8_t* in) {
-  return (uint32_t{in[0]} << 24) | (uint32_t{in[1]} << 16) |
-         (uint32_t{in[2]} << 8) | uint32_t{in[3]};
-}
+// The padding octets libtirpc's xdr_opaque reads or writes after `length`
+// octets (RFC 4506 §4.10): its second GETBYTES/PUTBYTES call.
+u_int Roundup(u_int length) { return static_cast<u_int>(XdrPad(length)); }
 
 // An encoder is never asked to decode, nor a decoder to encode.
 bool_t RefuseGetLong(XDR*, long*) { return FALSE; }
@@ -67,7 +59,7 @@ void RdmaXdrEncoder::Write(const void* data, size_t length) {
 bool_t RdmaXdrEncoder::PutLong(XDR* xdrs, const long* value) {
   RdmaXdrEncoder& self = Of(xdrs);
   uint8_t word[4];
-  StoreBigEndian(word, static_cast<uint32_t>(*value));
+  StoreBigEndian32(word, static_cast<uint32_t>(*value));
   self.Write(word, sizeof word);
   self.length_word_ = static_cast<uint32_t>(*value);
   self.roundup_to_drop_ = 0;
@@ -221,7 +213,7 @@ bool_t RdmaXdrDecoder::GetLong(XDR* xdrs, long* value) {
   RdmaXdrDecoder& self = Of(xdrs);
   self.roundup_to_fill_ = 0;
   if (self.stream_.size() - self.cursor_ < 4) return FALSE;
-  const uint32_t word = LoadBigEndian(self.stream_.data() + self.cursor_);
+  const uint32_t word = LoadBigEndian32(self.stream_.data() + self.cursor_);
   self.cursor_ += 4;
   *value = static_cast<int32_t>(word);
   self.length_word_ = word;

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -155,8 +155,8 @@ void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
 
 void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
   if (bytes.size() < 8) return;
-  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
-  const uint32_t vers = wire::LoadBigEndian32(bytes.data() + 4);
+  const uint32_t xid = LoadBigEndian32(bytes.data());
+  const uint32_t vers = LoadBigEndian32(bytes.data() + 4);
   // §7.2: the answer of a server without version two is RDMA2_ERROR /
   // RDMA2_ERR_VERS with the probe's XID. It may come as a version-one
   // RDMA_ERROR ERR_VERS, or with rdma_vers 2 as Linux's svcrdma sends it
@@ -291,7 +291,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   }
   if (first && TryOpenVersionTwo(bytes, out)) return;
   if (bytes.size() < kMinReplyHeader) return;
-  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
+  const uint32_t xid = LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V1Decoded> decoded =
       wire::DecodeV1(bytes, config_.limits);
 
@@ -321,7 +321,7 @@ void Engine::Route(const wire::V1Decoded& decoded,
                    absl::Span<const uint8_t> bytes, bool is_call,
                    std::optional<uint32_t> invalidated, Actions& out,
                    const wire::DecodeError* error) {
-  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
+  const uint32_t xid = LoadBigEndian32(bytes.data());
   if (requester_on_ && !is_call) {
     auto it = by_xid_.find(xid);
     if (it != by_xid_.end()) {
@@ -358,7 +358,7 @@ void Engine::Route(const wire::V1Decoded& decoded,
     // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
     // goes from responder to requester only); a malformed one is dropped,
     // as Linux's svcrdma drops every RDMA_ERROR.
-    if (wire::LoadBigEndian32(bytes.data() + 12) ==
+    if (LoadBigEndian32(bytes.data() + 12) ==
         static_cast<uint32_t>(wire::V1Proc::kError)) {
       return;
     }

@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -15,7 +15,7 @@ namespace rpcrdma::engine {
 size_t InsertedSize(absl::Span<const uint8_t> reduced,
                     absl::Span<const Item> items) {
   size_t total = reduced.size();
-  for (const Item& item : items) total += wire::XdrRoundUp(item.data.size());
+  for (const Item& item : items) total += XdrRoundUp(item.data.size());
   return total;
 }
 
@@ -30,7 +30,7 @@ void InsertItemsInto(absl::Span<const uint8_t> reduced,
   for (const Item& item : items) {
     put(reduced.data() + at, item.position - at);
     put(item.data.data(), item.data.size());
-    const size_t pad = wire::XdrPad(item.data.size());
+    const size_t pad = XdrPad(item.data.size());
     if (pad != 0) std::memset(to, 0, pad);  // `to` may be null when empty
     to += pad;
     at = item.position;

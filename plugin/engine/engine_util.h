@@ -16,7 +16,7 @@
 #include "plugin/wire/chunks.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -45,7 +45,7 @@ inline bool CarriesCall(const wire::V1Header& header,
                         absl::Span<const uint8_t> rpc_message) {
   if (header.proc() == wire::V1Proc::kMsg) {
     return rpc_message.size() >= 8 &&
-           wire::LoadBigEndian32(rpc_message.data() + 4) == kRpcCall;
+           LoadBigEndian32(rpc_message.data() + 4) == kRpcCall;
   }
   return header.proc() == wire::V1Proc::kNoMsg &&
          !header.chunks()->reads.empty();

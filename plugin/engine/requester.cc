@@ -11,7 +11,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -25,7 +25,7 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
         "call stream of ", call.xdr.size(),
         " octets is not an XDR RPC call (XID and msg_type needed)"));
   }
-  if (wire::LoadBigEndian32(call.xdr.data() + 4) != kRpcCall) {
+  if (LoadBigEndian32(call.xdr.data() + 4) != kRpcCall) {
     return absl::InvalidArgumentError(
         "msg_type of the call stream is not CALL");
   }
@@ -44,7 +44,7 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
       return absl::InvalidArgumentError("empty DDP result destination");
     }
   }
-  uint32_t xid = wire::LoadBigEndian32(call.xdr.data());
+  uint32_t xid = LoadBigEndian32(call.xdr.data());
   if (live_xids_.count(xid) != 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("XID ", xid, " is already in flight"));
@@ -148,7 +148,7 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   };
   size_t full_size = c.call.xdr.size();
   for (const DdpArgument& a : c.call.arguments) {
-    full_size += wire::XdrRoundUp(a.data.size());
+    full_size += XdrRoundUp(a.data.size());
   }
   const size_t send_limit = thresholds_.send;
   // Segments the header names besides read segments (RFC 8166 §3.4).

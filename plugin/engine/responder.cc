@@ -11,7 +11,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 
@@ -100,13 +100,13 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
     if (r.position == 0) continue;
     if (r.position > base) return chunk_error();
     if (r.position != last_position) {
-      chunk_total += wire::XdrRoundUp(last_length);
+      chunk_total += XdrRoundUp(last_length);
       last_length = 0;
       last_position = r.position;
     }
     last_length += r.target.length;
   }
-  chunk_total += wire::XdrRoundUp(last_length);
+  chunk_total += XdrRoundUp(last_length);
   // Write and reply chunks allocate nothing here; a chunk with no segments
   // is accepted (as the Linux server does) and simply has no capacity.
   const uint64_t size = base + chunk_total;
@@ -298,10 +298,10 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
     }
     // The roundup, written explicitly (the buffer is not zero-filled); an
     // empty pad may sit in an empty buffer, whose pointer is null.
-    if (const size_t pad = wire::XdrPad(length); pad != 0) {
+    if (const size_t pad = XdrPad(length); pad != 0) {
       std::memset(c.message.data() + dest + length, 0, pad);
     }
-    dest += wire::XdrRoundUp(length);
+    dest += XdrRoundUp(length);
   }
   if (!nomsg) {
     CopyBytes(c.message.data() + dest, inline_payload.data() + src,
@@ -356,8 +356,8 @@ void Engine::Deliver(ResponderCall& c, Actions& out) {
   // engine cannot deliver a call whose XID is ambiguous).
   const absl::Span<const uint8_t> m = c.message;
   if (m.size() < kMinRpcCallHeader ||
-      wire::LoadBigEndian32(m.data() + 4) != kRpcCall ||
-      wire::LoadBigEndian32(m.data()) != c.xid) {
+      LoadBigEndian32(m.data() + 4) != kRpcCall ||
+      LoadBigEndian32(m.data()) != c.xid) {
     ++calls_discarded_;
     return EndIncoming(c.id, out);
   }

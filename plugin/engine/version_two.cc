@@ -12,7 +12,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
 namespace {
@@ -20,9 +20,8 @@ namespace {
 // rdma_vers and rdma_proc of a message, without decoding the rest.
 bool IsV2Proc(absl::Span<const uint8_t> bytes, wire::V2Proc proc) {
   return bytes.size() >= 16 &&
-         wire::LoadBigEndian32(bytes.data() + 4) == wire::kRpcRdmaVersion2 &&
-         wire::LoadBigEndian32(bytes.data() + 12) ==
-             static_cast<uint32_t>(proc);
+         LoadBigEndian32(bytes.data() + 4) == wire::kRpcRdmaVersion2 &&
+         LoadBigEndian32(bytes.data() + 12) == static_cast<uint32_t>(proc);
 }
 
 std::string V2ErrorDetail(const wire::V2Error& e) {
@@ -116,7 +115,7 @@ absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
   // any chunk.
   size_t call_size = c.call.xdr.size();
   for (const DdpArgument& a : c.call.arguments) {
-    call_size += wire::XdrRoundUp(a.data.size());
+    call_size += XdrRoundUp(a.data.size());
   }
   const wire::V1Header empty{c.xid, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}};
   const char* needs = nullptr;
@@ -170,7 +169,7 @@ bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
 void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
                          std::optional<uint32_t> invalidated, Actions& out) {
   if (bytes.size() < 16) return;  // not even rdma_proc
-  const uint32_t xid = wire::LoadBigEndian32(bytes.data());
+  const uint32_t xid = LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V2Decoded> d =
       wire::DecodeV2(bytes, wire::V2Limits{config_.limits});
   if (!d.ok()) {

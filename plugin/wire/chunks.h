@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "plugin/wire/decode_error.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::wire {
 

@@ -1,33 +1,19 @@
 #include "plugin/wire/rpc_reply.h"
 
-#include <iterator>
-
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/rpc_msg.h"
 
 namespace rpcrdma::wire {
 
-namespace {
-
-// RFC 5531 §9 discriminants.
-constexpr uint32_t kMsgTypeReply = 1;
-constexpr uint32_t kReplyStatMsgAccepted = 0;
-constexpr uint32_t kAuthFlavorNone = 0;
-constexpr uint32_t kAcceptStatSystemErr = 5;
-
-}  // namespace
-
 std::vector<uint8_t> EncodeSystemErrReply(uint32_t xid) {
-  const uint32_t words[] = {xid,
-                            kMsgTypeReply,
-                            kReplyStatMsgAccepted,
-                            kAuthFlavorNone,
-                            /*verifier body length=*/0,
-                            kAcceptStatSystemErr};
-  static_assert(sizeof(words) == kSystemErrReplySize);
-  std::vector<uint8_t> out(kSystemErrReplySize);
-  for (size_t i = 0; i < std::size(words); ++i) {
-    StoreBigEndian32(out.data() + 4 * i, words[i]);
-  }
+  ReplyHeader header;
+  header.xid = xid;
+  header.reply_stat = ReplyStat::kAccepted;
+  header.verifier = AuthNone();
+  header.accept_stat = AcceptStat::kSystemErr;
+  std::vector<uint8_t> out;
+  out.reserve(kSystemErrReplySize);
+  // Only an authenticator over its bound fails, and AUTH_NONE's is empty.
+  (void)EncodeReplyHeader(header, out);
   return out;
 }
 

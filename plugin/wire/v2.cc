@@ -23,7 +23,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::wire {
 namespace {

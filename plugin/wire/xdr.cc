@@ -1,10 +1,21 @@
-#include "plugin/wire/xdr.h"
+// The XDR codec of <rpcrdma/xdr.h> (RFC 4506).
+#include "rpcrdma/xdr.h"
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
-namespace rpcrdma::wire {
+namespace rpcrdma {
+namespace {
+
+// Copies `bytes` to `p` and zeroes the padding after them (RFC 4506 §3).
+void PutPadded(uint8_t* p, absl::Span<const uint8_t> bytes) {
+  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+  const size_t pad = XdrPad(bytes.size());
+  if (pad != 0) std::memset(p + bytes.size(), 0, pad);
+}
+
+}  // namespace
 
 absl::Status XdrReader::Truncated(absl::string_view field,
                                   size_t needed) const {
@@ -17,6 +28,13 @@ absl::Status XdrReader::ReadUint32(absl::string_view field, uint32_t* out) {
   if (remaining() < 4) return Truncated(field, 4);
   *out = LoadBigEndian32(data_.data() + offset_);
   offset_ += 4;
+  return absl::OkStatus();
+}
+
+absl::Status XdrReader::ReadInt32(absl::string_view field, int32_t* out) {
+  uint32_t word = 0;
+  if (absl::Status s = ReadUint32(field, &word); !s.ok()) return s;
+  *out = static_cast<int32_t>(word);
   return absl::OkStatus();
 }
 
@@ -70,28 +88,60 @@ absl::Status XdrReader::ReadVarOpaque(absl::string_view field,
   return absl::OkStatus();
 }
 
-absl::Status XdrWriter::Reserve(absl::string_view field, size_t needed) {
+absl::Status XdrReader::ReadString(absl::string_view field, uint32_t max_length,
+                                   std::string* out) {
+  absl::Span<const uint8_t> bytes;
+  if (absl::Status s = ReadVarOpaque(field, max_length, &bytes); !s.ok()) {
+    return s;
+  }
+  out->assign(bytes.begin(), bytes.end());
+  return absl::OkStatus();
+}
+
+absl::Span<const uint8_t> XdrWriter::written() const {
+  if (out_ != nullptr) {
+    return absl::Span<const uint8_t>(out_->data() + base_, offset());
+  }
+  return absl::Span<const uint8_t>(buffer_.data(), offset_);
+}
+
+uint8_t* XdrWriter::Reserve(absl::string_view field, size_t needed,
+                            absl::Status* status) {
+  if (out_ != nullptr) {
+    // Always at the vector's end: the caller may have appended to it.
+    const size_t at = out_->size();
+    out_->resize(at + needed);
+    return out_->data() + at;
+  }
   if (buffer_.size() - offset_ < needed) {
-    return absl::ResourceExhaustedError(
+    *status = absl::ResourceExhaustedError(
         absl::StrCat("no room for ", field, " at offset ", offset_, ": need ",
                      needed, " octets, buffer has ", buffer_.size() - offset_));
+    return nullptr;
   }
-  return absl::OkStatus();
+  return buffer_.data() + offset_;
 }
 
 absl::Status XdrWriter::WriteUint32(absl::string_view field, uint32_t value) {
-  if (absl::Status s = Reserve(field, 4); !s.ok()) return s;
-  StoreBigEndian32(buffer_.data() + offset_, value);
-  offset_ += 4;
+  absl::Status status;
+  uint8_t* p = Reserve(field, 4, &status);
+  if (p == nullptr) return status;
+  StoreBigEndian32(p, value);
+  Commit(4);
   return absl::OkStatus();
 }
 
+absl::Status XdrWriter::WriteInt32(absl::string_view field, int32_t value) {
+  return WriteUint32(field, static_cast<uint32_t>(value));
+}
+
 absl::Status XdrWriter::WriteUint64(absl::string_view field, uint64_t value) {
-  if (absl::Status s = Reserve(field, 8); !s.ok()) return s;
-  StoreBigEndian32(buffer_.data() + offset_,
-                   static_cast<uint32_t>(value >> 32));
-  StoreBigEndian32(buffer_.data() + offset_ + 4, static_cast<uint32_t>(value));
-  offset_ += 8;
+  absl::Status status;
+  uint8_t* p = Reserve(field, 8, &status);
+  if (p == nullptr) return status;
+  StoreBigEndian32(p, static_cast<uint32_t>(value >> 32));
+  StoreBigEndian32(p + 4, static_cast<uint32_t>(value));
+  Commit(8);
   return absl::OkStatus();
 }
 
@@ -101,16 +151,12 @@ absl::Status XdrWriter::WriteBool(absl::string_view field, bool value) {
 
 absl::Status XdrWriter::WriteFixedOpaque(absl::string_view field,
                                          absl::Span<const uint8_t> bytes) {
-  size_t padded = XdrRoundUp(bytes.size());
-  if (absl::Status s = Reserve(field, padded); !s.ok()) return s;
-  if (!bytes.empty()) {
-    std::memcpy(buffer_.data() + offset_, bytes.data(), bytes.size());
-  }
-  if (padded > bytes.size()) {
-    std::memset(buffer_.data() + offset_ + bytes.size(), 0,
-                padded - bytes.size());
-  }
-  offset_ += padded;
+  const size_t padded = XdrRoundUp(bytes.size());
+  absl::Status status;
+  uint8_t* p = Reserve(field, padded, &status);
+  if (p == nullptr) return status;
+  PutPadded(p, bytes);
+  Commit(padded);
   return absl::OkStatus();
 }
 
@@ -120,13 +166,22 @@ absl::Status XdrWriter::WriteVarOpaque(absl::string_view field,
     return absl::InvalidArgumentError(
         absl::StrCat(field, " is longer than XDR can express"));
   }
-  if (absl::Status s = Reserve(field, 4 + XdrRoundUp(bytes.size())); !s.ok()) {
-    return s;
-  }
-  StoreBigEndian32(buffer_.data() + offset_,
-                   static_cast<uint32_t>(bytes.size()));
-  offset_ += 4;
-  return WriteFixedOpaque(field, bytes);
+  // Room for the whole item first, so that a failure writes nothing.
+  const size_t needed = 4 + XdrRoundUp(bytes.size());
+  absl::Status status;
+  uint8_t* p = Reserve(field, needed, &status);
+  if (p == nullptr) return status;
+  StoreBigEndian32(p, static_cast<uint32_t>(bytes.size()));
+  PutPadded(p + 4, bytes);
+  Commit(needed);
+  return absl::OkStatus();
 }
 
-}  // namespace rpcrdma::wire
+absl::Status XdrWriter::WriteString(absl::string_view field,
+                                    absl::string_view text) {
+  return WriteVarOpaque(
+      field, absl::Span<const uint8_t>(
+                 reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace rpcrdma

@@ -48,7 +48,7 @@ std::vector<uint8_t> ReplyStream(uint32_t xid, uint32_t result) {
 }
 
 uint32_t Word(absl::Span<const uint8_t> bytes, size_t index) {
-  return wire::LoadBigEndian32(bytes.data() + 4 * index);
+  return LoadBigEndian32(bytes.data() + 4 * index);
 }
 
 void ExpectNoErrors(const Loopback& link) {

@@ -43,13 +43,13 @@ std::vector<uint8_t> WithItem(const std::vector<uint8_t>& reduced,
                               const std::vector<uint8_t>& data) {
   std::vector<uint8_t> out(reduced.begin(), reduced.begin() + position);
   out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), wire::XdrPad(data.size()), uint8_t{0});
+  out.insert(out.end(), XdrPad(data.size()), uint8_t{0});
   out.insert(out.end(), reduced.begin() + position, reduced.end());
   return out;
 }
 
 uint32_t Proc(const std::vector<uint8_t>& header) {
-  return wire::LoadBigEndian32(header.data() + 12);
+  return LoadBigEndian32(header.data() + 12);
 }
 
 // Sends one call with an argument of `arg_size` octets (at the end of the

@@ -53,7 +53,7 @@ class RequesterTest : public ::testing::Test {
   static std::vector<uint32_t> SentXids(const Actions& actions) {
     std::vector<uint32_t> xids;
     for (const Send& s : Only<Send>(actions)) {
-      xids.push_back(wire::LoadBigEndian32(s.bytes.data()));
+      xids.push_back(LoadBigEndian32(s.bytes.data()));
     }
     return xids;
   }

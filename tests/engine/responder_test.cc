@@ -471,7 +471,7 @@ TEST_F(ResponderTest,
     size_t words = m.size() / 4;
     for (int k = 0; k < 1 + i % 3; ++k) {
       size_t at = 1 + rng() % (words - 1);  // keep the XID
-      wire::StoreBigEndian32(m.data() + at * 4, values[rng() % 10]);
+      StoreBigEndian32(m.data() + at * 4, values[rng() % 10]);
     }
     m.resize(m.size() - (rng() % 3 == 0 ? 4 * (rng() % words) : 0));
     Reset(true);  // no call holds a credit from the case before
@@ -483,7 +483,7 @@ TEST_F(ResponderTest,
       ASSERT_TRUE(sends[0].bytes == ErrChunk(0x77) ||
                   sends[0].bytes == Words({0x77, 1, kCredits, 4, 1, 1, 1}));
       EXPECT_EQ(Count<RdmaRead>(out) + Count<DeliverCall>(out), 0u);
-    } else if (m.size() >= 28 && wire::LoadBigEndian32(m.data() + 12) < 2) {
+    } else if (m.size() >= 28 && LoadBigEndian32(m.data() + 12) < 2) {
       // Accepted: reads issued, delivered, or (no RPC call inline, RFC 8166
       // §4.1) discarded.
       EXPECT_EQ(Count<RdmaRead>(out) + Count<DeliverCall>(out) +

@@ -88,9 +88,9 @@ TEST_F(VersionTest, V2Draft_7_2_ErrVersSelectsVersionOneAndSendsWaitingCalls) {
   std::vector<Send> sends = Only<Send>(out);
   ASSERT_EQ(sends.size(), 1u);
   // The waiting call, as a version-one inline RDMA_MSG.
-  EXPECT_EQ(wire::LoadBigEndian32(sends[0].bytes.data()), 0x100u);
-  EXPECT_EQ(wire::LoadBigEndian32(sends[0].bytes.data() + 4), 1u);
-  EXPECT_EQ(wire::LoadBigEndian32(sends[0].bytes.data() + 12), 0u);
+  EXPECT_EQ(LoadBigEndian32(sends[0].bytes.data()), 0x100u);
+  EXPECT_EQ(LoadBigEndian32(sends[0].bytes.data() + 4), 1u);
+  EXPECT_EQ(LoadBigEndian32(sends[0].bytes.data() + 12), 0u);
   EXPECT_EQ(engine_->calls_outstanding(), 1u);
 }
 
@@ -108,7 +108,7 @@ TEST_F(VersionTest, V2Draft_7_2_ErrVersWithVersionTwoHeaderAsLinuxSendsIt) {
   EXPECT_EQ(engine_->version(), 1u);
   EXPECT_EQ(engine_->peer_versions(), (std::pair<uint32_t, uint32_t>{1, 1}));
   ASSERT_EQ(Count<Send>(out), 1u);
-  EXPECT_EQ(wire::LoadBigEndian32(Only<Send>(out)[0].bytes.data() + 4), 1u);
+  EXPECT_EQ(LoadBigEndian32(Only<Send>(out)[0].bytes.data() + 4), 1u);
 }
 
 TEST_F(VersionTest, V2Draft_7_2_WithoutFallbackWaitingCallsFail) {

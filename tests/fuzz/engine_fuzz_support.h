@@ -14,7 +14,7 @@
 #include "absl/types/span.h"
 #include "plugin/engine/engine.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine::fuzz {
 
@@ -85,7 +85,7 @@ class Budget : public ReassemblyBudget {
 
 inline void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
   uint8_t b[4];
-  wire::StoreBigEndian32(b, w);
+  StoreBigEndian32(b, w);
   out.insert(out.end(), b, b + 4);
 }
 

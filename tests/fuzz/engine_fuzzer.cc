@@ -31,13 +31,15 @@
 #include "plugin/engine/engine.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 #include "tests/fuzz/engine_fuzz_support.h"
 
 namespace {
 
 using namespace rpcrdma::engine;        // NOLINT: a test driver
 using namespace rpcrdma::engine::fuzz;  // NOLINT
+using rpcrdma::LoadBigEndian32;
+using rpcrdma::StoreBigEndian32;
 
 class Driver {
  public:
@@ -127,8 +129,7 @@ class Driver {
   // A grammar message in its version-two form, or a version-two message
   // of its own.
   std::vector<uint8_t> ToVersionTwo(const std::vector<uint8_t>& bytes) {
-    const uint32_t xid =
-        bytes.size() >= 4 ? wire::LoadBigEndian32(bytes.data()) : 0;
+    const uint32_t xid = bytes.size() >= 4 ? LoadBigEndian32(bytes.data()) : 0;
     if (std::optional<std::vector<uint8_t>> own =
             VersionTwoMessage(in_, xid, PickExchange())) {
       return *std::move(own);
@@ -136,13 +137,13 @@ class Driver {
     auto d = wire::DecodeV1(bytes);
     if (!d.ok() || d->header.chunks() == nullptr) {
       std::vector<uint8_t> raw = bytes;
-      if (raw.size() >= 8) wire::StoreBigEndian32(raw.data() + 4, 2);
+      if (raw.size() >= 8) StoreBigEndian32(raw.data() + 4, 2);
       return raw;
     }
     const size_t at = d->header_length;
     bool is_call = d->header.proc() == wire::V1Proc::kMsg
                        ? bytes.size() >= at + 8 &&
-                             wire::LoadBigEndian32(bytes.data() + at + 4) == 0
+                             LoadBigEndian32(bytes.data() + at + 4) == 0
                        : !d->header.chunks()->reads.empty();
     if (in_.Byte() % 8 == 0) is_call = !is_call;  // a lying peer
     const uint32_t inv = in_.Byte() % 2 ? 0 : 0x100 + in_.Byte() % 16;
@@ -193,10 +194,10 @@ class Driver {
         call.resize(in_.Byte() % 24);  // short
         break;
       case 1:
-        wire::StoreBigEndian32(call.data() + 4, 1);  // a REPLY
+        StoreBigEndian32(call.data() + 4, 1);  // a REPLY
         break;
       case 2:
-        wire::StoreBigEndian32(call.data(), xid + 1);  // another XID
+        StoreBigEndian32(call.data(), xid + 1);  // another XID
         break;
       default:
         break;
@@ -342,7 +343,7 @@ class Driver {
         if (!c.result.empty()) call.results.push_back(absl::MakeSpan(c.result));
         auto id = engine_->StartCall(std::move(call), out_);
         if (id.ok()) {
-          const uint32_t xid = wire::LoadBigEndian32(c.xdr.data());
+          const uint32_t xid = LoadBigEndian32(c.xdr.data());
           started_[*id] = xid;
           latest_by_xid_[xid] = *id;
         }
@@ -484,8 +485,8 @@ class Driver {
       } else if (auto* d = std::get_if<DeliverCall>(&a)) {
         // RFC 8166 §4.1: only RPC calls with the transport's XID.
         Check(d->message.size() >= 24);
-        Check(wire::LoadBigEndian32(d->message.data()) == d->xid);
-        Check(wire::LoadBigEndian32(d->message.data() + 4) == 0);
+        Check(LoadBigEndian32(d->message.data()) == d->xid);
+        Check(LoadBigEndian32(d->message.data() + 4) == 0);
         delivered_.push_back(d->call);
       } else if (auto* c = std::get_if<CompleteCall>(&a)) {
         Finished(c->call);
@@ -534,7 +535,7 @@ class Driver {
       const size_t at = v1->header_length;
       is_call = v1->header.proc() == wire::V1Proc::kMsg
                     ? bytes.size() >= at + 8 &&
-                          wire::LoadBigEndian32(bytes.data() + at + 4) == 0
+                          LoadBigEndian32(bytes.data() + at + 4) == 0
                     : !lists->reads.empty();
     } else if (v2.ok() && v2->header.chunks() != nullptr) {
       xid = v2->header.xid;

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "oncrpc/rpc_msg.h"
+#include "rpcrdma/rpc_msg.h"
 
 namespace {
 
-using namespace rpcrdma::oncrpc;  // NOLINT(build/namespaces): fuzzer only
+using namespace rpcrdma;  // NOLINT(build/namespaces): fuzzer only
 
 void CheckCall(absl::Span<const uint8_t> input) {
   absl::StatusOr<DecodedCall> call = DecodeCallHeader(input);

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "oncrpc/rpc_msg.h"
 #include "rpcrdma/channel.h"
+#include "rpcrdma/rpc_msg.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
 namespace rpcrdma::oncrpc::testing {

@@ -1,6 +1,6 @@
 // Tests for the ONC RPC message header codec (RFC 5531 §8-§9, Appendix A).
 // Golden vectors are written out octet by octet from the RFC's XDR.
-#include "oncrpc/rpc_msg.h"
+#include "rpcrdma/rpc_msg.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -250,7 +250,7 @@ TEST(RpcMsgCall, Rfc5531_9_TruncatedAtEveryFieldBoundaryIsOutOfRange) {
 TEST(RpcMsgCall, Rfc5531_9_RejectsMessageThatIsNotACall) {
   for (uint32_t mtype : {1u, 2u, 0xffffffffu}) {
     std::vector<uint8_t> m = kNullCall;
-    wire::StoreBigEndian32(m.data() + 4, mtype);
+    StoreBigEndian32(m.data() + 4, mtype);
     absl::Status s = DecodeCallHeader(m).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << mtype;
     EXPECT_EQ(Message(s), absl::StrCat("bad msg_type ", mtype,
@@ -261,7 +261,7 @@ TEST(RpcMsgCall, Rfc5531_9_RejectsMessageThatIsNotACall) {
 TEST(RpcMsgCall, Rfc5531_9_RejectsRpcVersion3) {
   for (uint32_t vers : {0u, 1u, 3u}) {
     std::vector<uint8_t> m = kNullCall;
-    wire::StoreBigEndian32(m.data() + 8, vers);
+    StoreBigEndian32(m.data() + 8, vers);
     absl::Status s = DecodeCallHeader(m).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << vers;
     EXPECT_EQ(Message(s),

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::testutil {
 
@@ -17,7 +17,7 @@ inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
   std::vector<uint8_t> out(words.size() * 4);
   size_t i = 0;
   for (uint32_t w : words) {
-    wire::StoreBigEndian32(out.data() + i, w);
+    StoreBigEndian32(out.data() + i, w);
     i += 4;
   }
   return out;
@@ -26,7 +26,7 @@ inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
 inline void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
   size_t at = out.size();
   out.resize(at + 4);
-  wire::StoreBigEndian32(out.data() + at, w);
+  StoreBigEndian32(out.data() + at, w);
 }
 
 // Hex fixture to octets; spaces and newlines between digits are ignored.

@@ -1,5 +1,6 @@
-// Tests for the XDR primitives (RFC 4506) every wire codec is built on.
-#include "plugin/wire/xdr.h"
+// Tests for the XDR codec (RFC 4506) of <rpcrdma/xdr.h>, which every wire
+// codec is built on.
+#include "rpcrdma/xdr.h"
 
 #include <cstdint>
 #include <limits>
@@ -9,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace rpcrdma::wire {
+namespace rpcrdma {
 namespace {
 
 using ::testing::Each;
@@ -463,5 +464,92 @@ TEST(XdrRoundTrip, Rfc4506_4_WriterOutputReadsBack) {
   EXPECT_EQ(r.remaining(), 0u);
 }
 
+// RFC 4506 §4.1: a two's complement integer, big-endian.
+TEST(XdrReader, Rfc4506_4_1_ReadsSignedInteger) {
+  const uint8_t data[] = {0xff, 0xff, 0xff, 0xfe, 0x00, 0x00, 0x00, 0x07};
+  XdrReader r(data);
+  int32_t a = 0, b = 0;
+  ASSERT_TRUE(r.ReadInt32("a", &a).ok());
+  ASSERT_TRUE(r.ReadInt32("b", &b).ok());
+  EXPECT_EQ(a, -2);
+  EXPECT_EQ(b, 7);
+  absl::Status s = r.ReadInt32("c", &a);
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(Message(s), HasSubstr("c (offset 8)"));
+}
+
+TEST(XdrWriter, Rfc4506_4_1_WritesSignedIntegerAsTwosComplement) {
+  std::vector<uint8_t> out;
+  XdrWriter w(&out);
+  ASSERT_TRUE(w.WriteInt32("a", -2).ok());
+  EXPECT_THAT(out, ElementsAre(0xff, 0xff, 0xff, 0xfe));
+}
+
+// RFC 4506 §4.11: a string is a variable-length opaque of its octets.
+TEST(XdrReader, Rfc4506_4_11_ReadsStringWithinItsLimit) {
+  const uint8_t data[] = {0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o', 0,
+                          0, 0, 0, 0, 0,   3,   'b', 'i', 'g', 0};
+  XdrReader r(data);
+  std::string text;
+  ASSERT_TRUE(r.ReadString("greeting", 5, &text).ok());
+  EXPECT_EQ(text, "hello");
+  absl::Status s = r.ReadString("name", 2, &text);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(s), HasSubstr("name (offset 12)"));
+  EXPECT_EQ(text, "hello");  // unchanged on failure
+  EXPECT_EQ(r.offset(), 12u);
+}
+
+TEST(XdrWriter, Rfc4506_4_11_StringRoundTrips) {
+  std::vector<uint8_t> out;
+  XdrWriter w(&out);
+  ASSERT_TRUE(w.WriteString("key", "greeting!").ok());
+  EXPECT_THAT(out, ElementsAre(0, 0, 0, 9, 'g', 'r', 'e', 'e', 't', 'i', 'n',
+                               'g', '!', 0, 0, 0));
+  XdrReader r(out);
+  std::string text;
+  ASSERT_TRUE(r.ReadString("key", 255, &text).ok());
+  EXPECT_EQ(text, "greeting!");
+  EXPECT_EQ(r.remaining(), 0u);
+}
+
+// The appending form grows its vector and writes the same octets as the
+// fixed form.
+TEST(XdrWriter, AppendingFormWritesWhatTheFixedFormWrites) {
+  const uint8_t opaque[] = {1, 2, 3, 4, 5};
+  std::vector<uint8_t> fixed(4 + 8 + 4 + 4 + 8 + 8);
+  XdrWriter f(absl::MakeSpan(fixed));
+  ASSERT_TRUE(f.WriteUint32("u", 0x01020304).ok());
+  ASSERT_TRUE(f.WriteUint64("h", 0x1122334455667788).ok());
+  ASSERT_TRUE(f.WriteBool("b", true).ok());
+  ASSERT_TRUE(f.WriteVarOpaque("v", opaque).ok());
+  ASSERT_TRUE(f.WriteFixedOpaque("x", opaque).ok());
+  ASSERT_EQ(f.offset(), fixed.size());
+
+  std::vector<uint8_t> grown = {0xaa};  // kept: the writer appends after it
+  XdrWriter a(&grown);
+  ASSERT_TRUE(a.WriteUint32("u", 0x01020304).ok());
+  ASSERT_TRUE(a.WriteUint64("h", 0x1122334455667788).ok());
+  ASSERT_TRUE(a.WriteBool("b", true).ok());
+  ASSERT_TRUE(a.WriteVarOpaque("v", opaque).ok());
+  ASSERT_TRUE(a.WriteFixedOpaque("x", opaque).ok());
+  EXPECT_EQ(a.offset(), fixed.size());
+  EXPECT_EQ(grown.size(), 1 + fixed.size());
+  EXPECT_EQ(grown[0], 0xaa);
+  EXPECT_THAT(a.written(), ElementsAreArray(fixed));
+}
+
+// Octets the caller appends between writes stay; the next item follows
+// them.
+TEST(XdrWriter, AppendingFormWritesAtTheVectorsEnd) {
+  std::vector<uint8_t> out;
+  XdrWriter w(&out);
+  ASSERT_TRUE(w.WriteUint32("a", 1).ok());
+  out.insert(out.end(), {9, 9, 9, 9});
+  ASSERT_TRUE(w.WriteUint32("b", 2).ok());
+  EXPECT_THAT(out, ElementsAre(0, 0, 0, 1, 9, 9, 9, 9, 0, 0, 0, 2));
+  EXPECT_EQ(w.offset(), 12u);
+}
+
 }  // namespace
-}  // namespace rpcrdma::wire
+}  // namespace rpcrdma

@@ -14,7 +14,7 @@
 #include "oncrpc/rpc_peek.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::dump {
 namespace {
@@ -94,7 +94,7 @@ json PropsJson(const wire::PropSet& set) {
   for (const wire::PropVal& p : set) {
     json o{{"which", p.which}, {"length", p.data.size()}};
     std::optional<uint32_t> word;
-    if (p.data.size() == 4) word = wire::LoadBigEndian32(p.data.data());
+    if (p.data.size() == 4) word = LoadBigEndian32(p.data.data());
     if (p.which == wire::kPropIdRbsiz) {
       o["name"] = "RBSIZ";
       if (p.data.empty()) {
@@ -290,7 +290,7 @@ int HexDigit(char c) {
 
 bool IsRpcRdmaCandidate(absl::Span<const uint8_t> message) {
   if (message.size() < 8) return false;
-  uint32_t vers = wire::LoadBigEndian32(message.data() + 4);
+  uint32_t vers = LoadBigEndian32(message.data() + 4);
   return vers == wire::kRpcRdmaVersion1 || vers == wire::kRpcRdmaVersion2;
 }
 
@@ -299,7 +299,7 @@ std::optional<json> FormatMessage(absl::Span<const uint8_t> message,
   if (!IsRpcRdmaCandidate(message)) return std::nullopt;
   json j = json::object();
   j["frame"] = context.frame;
-  const uint32_t vers = wire::LoadBigEndian32(message.data() + 4);
+  const uint32_t vers = LoadBigEndian32(message.data() + 4);
   if (vers == wire::kRpcRdmaVersion1) {
     wire::DecodeResult<wire::V1Decoded> d =
         wire::DecodeV1(message, kWideChunkLimits);

@@ -1,7 +1,7 @@
 // The RPC program that rpcrdma-ping and rpcrdma-perf speak: a small ONC RPC
 // program (RFC 5531) whose server is `rpcrdma-perf server`. It is written
-// against the public API only, with its own minimal XDR (RFC 4506)
-// encoding, as any user's program would be.
+// against the public API only (its XDR, RFC 4506, with <rpcrdma/xdr.h>), as
+// any user's program would be.
 //
 // Program kProgram (0x20008166, in the ONC RPC user-defined range
 // 0x20000000-0x3fffffff, RFC 5531 §7.3), version 1, AUTH_NONE:

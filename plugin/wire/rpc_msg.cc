@@ -1,25 +1,24 @@
 // ONC RPC message header codec (RFC 5531 §8-§9, Appendix A).
 //
 // Choices made here:
-// - Encoders append with a small local writer and validate everything first,
+// - Encoders append with XdrWriter and validate everything first,
 //   so `out` is left untouched on failure.
-// - Decoders use wire::XdrReader: truncation is OUT_OF_RANGE, a bad value
+// - Decoders use XdrReader: truncation is OUT_OF_RANGE, a bad value
 //   INVALID_ARGUMENT, and both name the RFC 5531 field and its offset. Every
 //   length is checked against its bound and against what is left before
 //   anything is copied or allocated. XDR padding content is not checked (as
-//   in plugin/wire/xdr.h and the Linux kernel).
+//   in <rpcrdma/xdr.h> and the Linux kernel).
 // - Any auth flavor and body decodes; only DecodeAuthSys interprets a body.
 //   An AUTH_SYS body must hold exactly one authsys_parms: trailing octets are
 //   INVALID_ARGUMENT. (Linux svcauth_unix_accept ignores the body length and
 //   parses the fields in line, so a longer body would be misread there.)
-#include "oncrpc/rpc_msg.h"
+#include "rpcrdma/rpc_msg.h"
 
 #include <array>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "oncrpc/rpc_peek.h"
-#include "plugin/wire/xdr.h"
+#include "rpcrdma/xdr.h"
 
 #define RPC_MSG_RETURN_IF_ERROR(expr)                   \
   do {                                                  \
@@ -28,23 +27,21 @@
     }                                                   \
   } while (0)
 
-namespace rpcrdma::oncrpc {
+namespace rpcrdma {
 namespace {
 
 // --- Encoding --------------------------------------------------------------
 
+// Appending to a vector cannot fail (the bodies are bounded far below
+// XDR's 32-bit length), so these drop XdrWriter's status.
 void PutUint32(std::vector<uint8_t>& out, uint32_t value) {
-  size_t at = out.size();
-  out.resize(at + 4);
-  wire::StoreBigEndian32(out.data() + at, value);
+  (void)XdrWriter(&out).WriteUint32("word", value);
 }
 
 // Variable-length opaque (RFC 4506 §4.10): length, octets, zero padding.
 // Callers have checked the length against its (small) RFC 5531 bound.
 void PutOpaque(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
-  PutUint32(out, static_cast<uint32_t>(bytes.size()));
-  out.insert(out.end(), bytes.begin(), bytes.end());
-  out.resize(out.size() + wire::XdrPad(bytes.size()), 0);
+  (void)XdrWriter(&out).WriteVarOpaque("opaque", bytes);
 }
 
 absl::Status CheckAuthBody(absl::string_view field, const OpaqueAuth& auth) {
@@ -70,14 +67,14 @@ absl::Status BadValue(absl::string_view field, uint32_t value, size_t offset,
 }
 
 // Reads a uint32 and returns where it started in `*at`.
-absl::Status ReadAt(wire::XdrReader& r, absl::string_view field, size_t* at,
+absl::Status ReadAt(XdrReader& r, absl::string_view field, size_t* at,
                     uint32_t* out) {
   *at = r.offset();
   return r.ReadUint32(field, out);
 }
 
 // RFC 5531 §8.2 opaque_auth: flavor, then body<400>.
-absl::Status ReadAuth(wire::XdrReader& r, absl::string_view flavor_field,
+absl::Status ReadAuth(XdrReader& r, absl::string_view flavor_field,
                       absl::string_view body_field, OpaqueAuth* auth) {
   RPC_MSG_RETURN_IF_ERROR(r.ReadUint32(flavor_field, &auth->flavor));
   absl::Span<const uint8_t> body;
@@ -86,7 +83,7 @@ absl::Status ReadAuth(wire::XdrReader& r, absl::string_view flavor_field,
   return absl::OkStatus();
 }
 
-absl::Status ReadMsgType(wire::XdrReader& r, RpcMsgType want) {
+absl::Status ReadMsgType(XdrReader& r, RpcMsgType want) {
   size_t at = 0;
   uint32_t mtype = 0;
   RPC_MSG_RETURN_IF_ERROR(ReadAt(r, "msg_type", &at, &mtype));
@@ -166,7 +163,7 @@ absl::StatusOr<AuthSysParams> DecodeAuthSys(const OpaqueAuth& auth) {
     return absl::InvalidArgumentError(
         absl::StrCat("auth flavor ", auth.flavor, " is not AUTH_SYS (1)"));
   }
-  wire::XdrReader r(auth.body);
+  XdrReader r(auth.body);
   AuthSysParams p;
   absl::Span<const uint8_t> name;
   absl::Status s = r.ReadUint32("stamp", &p.stamp);
@@ -217,7 +214,7 @@ absl::Status EncodeCallHeader(const CallHeader& header,
 
 absl::StatusOr<DecodedCall> DecodeCallHeader(
     absl::Span<const uint8_t> message) {
-  wire::XdrReader r(message);
+  XdrReader r(message);
   DecodedCall d;
   CallHeader& h = d.header;
   RPC_MSG_RETURN_IF_ERROR(r.ReadUint32("xid", &h.xid));
@@ -284,7 +281,7 @@ absl::Status EncodeReplyHeader(const ReplyHeader& header,
 
 absl::StatusOr<DecodedReply> DecodeReplyHeader(
     absl::Span<const uint8_t> message) {
-  wire::XdrReader r(message);
+  XdrReader r(message);
   DecodedReply d;
   ReplyHeader& h = d.header;
   RPC_MSG_RETURN_IF_ERROR(r.ReadUint32("xid", &h.xid));
@@ -381,6 +378,6 @@ absl::Status ReplyStatus(const ReplyHeader& header) {
       "unknown reply_stat ", static_cast<uint32_t>(header.reply_stat)));
 }
 
-}  // namespace rpcrdma::oncrpc
+}  // namespace rpcrdma
 
 #undef RPC_MSG_RETURN_IF_ERROR

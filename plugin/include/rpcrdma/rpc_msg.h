@@ -1,22 +1,31 @@
 // The ONC RPC message header (RFC 5531 §8-§9, §14): the call header up to
 // the procedure's arguments and the reply header up to the procedure's
 // results, with the AUTH_NONE and AUTH_SYS (RFC 5531 Appendix A) flavors.
+// rpcrdma carries whole RPC messages (CallRequest::xdr and
+// IncomingCall::message, ServerReply::xdr and Reply::xdr); a program builds
+// and reads their headers with these and its arguments and results with
+// <rpcrdma/xdr.h>.
 //
 // Programs put their own XDR arguments after EncodeCallHeader's output and
-// read their results from ReplyHeader::body_offset on. Decoders read only
+// read their results from DecodedReply::body_offset on. Decoders read only
 // within the given span, check every length against what is left before
 // using it, and name the field and offset of what was wrong.
-#ifndef RPCRDMA_ONCRPC_RPC_MSG_H_
-#define RPCRDMA_ONCRPC_RPC_MSG_H_
+#ifndef RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_RPC_MSG_H_
+#define RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_RPC_MSG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace rpcrdma::oncrpc {
+namespace rpcrdma {
+
+// RFC 5531 §9: enum msg_type { CALL = 0, REPLY = 1 }.
+enum class RpcMsgType : uint32_t { kCall = 0, kReply = 1 };
 
 // RFC 5531 §9: rpcvers is always 2.
 constexpr uint32_t kRpcVersion = 2;
@@ -126,6 +135,6 @@ absl::StatusOr<DecodedReply> DecodeReplyHeader(
 // "AUTH_ERROR AUTH_BADCRED (1)").
 absl::Status ReplyStatus(const ReplyHeader& header);
 
-}  // namespace rpcrdma::oncrpc
+}  // namespace rpcrdma
 
-#endif  // RPCRDMA_ONCRPC_RPC_MSG_H_
+#endif  // RPCRDMA_PLUGIN_INCLUDE_RPCRDMA_RPC_MSG_H_
