@@ -124,6 +124,9 @@ absl::StatusOr<absl::Span<const uint8_t>> DecodeResults(
     case AcceptStat::kGarbageArgs:
       return absl::FailedPreconditionError(
           "the server could not decode the arguments (GARBAGE_ARGS)");
+    case AcceptStat::kSystemErr:
+      return absl::FailedPreconditionError(
+          "the server could not carry the call out (SYSTEM_ERR)");
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "the server refused the call (accept_stat ", *accept_stat, ")"));

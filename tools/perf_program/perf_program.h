@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "rpcrdma/responder.h"
+#include "rpcrdma/rpc_msg.h"
 #include "rpcrdma/types.h"
 
 namespace rpcrdma::perf {
@@ -33,14 +34,8 @@ constexpr uint32_t kEchoProcedure = 1;
 // plus ECHO's length word (its octets go in the write chunk).
 constexpr uint32_t kMaxReducedReply = 64;
 
-// RFC 5531 accept_stat values this program answers with.
-enum class AcceptStat : uint32_t {
-  kSuccess = 0,
-  kProgUnavail = 1,
-  kProgMismatch = 2,
-  kProcUnavail = 3,
-  kGarbageArgs = 4,
-};
+// RFC 5531 accept_stat values (rpc_msg.h), which this program answers with.
+using ::rpcrdma::AcceptStat;
 
 // A decoded call header and the arguments after it.
 struct DecodedCall {
