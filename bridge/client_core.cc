@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::thrift::internal {
 namespace {
@@ -227,7 +228,7 @@ void ClientCore::Learn(const std::string& method,
           std::max(p.chunks[i], RoundUpToPowerOfTwo(deferred.bulk_sizes[i],
                                                     limits_.max_message_size));
     } else {
-      reduced += wire::RoundUp4(deferred.bulk_sizes[i]);
+      reduced += XdrRoundUp(deferred.bulk_sizes[i]);
     }
   }
   p.max_reply = static_cast<uint32_t>(std::max<uint64_t>(
@@ -255,7 +256,7 @@ absl::StatusOr<Reply> ClientCore::Fetch(const Outstanding& call,
     max_reply = deferred.reduced_size;
     for (size_t i = 0; i < deferred.bulk_sizes.size(); ++i) {
       if (deferred.bulk_sizes[i] == 0 && i < chunked) chunked = i;
-      if (i >= chunked) max_reply += wire::RoundUp4(deferred.bulk_sizes[i]);
+      if (i >= chunked) max_reply += XdrRoundUp(deferred.bulk_sizes[i]);
     }
     uint64_t segments = Segments(max_reply);
     for (size_t i = 0; i < chunked; ++i) {

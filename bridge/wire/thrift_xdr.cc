@@ -496,11 +496,11 @@ void EncodeMessage(const OutgoingMessage& message, std::vector<uint8_t>& out,
 }
 
 size_t EncodedMessageSize(const OutgoingMessage& message, size_t reduced) {
-  size_t size = 4 + RoundUp4(message.info.name.size()) + 8 + 4 +
-                RoundUp4(message.leading.size()) + 4;
+  size_t size = 4 + XdrRoundUp(message.info.name.size()) + 8 + 4 +
+                XdrRoundUp(message.leading.size()) + 4;
   for (size_t i = 0; i < message.bulk.size(); ++i) {
-    size += 4 + (i < reduced ? 0 : RoundUp4(message.bulk[i].data.size())) + 4 +
-            RoundUp4(message.bulk[i].following.size());
+    size += 4 + (i < reduced ? 0 : XdrRoundUp(message.bulk[i].data.size())) +
+            4 + XdrRoundUp(message.bulk[i].following.size());
   }
   return size;
 }

@@ -113,7 +113,6 @@ class XdrReader {
   ::rpcrdma::XdrReader xdr_;
 };
 
-inline constexpr size_t RoundUp4(size_t n) { return XdrRoundUp(n); }
 // Longest method name carried (Thrift has no bound of its own).
 inline constexpr uint32_t kMaxNameLength = 4096;
 
