@@ -9,7 +9,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -109,16 +108,16 @@ absl::StatusOr<LogVariable> ParseLogVariable(absl::string_view value) {
     rest = value.substr(comma + 1);
   }
   LogVariable parsed;
-  const std::string lower = absl::AsciiStrToLower(level);
-  if (lower == "debug") {
-    parsed.severity = LogSeverity::kDebug;
-  } else if (lower == "info") {
-    parsed.severity = LogSeverity::kInfo;
-  } else if (lower == "warning") {
-    parsed.severity = LogSeverity::kWarning;
-  } else if (lower == "error") {
-    parsed.severity = LogSeverity::kError;
-  } else {
+  // The level is a severity's own name (LogSeverityName), in any case.
+  bool known = false;
+  for (LogSeverity severity : {LogSeverity::kDebug, LogSeverity::kInfo,
+                               LogSeverity::kWarning, LogSeverity::kError}) {
+    if (absl::EqualsIgnoreCase(level, LogSeverityName(severity))) {
+      parsed.severity = severity;
+      known = true;
+    }
+  }
+  if (!known) {
     return absl::InvalidArgumentError(
         absl::StrCat(kLogVariable, "=\"", value, "\": unknown level \"", level,
                      "\"; expected ", kLogForm));
