@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace rpcrdma::api_internal {
@@ -73,8 +74,10 @@ absl::StatusOr<std::shared_ptr<CaptureTap>> OpenCaptureFor(
   absl::StatusOr<std::shared_ptr<CaptureTap>> tap =
       CaptureTap::Open(config.capture_path());
   if (!tap.ok()) {
-    return absl::InvalidArgumentError(
+    absl::Status failed = absl::InvalidArgumentError(
         absl::StrCat("config: capture_path: ", tap.status().message()));
+    failed.SetPayload(kCaptureOpenFailure, absl::Cord(tap.status().message()));
+    return failed;
   }
   return tap;
 }

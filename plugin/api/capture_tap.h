@@ -53,6 +53,12 @@ class CaptureTap {
   uint64_t messages_ = 0;
 };
 
+// The payload a failure of OpenCaptureFor carries: why the file could not
+// be opened, without the "config: capture_path: " the message starts with,
+// so that Create can name RPCRDMA_CAPTURE instead when the path came from
+// there (environment.h).
+inline constexpr char kCaptureOpenFailure[] = "rpcrdma.capture_open_failure";
+
 // The capture `config.capture_path` names; null when it is empty.
 absl::StatusOr<std::shared_ptr<CaptureTap>> OpenCaptureFor(
     const config::TransportConfig& config);

@@ -9,9 +9,11 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "plugin/api/capture_tap.h"
 #include "plugin/log/logging.h"
 #include "rpcrdma/config.h"
 
@@ -206,14 +208,11 @@ absl::StatusOr<Environment> Environment::Read(
 }
 
 absl::Status Environment::Annotate(absl::Status status) const {
-  absl::string_view message = status.message();
-  if (capture_pattern_.empty() ||
-      !absl::ConsumePrefix(&message, "config: capture_path: ")) {
-    return status;
-  }
-  return absl::Status(
-      status.code(),
-      absl::StrCat(kCaptureVariable, "=\"", capture_pattern_, "\": ", message));
+  auto reason = status.GetPayload(kCaptureOpenFailure);
+  if (capture_pattern_.empty() || !reason.has_value()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(kCaptureVariable, "=\"", capture_pattern_,
+                                   "\": ", std::string(*reason)));
 }
 
 }  // namespace rpcrdma::api_internal
