@@ -288,6 +288,27 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
     return received_.at(xid);
   }
 
+  // Makes `count` calls the server holds (kHold), XIDs from `first_xid`
+  // on, and waits until the server holds them all.
+  std::vector<std::future<absl::StatusOr<Reply>>> CallHeld(uint32_t first_xid,
+                                                           uint32_t count) {
+    size_t held_before = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_before = held_.size();
+    }
+    std::vector<std::future<absl::StatusOr<Reply>>> futures;
+    for (uint32_t i = 0; i < count; ++i) {
+      CallRequest req;
+      req.xdr = CallHeader(first_xid + i, kHold);
+      req.max_reply_size = 64;
+      futures.push_back(channel_->Call(std::move(req)));
+    }
+    EXPECT_TRUE(WaitHeld(held_before + count))
+        << "the server did not hold all " << count << " calls";
+    return futures;
+  }
+
   // Waits until `n` calls are held by kHold.
   bool WaitHeld(size_t n) {
     std::unique_lock<std::mutex> lock(mu_);

@@ -124,14 +124,8 @@ TEST_P(ApiTest, CancelledCallCompletesWithCancelled) {
 TEST_P(ApiTest, ServerGoingAwayFailsCallsWithUnavailable) {
   Start();
   Prime();
-  std::vector<std::future<absl::StatusOr<Reply>>> futures;
-  for (uint32_t i = 0; i < 3; ++i) {
-    CallRequest req;
-    req.xdr = CallHeader(0xA001 + i, kHold);
-    req.max_reply_size = 64;
-    futures.push_back(channel_->Call(std::move(req)));
-  }
-  ASSERT_TRUE(WaitHeld(3));
+  std::vector<std::future<absl::StatusOr<Reply>>> futures = CallHeld(0xA001, 3);
+  ASSERT_FALSE(HasFailure());
   server_.reset();
   for (auto& f : futures) {
     absl::StatusOr<Reply> r = Wait(f);

@@ -208,14 +208,8 @@ TEST_P(ApiTest, Rfc8167_DroppedBackwardResponderAnswersAndReturnsCredits) {
 TEST_P(ApiTest, RFC5531Section9_MovedFromResponderDoesNotAnswerTwice) {
   Start();
   Prime();
-  std::vector<std::future<absl::StatusOr<Reply>>> futures;
-  for (uint32_t xid : {0xD501u, 0xD502u}) {
-    CallRequest req;
-    req.xdr = CallHeader(xid, kHold);
-    req.max_reply_size = 64;
-    futures.push_back(channel_->Call(std::move(req)));
-  }
-  ASSERT_TRUE(WaitHeld(2));
+  std::vector<std::future<absl::StatusOr<Reply>>> futures = CallHeld(0xD501, 2);
+  ASSERT_FALSE(HasFailure());
   std::vector<std::pair<uint32_t, Responder>> held = TakeHeldWithXids();
   ASSERT_EQ(held.size(), 2u);
   const size_t first = held[0].first == 0xD501 ? 0 : 1;
@@ -253,14 +247,8 @@ TEST_P(ApiTest, RespondersDroppedAfterTheServerIsGoneLogNothing) {
   std::shared_ptr<WarningSink> warnings = CaptureWarnings();
   Start();
   Prime();
-  std::vector<std::future<absl::StatusOr<Reply>>> futures;
-  for (uint32_t i = 0; i < 3; ++i) {
-    CallRequest req;
-    req.xdr = CallHeader(0xD601 + i, kHold);
-    req.max_reply_size = 64;
-    futures.push_back(channel_->Call(std::move(req)));
-  }
-  ASSERT_TRUE(WaitHeld(3));
+  std::vector<std::future<absl::StatusOr<Reply>>> futures = CallHeld(0xD601, 3);
+  ASSERT_FALSE(HasFailure());
   std::vector<Responder> held = TakeHeld();
   server_.reset();
   for (auto& f : futures) {
