@@ -110,7 +110,11 @@ soak: build
 
 # Benchmarks (not tests): codecs and fabrics next to memcpy and loopback TCP;
 # the ONC RPC adapter next to libtirpc's TCP through the same rpcgen stubs.
+# BENCH_LOAD=N: the two-process benchmark with N more processes spinning
+# on the processors (a busy machine); 0 leaves the machine as it is.
+BENCH_LOAD ?= 0
 bench: build
+	$(BUILD_DIR)/bench/api/two_process_bench --load_processes=$(BENCH_LOAD)
 	$(BUILD_DIR)/bench/wire_bench
 	$(BUILD_DIR)/bench/engine_bench
 	$(BUILD_DIR)/bench/fabric_bench

@@ -1,0 +1,328 @@
+// Calls between two processes, the way programs make them: this process is
+// the client; a server process, forked before any thread starts, serves
+// rpcrdma over soft+unix and soft+tcp, Apache Thrift's TSimpleServer over
+// TSocket (buffered and framed) and libtirpc over TCP, all on loopback.
+//   NullCall/*       a void call's round trip, one in flight; counters (this
+//                    client process only): system calls, context switches
+//                    and heap allocations per call
+//   Echo/*/SIZE      SIZE octets each way (rpcrdma: the argument in a read
+//                    chunk, the result in a write chunk); memcpy copies the
+//                    same octets twice in one process
+// Every row runs in repetitions, interleaved at random with the other rows
+// (--benchmark_enable_random_interleaving, on unless given), so that a
+// change in the machine's load falls on every row alike. The summary after
+// the rows gives each row's min and median and their ratios to the
+// baselines of the same run: Thrift TSocket and libtirpc for calls, memcpy
+// and framed Thrift for bulk.
+//
+// --load_processes=N (this benchmark's own flag) starts N more processes
+// that spin on the processor at normal priority for the whole run: a busy
+// machine. Without it the machine should be otherwise idle; the context
+// printed first says which it was (load_processes, load average).
+//
+// Run it with `make bench` (or build/bench/api/two_process_bench).
+#include <benchmark/benchmark.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bench/api/call_runner.h"
+#include "bench/api/ratio_reporter.h"
+#include "bench/api/thrift_baseline.h"
+#include "bench/api/tirpc_baseline.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/server.h"
+#include "tools/perf_program/perf_program.h"
+
+namespace rpcrdma::bench {
+namespace {
+
+// Where the server process listens.
+struct Endpoints {
+  std::string soft_unix;
+  std::string soft_tcp;
+  int thrift_buffered = 0;
+  int thrift_framed = 0;
+  int tirpc = 0;
+};
+
+Endpoints& Served() {
+  static Endpoints endpoints;
+  return endpoints;
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "two_process_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// The child: starts every server, writes where they listen as one line to
+// `report`, and serves until the parent goes (its end of `alive` closes).
+[[noreturn]] void Serve(int report, int alive) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const config::TransportConfig config;
+  auto unix_server = Server::Create(
+      absl::StrCat("soft+unix://@rpcrdma-two-process-", getpid()), config,
+      perf::ServeCall);
+  auto tcp_server =
+      Server::Create("soft+tcp://127.0.0.1:0", config, perf::ServeCall);
+  if (!unix_server.ok() || !tcp_server.ok()) _exit(2);
+  auto buffered = ThriftServer::Start(ThriftServer::Kind::kSimple,
+                                      ThriftFraming::kBuffered);
+  auto framed =
+      ThriftServer::Start(ThriftServer::Kind::kSimple, ThriftFraming::kFramed);
+  auto tirpc = TirpcServer::Start();
+  if (buffered == nullptr || framed == nullptr || tirpc == nullptr) _exit(3);
+  const std::string line = absl::StrCat(
+      (*unix_server)->uri(), " ", (*tcp_server)->uri(), " ", buffered->port(),
+      " ", framed->port(), " ", tirpc->port(), "\n");
+  if (write(report, line.data(), line.size()) !=
+      static_cast<ssize_t>(line.size())) {
+    _exit(4);
+  }
+  close(report);
+  char byte;
+  while (read(alive, &byte, 1) > 0) {
+  }
+  _exit(0);
+}
+
+void StartServerProcess() {
+  int report[2], alive[2];
+  if (pipe(report) != 0 || pipe(alive) != 0) Fail("pipe failed");
+  const pid_t child = fork();
+  if (child < 0) Fail("fork failed");
+  if (child == 0) {
+    close(report[0]);
+    close(alive[1]);
+    Serve(report[1], alive[0]);
+  }
+  close(report[1]);
+  close(alive[0]);  // alive[1] stays open until this process exits
+  std::string line;
+  char c;
+  while (read(report[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  close(report[0]);
+  std::istringstream fields(line);
+  Endpoints& e = Served();
+  if (!(fields >> e.soft_unix >> e.soft_tcp >> e.thrift_buffered >>
+        e.thrift_framed >> e.tirpc)) {
+    Fail("the server process did not start its servers");
+  }
+}
+
+// N processes spinning until this one exits.
+void StartLoad(int processes) {
+  for (int i = 0; i < processes; ++i) {
+    const pid_t child = fork();
+    if (child < 0) Fail("fork failed");
+    if (child == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      volatile uint64_t spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+}
+
+std::string LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five;
+  file >> one >> five;
+  return absl::StrCat(one, " ", five);
+}
+
+std::unique_ptr<Channel> Connect(benchmark::State& state,
+                                 const std::string& uri) {
+  auto channel = Channel::Create(uri, config::TransportConfig());
+  if (!channel.ok()) {
+    state.SkipWithError(std::string(channel.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(channel);
+}
+
+// ---- null calls -------------------------------------------------------------
+
+void NullCallBlocking(benchmark::State& state, const std::string* uri) {
+  std::unique_ptr<Channel> channel = Connect(state, *uri);
+  if (channel == nullptr) return;
+  uint32_t xid = 1;
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    CallRequest request = perf::NullCall(xid++);
+    allocations.Open();
+    return channel->BlockingCall(std::move(request)).ok();
+  });
+}
+
+void NullCallCallback(benchmark::State& state) {
+  std::unique_ptr<Channel> channel = Connect(state, Served().soft_unix);
+  if (channel == nullptr) return;
+  Waiter waiter;
+  uint32_t xid = 1;
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    CallRequest request = perf::NullCall(xid++);
+    allocations.Open();
+    channel->Call(std::move(request), waiter.Callback());
+    return waiter.Wait();
+  });
+}
+
+void NullCallFuture(benchmark::State& state) {
+  std::unique_ptr<Channel> channel = Connect(state, Served().soft_unix);
+  if (channel == nullptr) return;
+  uint32_t xid = 1;
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    CallRequest request = perf::NullCall(xid++);
+    allocations.Open();
+    return channel->Call(std::move(request)).get().ok();
+  });
+}
+
+void NullCallThrift(benchmark::State& state, ThriftFraming framing) {
+  ThriftClient client(framing == ThriftFraming::kBuffered
+                          ? Served().thrift_buffered
+                          : Served().thrift_framed,
+                      framing);
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    allocations.Open();
+    client.Ping();
+    return true;
+  });
+}
+
+void NullCallTirpc(benchmark::State& state) {
+  TirpcClient client(Served().tirpc);
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    allocations.Open();
+    return client.Null();
+  });
+}
+
+// ---- bulk -------------------------------------------------------------------
+
+void EchoRpcrdma(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  std::unique_ptr<Channel> channel = Connect(state, Served().soft_unix);
+  if (channel == nullptr) return;
+  std::vector<uint8_t> argument(size, 0x5A);
+  std::vector<uint8_t> result(size);
+  Waiter waiter;
+  uint32_t xid = 1;
+  for (auto _ : state) {
+    channel->Call(perf::EchoCall(xid++, argument, absl::MakeSpan(result)),
+                  waiter.Callback());
+    if (!waiter.Wait()) state.SkipWithError("call failed");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void EchoThrift(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  ThriftClient client(Served().thrift_framed, ThriftFraming::kFramed);
+  const std::string argument(size, 'Z');
+  std::string result;
+  for (auto _ : state) client.Echo(result, argument);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void EchoTirpc(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  TirpcClient client(Served().tirpc);
+  std::vector<uint8_t> argument(size, 0x5A);
+  std::vector<uint8_t> result;
+  for (auto _ : state) {
+    if (!client.Echo(argument, result)) state.SkipWithError("call failed");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void Register() {
+  using benchmark::RegisterBenchmark;
+  static const std::string* unix_uri = &Served().soft_unix;
+  static const std::string* tcp_uri = &Served().soft_tcp;
+  RegisterBenchmark("NullCall/rpcrdma_soft_unix_blocking", NullCallBlocking,
+                    unix_uri)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/rpcrdma_soft_unix_callback", NullCallCallback)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/rpcrdma_soft_unix_future", NullCallFuture)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/rpcrdma_soft_tcp_blocking", NullCallBlocking,
+                    tcp_uri)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/thrift_buffered", NullCallThrift,
+                    ThriftFraming::kBuffered)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/thrift_framed", NullCallThrift,
+                    ThriftFraming::kFramed)
+      ->UseRealTime();
+  RegisterBenchmark("NullCall/tirpc_tcp", NullCallTirpc)->UseRealTime();
+  for (int64_t size : {int64_t{1} << 20, int64_t{16} << 20}) {
+    RegisterBenchmark("Echo/memcpy", EchoMemcpy)->Arg(size)->UseRealTime();
+    RegisterBenchmark("Echo/rpcrdma_soft_unix", EchoRpcrdma)
+        ->Arg(size)
+        ->UseRealTime();
+    RegisterBenchmark("Echo/thrift_framed", EchoThrift)
+        ->Arg(size)
+        ->UseRealTime();
+    RegisterBenchmark("Echo/tirpc_tcp", EchoTirpc)->Arg(size)->UseRealTime();
+  }
+}
+
+// Google Benchmark's flags, with this benchmark's defaults put first so
+// that the command line overrides them.
+std::vector<char*> WithDefaults(int argc, char** argv, int* load_processes) {
+  static std::vector<std::string> storage;
+  storage = {argv[0], "--benchmark_enable_random_interleaving=true",
+             "--benchmark_repetitions=5", "--benchmark_min_time=0.2"};
+  for (int i = 1; i < argc; ++i) {
+    constexpr char kLoad[] = "--load_processes=";
+    if (std::strncmp(argv[i], kLoad, sizeof kLoad - 1) == 0) {
+      if (!absl::SimpleAtoi(argv[i] + sizeof kLoad - 1, load_processes) ||
+          *load_processes < 0) {
+        Fail(absl::StrCat("bad ", argv[i], ": a number of processes"));
+      }
+      continue;
+    }
+    storage.push_back(argv[i]);
+  }
+  std::vector<char*> args;
+  for (std::string& s : storage) args.push_back(s.data());
+  return args;
+}
+
+}  // namespace
+}  // namespace rpcrdma::bench
+
+int main(int argc, char** argv) {
+  using namespace rpcrdma::bench;
+  int load_processes = 0;
+  std::vector<char*> args = WithDefaults(argc, argv, &load_processes);
+  // Before any thread starts: the server process is a fork of this one.
+  StartServerProcess();
+  StartLoad(load_processes);
+  Register();
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  benchmark::AddCustomContext("load_processes", std::to_string(load_processes));
+  benchmark::AddCustomContext("load_average_at_start", LoadAverage());
+  RatioReporter reporter({{"NullCall", {"thrift_buffered", "tirpc_tcp"}},
+                          {"Echo", {"memcpy", "thrift_framed"}}});
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
