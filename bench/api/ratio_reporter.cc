@@ -1,10 +1,13 @@
 #include "bench/api/ratio_reporter.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ostream>
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
 namespace rpcrdma::bench {
@@ -35,7 +38,9 @@ double Nanoseconds(const benchmark::BenchmarkReporter::Run& run) {
 
 RatioReporter::RatioReporter(
     std::map<std::string, std::vector<std::string>> baselines)
-    : baselines_(std::move(baselines)) {}
+    // Colour only on a terminal: a file or a pipe gets plain text.
+    : ConsoleReporter(isatty(STDOUT_FILENO) != 0 ? OO_Defaults : OO_Tabular),
+      baselines_(std::move(baselines)) {}
 
 RatioReporter::Row* RatioReporter::Find(const std::string& group,
                                         const std::string& name) {
@@ -105,6 +110,7 @@ void RatioReporter::Finalize() {
                               Median(row.times) / Median(base->times));
       }
     }
+    absl::StripTrailingAsciiWhitespace(&line);
     out << line << "\n";
   }
   ConsoleReporter::Finalize();
