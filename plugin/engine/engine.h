@@ -2,7 +2,8 @@
 // state machine for one connection (RFC 8166, the published clarification of
 // RFC 5666, with RFC 8797 connection private data).
 //
-// Layering: wire (pure codecs) -> engine (this) -> fabric (drivers) -> api.
+// Layering (docs/architecture.md): the engine sits on wire (pure codecs)
+// beside the fabric (drivers), which it never sees; the api joins the two.
 // The engine performs no I/O, owns no threads, reads no clock and never calls
 // the fabric. The api layer feeds it events (connection established, receive
 // and work completions, cancellation, disconnect) and carries out the actions
