@@ -370,9 +370,9 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
 
 void Connection::DoPostReceives(const engine::PostReceives& p) {
   if (recv_pool_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<fabric::BufferPool>> pool =
-        fabric::BufferPool::Create(*endpoint_, p.buffer_size,
-                                   engine_.receives_posted() + 4);
+    absl::StatusOr<std::unique_ptr<fabric::RegisteredSlotPool>> pool =
+        fabric::RegisteredSlotPool::Create(*endpoint_, p.buffer_size,
+                                           engine_.receives_posted() + 4);
     if (!pool.ok()) {
       Fatal(pool.status().message());
       return;
@@ -408,8 +408,9 @@ void Connection::TrySends(engine::Actions& out) {
   if (send_pool_ == nullptr) {
     size_t size = std::max<size_t>(
         {config_.local.send_size, engine_.thresholds().send, 1024});
-    absl::StatusOr<std::unique_ptr<fabric::BufferPool>> pool =
-        fabric::BufferPool::Create(*endpoint_, size, config_.credits * 2 + 8);
+    absl::StatusOr<std::unique_ptr<fabric::RegisteredSlotPool>> pool =
+        fabric::RegisteredSlotPool::Create(*endpoint_, size,
+                                           config_.credits * 2 + 8);
     if (!pool.ok()) {
       Fatal(pool.status().message());
       while (!pending_sends_.empty()) {

@@ -23,8 +23,8 @@
 #include "plugin/api/latency_recorder.h"
 #include "plugin/config/config_loader.h"
 #include "plugin/engine/engine.h"
-#include "plugin/fabric/buffer_pool.h"
 #include "plugin/fabric/fabric.h"
+#include "plugin/fabric/registered_slot_pool.h"
 #include "plugin/fabric/registration_cache.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/memory/ring_queue.h"
@@ -193,8 +193,8 @@ class Connection : public engine::MemoryExposer {
   Hooks hooks_;
   fabric::RegistrationCache cache_;
   engine::Engine engine_;
-  std::unique_ptr<fabric::BufferPool> recv_pool_;
-  std::unique_ptr<fabric::BufferPool> send_pool_;
+  std::unique_ptr<fabric::RegisteredSlotPool> recv_pool_;
+  std::unique_ptr<fabric::RegisteredSlotPool> send_pool_;
   uint32_t receive_deficit_ = 0;
   // Hash tables and ring queues, so that a connection in steady use
   // allocates nothing per message.

@@ -7,20 +7,20 @@
 #include <vector>
 
 #include "gmock/gmock.h"
-#include "plugin/fabric/buffer_pool.h"
+#include "plugin/fabric/registered_slot_pool.h"
 #include "plugin/fabric/registration_cache.h"
 #include "tests/fabric/fabric_conformance.h"
 
 namespace rpcrdma::fabric::testing {
 namespace {
 
-TEST_P(FabricConformanceTest, BufferPoolSlotsCarrySendsAndReceives) {
+TEST_P(FabricConformanceTest, RegisteredSlotsCarrySendsAndReceives) {
   Side client, server;
   ASSERT_NO_FATAL_FAILURE(Connect(client, server));
   constexpr size_t kSize = 1024;
   constexpr size_t kCount = 8;
-  auto rx = BufferPool::Create(*server.endpoint, kSize, kCount);
-  auto tx = BufferPool::Create(*client.endpoint, kSize, kCount);
+  auto rx = RegisteredSlotPool::Create(*server.endpoint, kSize, kCount);
+  auto tx = RegisteredSlotPool::Create(*client.endpoint, kSize, kCount);
   ASSERT_TRUE(rx.ok()) << rx.status();
   ASSERT_TRUE(tx.ok()) << tx.status();
   std::vector<uint32_t> rx_slots, tx_slots;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/memory/buffer_pool.h"
+#include "plugin/memory/buffer_cache.h"
 
 namespace rpcrdma::soak {
 

@@ -22,7 +22,7 @@
 namespace rpcrdma {
 
 namespace memory_internal {
-// The process-wide pool behind Buffer (plugin/memory/buffer_pool.cc): at
+// The process-wide pool behind Buffer (plugin/memory/buffer_cache.cc): at
 // least `size` octets, and how many were given; and their return.
 uint8_t* AllocateBuffer(size_t size, size_t& capacity);
 void ReleaseBuffer(uint8_t* data, size_t capacity);

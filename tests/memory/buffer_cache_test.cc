@@ -1,7 +1,7 @@
 // The pool behind rpcrdma::Buffer: size classes, reuse of released memory,
 // and the bound on what it keeps (label `engine`, with the engine that
 // makes Buffers).
-#include "plugin/memory/buffer_pool.h"
+#include "plugin/memory/buffer_cache.h"
 
 #include <vector>
 
@@ -11,7 +11,7 @@
 namespace rpcrdma::memory_internal {
 namespace {
 
-TEST(BufferPool, ClassesWasteAtMostAQuarter) {
+TEST(BufferCache, ClassesWasteAtMostAQuarter) {
   EXPECT_EQ(CapacityFor(1), kSmallestClass);
   EXPECT_EQ(CapacityFor(64), 64u);
   EXPECT_EQ(CapacityFor(65), 80u);  // 64 + 16
@@ -27,7 +27,7 @@ TEST(BufferPool, ClassesWasteAtMostAQuarter) {
   EXPECT_EQ(CapacityFor(kLargestClass + 1), kLargestClass + 1);
 }
 
-TEST(BufferPool, ReleasedMemoryIsReused) {
+TEST(BufferCache, ReleasedMemoryIsReused) {
   const uint8_t* first;
   {
     Buffer a(100000);
@@ -38,7 +38,7 @@ TEST(BufferPool, ReleasedMemoryIsReused) {
   EXPECT_EQ(b.size(), 99000u);
 }
 
-TEST(BufferPool, KeepsAtMostItsBound) {
+TEST(BufferCache, KeepsAtMostItsBound) {
   {
     std::vector<Buffer> many;
     for (int i = 0; i < 8; ++i) many.emplace_back(size_t{32} << 20);
@@ -51,14 +51,14 @@ TEST(BufferPool, KeepsAtMostItsBound) {
   EXPECT_LE(RetainedBytes(), kRetainedBytes);
 }
 
-TEST(BufferPool, ReleaseRetainedBuffersEmptiesIt) {
+TEST(BufferCache, ReleaseRetainedBuffersEmptiesIt) {
   { Buffer a(4096); }
   EXPECT_GT(RetainedBytes(), 0u);
   ReleaseRetainedBuffers();
   EXPECT_EQ(RetainedBytes(), 0u);
 }
 
-TEST(BufferPool, MovesAndCopiesKeepTheirOctets) {
+TEST(BufferCache, MovesAndCopiesKeepTheirOctets) {
   Buffer a = Buffer::CopyOf(std::vector<uint8_t>{1, 2, 3});
   Buffer b = std::move(a);
   EXPECT_TRUE(a.empty());

@@ -1,8 +1,8 @@
 // Pre-registered buffers for Sends and Receives: one page-aligned
 // allocation, one registration, equal slots handed out by index. Posting a
 // receive or a send from a pool costs no registration on the data path.
-#ifndef RPCRDMA_PLUGIN_FABRIC_BUFFER_POOL_H_
-#define RPCRDMA_PLUGIN_FABRIC_BUFFER_POOL_H_
+#ifndef RPCRDMA_PLUGIN_FABRIC_REGISTERED_SLOT_POOL_H_
+#define RPCRDMA_PLUGIN_FABRIC_REGISTERED_SLOT_POOL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -17,16 +17,15 @@
 
 namespace rpcrdma::fabric {
 
-class BufferPool {
+class RegisteredSlotPool {
  public:
   // `count` buffers of `buffer_size` octets each, registered on `endpoint`.
-  static absl::StatusOr<std::unique_ptr<BufferPool>> Create(Endpoint& endpoint,
-                                                            size_t buffer_size,
-                                                            size_t count);
+  static absl::StatusOr<std::unique_ptr<RegisteredSlotPool>> Create(
+      Endpoint& endpoint, size_t buffer_size, size_t count);
 
-  BufferPool(const BufferPool&) = delete;
-  BufferPool& operator=(const BufferPool&) = delete;
-  ~BufferPool();
+  RegisteredSlotPool(const RegisteredSlotPool&) = delete;
+  RegisteredSlotPool& operator=(const RegisteredSlotPool&) = delete;
+  ~RegisteredSlotPool();
 
   // A free slot, or nullopt when every slot is in use.
   std::optional<uint32_t> Acquire();
@@ -48,8 +47,8 @@ class BufferPool {
     void operator()(uint8_t* p) const { std::free(p); }
   };
 
-  BufferPool(size_t buffer_size, size_t count,
-             std::unique_ptr<uint8_t, FreeDeleter> memory);
+  RegisteredSlotPool(size_t buffer_size, size_t count,
+                     std::unique_ptr<uint8_t, FreeDeleter> memory);
 
   size_t buffer_size_;
   std::unique_ptr<uint8_t, FreeDeleter> memory_;
@@ -60,4 +59,4 @@ class BufferPool {
 
 }  // namespace rpcrdma::fabric
 
-#endif  // RPCRDMA_PLUGIN_FABRIC_BUFFER_POOL_H_
+#endif  // RPCRDMA_PLUGIN_FABRIC_REGISTERED_SLOT_POOL_H_

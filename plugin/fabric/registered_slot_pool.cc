@@ -1,4 +1,4 @@
-#include "plugin/fabric/buffer_pool.h"
+#include "plugin/fabric/registered_slot_pool.h"
 
 #include "absl/strings/str_cat.h"
 #include "plugin/log/logging.h"
@@ -17,7 +17,7 @@ void Require(bool condition, const char* what, size_t slot) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BufferPool>> BufferPool::Create(
+absl::StatusOr<std::unique_ptr<RegisteredSlotPool>> RegisteredSlotPool::Create(
     Endpoint& endpoint, size_t buffer_size, size_t count) {
   if (buffer_size == 0 || count == 0) {
     return absl::InvalidArgumentError(
@@ -35,8 +35,8 @@ absl::StatusOr<std::unique_ptr<BufferPool>> BufferPool::Create(
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", rounded, " octets for a buffer pool"));
   }
-  std::unique_ptr<BufferPool> pool(
-      new BufferPool(buffer_size, count, std::move(memory)));
+  std::unique_ptr<RegisteredSlotPool> pool(
+      new RegisteredSlotPool(buffer_size, count, std::move(memory)));
   auto registration =
       endpoint.Register(absl::MakeSpan(pool->memory_.get(), total));
   if (!registration.ok()) return registration.status();
@@ -44,8 +44,9 @@ absl::StatusOr<std::unique_ptr<BufferPool>> BufferPool::Create(
   return pool;
 }
 
-BufferPool::BufferPool(size_t buffer_size, size_t count,
-                       std::unique_ptr<uint8_t, FreeDeleter> memory)
+RegisteredSlotPool::RegisteredSlotPool(
+    size_t buffer_size, size_t count,
+    std::unique_ptr<uint8_t, FreeDeleter> memory)
     : buffer_size_(buffer_size),
       memory_(std::move(memory)),
       in_use_(count, false) {
@@ -56,9 +57,9 @@ BufferPool::BufferPool(size_t buffer_size, size_t count,
 }
 
 // The registration goes before the memory it covers.
-BufferPool::~BufferPool() { registration_.reset(); }
+RegisteredSlotPool::~RegisteredSlotPool() { registration_.reset(); }
 
-std::optional<uint32_t> BufferPool::Acquire() {
+std::optional<uint32_t> RegisteredSlotPool::Acquire() {
   if (free_.empty()) return std::nullopt;
   const uint32_t slot = free_.back();
   free_.pop_back();
@@ -66,20 +67,20 @@ std::optional<uint32_t> BufferPool::Acquire() {
   return slot;
 }
 
-void BufferPool::Release(uint32_t slot) {
+void RegisteredSlotPool::Release(uint32_t slot) {
   Require(slot < in_use_.size() && in_use_[slot],
           "release of a slot not in use", slot);
   in_use_[slot] = false;
   free_.push_back(slot);
 }
 
-LocalBuffer BufferPool::Buffer(uint32_t slot, size_t length) const {
+LocalBuffer RegisteredSlotPool::Buffer(uint32_t slot, size_t length) const {
   Require(slot < in_use_.size() && length <= buffer_size_,
           "slot or length out of range", slot);
   return LocalBuffer{registration_.get(), size_t{slot} * buffer_size_, length};
 }
 
-absl::Span<uint8_t> BufferPool::Memory(uint32_t slot) const {
+absl::Span<uint8_t> RegisteredSlotPool::Memory(uint32_t slot) const {
   Require(slot < in_use_.size(), "slot out of range", slot);
   return absl::MakeSpan(memory_.get() + size_t{slot} * buffer_size_,
                         buffer_size_);

@@ -1,4 +1,4 @@
-#include "plugin/memory/buffer_pool.h"
+#include "plugin/memory/buffer_cache.h"
 
 #include <array>
 #include <bit>

@@ -4,8 +4,8 @@
 // kRetainedBytes. A call's reassembly buffer and a reply's buffer then
 // come back with their pages in place instead of being faulted in anew for
 // every call, which cost more than moving the data.
-#ifndef RPCRDMA_PLUGIN_MEMORY_BUFFER_POOL_H_
-#define RPCRDMA_PLUGIN_MEMORY_BUFFER_POOL_H_
+#ifndef RPCRDMA_PLUGIN_MEMORY_BUFFER_CACHE_H_
+#define RPCRDMA_PLUGIN_MEMORY_BUFFER_CACHE_H_
 
 #include <cstddef>
 
@@ -31,4 +31,4 @@ inline constexpr int kIdleClassSeconds = 5;
 
 }  // namespace rpcrdma::memory_internal
 
-#endif  // RPCRDMA_PLUGIN_MEMORY_BUFFER_POOL_H_
+#endif  // RPCRDMA_PLUGIN_MEMORY_BUFFER_CACHE_H_
