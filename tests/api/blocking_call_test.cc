@@ -38,6 +38,7 @@ using process_stats::VoluntarySwitches;
 
 using test_calls::NullCall;
 using test_calls::ReplyHeader;
+using test_calls::ServeAndConnect;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -70,12 +71,11 @@ std::set<std::string> TaskIds() {
 }
 
 TEST(BlockingCall, ReturnsEachReplyOnTheCallingThread) {
-  auto server = Server::Create(UnixUri("basic"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("basic"), {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   for (uint32_t xid = 1; xid <= 500; ++xid) {
-    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(xid));
+    absl::StatusOr<Reply> reply = channel->BlockingCall(NullCall(xid));
     ASSERT_TRUE(reply.ok()) << xid << ": " << reply.status();
     ASSERT_EQ(XidOf(*reply), xid);
   }
@@ -85,16 +85,15 @@ TEST(BlockingCall, ManyThreadsOnOneChannelEachGetTheirOwnReply) {
   // The handler answers from its own thread after a pause, so replies
   // come back in another order than the calls went out and every waiting
   // thread must hand reading over to the others.
-  auto server = Server::Create(
+  auto connected = ServeAndConnect(
       UnixUri("threads"), {}, [](IncomingCall call, Responder responder) {
         std::thread([xid = call.xid, r = std::move(responder)]() mutable {
           std::this_thread::sleep_for(milliseconds(xid % 3));
           EXPECT_TRUE(r.Send(ServerReply(ReplyHeader(xid))).ok());
         }).detach();
       });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   constexpr uint32_t kThreads = 6;
   constexpr uint32_t kCallsEach = 60;
   std::atomic<uint32_t> mismatched{0};
@@ -104,7 +103,7 @@ TEST(BlockingCall, ManyThreadsOnOneChannelEachGetTheirOwnReply) {
     threads.emplace_back([&, t] {
       for (uint32_t i = 0; i < kCallsEach; ++i) {
         const uint32_t xid = 1 + t * kCallsEach + i;
-        absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(xid));
+        absl::StatusOr<Reply> reply = channel->BlockingCall(NullCall(xid));
         if (!reply.ok()) {
           ++failed;
         } else if (XidOf(*reply) != xid) {
@@ -119,19 +118,18 @@ TEST(BlockingCall, ManyThreadsOnOneChannelEachGetTheirOwnReply) {
 }
 
 TEST(BlockingCall, CallbackCallsBesideItStillCompleteOnTheLoop) {
-  auto server = Server::Create(UnixUri("mixed"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("mixed"), {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   std::atomic<int> callbacks{0};
   std::promise<void> all;
   constexpr int kCallbacks = 50;
   for (uint32_t i = 0; i < kCallbacks; ++i) {
-    (*channel)->Call(NullCall(1000 + i), [&](absl::StatusOr<Reply> r) {
+    channel->Call(NullCall(1000 + i), [&](absl::StatusOr<Reply> r) {
       EXPECT_TRUE(r.ok()) << r.status();
       if (++callbacks == kCallbacks) all.set_value();
     });
-    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(1 + i));
+    absl::StatusOr<Reply> reply = channel->BlockingCall(NullCall(1 + i));
     ASSERT_TRUE(reply.ok()) << reply.status();
     EXPECT_EQ(XidOf(*reply), 1 + i);
   }
@@ -139,9 +137,8 @@ TEST(BlockingCall, CallbackCallsBesideItStillCompleteOnTheLoop) {
   // Parked between blocking calls, the connection is watched again for a
   // callback call made after them.
   std::promise<absl::StatusOr<Reply>> late;
-  (*channel)->Call(NullCall(7777), [&](absl::StatusOr<Reply> r) {
-    late.set_value(std::move(r));
-  });
+  channel->Call(NullCall(7777),
+                [&](absl::StatusOr<Reply> r) { late.set_value(std::move(r)); });
   auto f = late.get_future();
   ASSERT_EQ(f.wait_for(seconds(20)), std::future_status::ready);
   EXPECT_TRUE(f.get().ok());
@@ -151,7 +148,7 @@ TEST(BlockingCall, DeadlinePassesWhileTheServerHoldsTheCall) {
   std::mutex held_mu;
   std::vector<Responder> held;
   // Call 5 is held (never answered while the test runs); others answered.
-  auto server = Server::Create(
+  auto connected = ServeAndConnect(
       UnixUri("deadline"), {}, [&](IncomingCall call, Responder responder) {
         if (call.xid != 5) {
           AnswerNull(std::move(call), std::move(responder));
@@ -160,18 +157,17 @@ TEST(BlockingCall, DeadlinePassesWhileTheServerHoldsTheCall) {
         std::lock_guard<std::mutex> lock(held_mu);
         held.push_back(std::move(responder));
       });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   CallRequest req = NullCall(5);
   req.deadline = Clock::now() + milliseconds(100);
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(req));
+  absl::StatusOr<Reply> reply = channel->BlockingCall(std::move(req));
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded)
       << reply.status();
   EXPECT_LT(Clock::now() - start, seconds(10));
   // The Channel still works: the next call gets its own reply.
-  absl::StatusOr<Reply> next = (*channel)->BlockingCall(NullCall(6));
+  absl::StatusOr<Reply> next = channel->BlockingCall(NullCall(6));
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(XidOf(*next), 6u);
 }
@@ -195,19 +191,18 @@ TEST(BlockingCall, DeadlineTheLoopEnforcesWakesTheReadingThread) {
   const LongBlockingReadBound bound;
   std::mutex held_mu;
   std::vector<Responder> held;
-  auto server = Server::Create(UnixUri("deadline-wake"), {},
-                               [&](IncomingCall, Responder responder) {
-                                 std::lock_guard<std::mutex> lock(held_mu);
-                                 held.push_back(std::move(responder));
-                               });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("deadline-wake"), {},
+                                   [&](IncomingCall, Responder responder) {
+                                     std::lock_guard<std::mutex> lock(held_mu);
+                                     held.push_back(std::move(responder));
+                                   });
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   for (uint32_t xid = 1; xid <= 3; ++xid) {
     CallRequest req = NullCall(xid);
     req.deadline = Clock::now() + milliseconds(50);
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(req));
+    absl::StatusOr<Reply> reply = channel->BlockingCall(std::move(req));
     EXPECT_EQ(reply.status().code(), absl::StatusCode::kDeadlineExceeded)
         << reply.status();
     EXPECT_LT(Clock::now() - start, seconds(5)) << "call " << xid;
@@ -236,21 +231,21 @@ TEST(BlockingCall, LostConnectionEndsTheWait) {
   std::promise<void> arrived;
   std::mutex held_mu;
   std::vector<Responder> held;
-  auto server = Server::Create(UnixUri("lost"), {},
-                               [&](IncomingCall, Responder responder) {
-                                 std::lock_guard<std::mutex> lock(held_mu);
-                                 held.push_back(std::move(responder));
-                                 arrived.set_value();
-                               });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("lost"), {},
+                                   [&](IncomingCall, Responder responder) {
+                                     std::lock_guard<std::mutex> lock(held_mu);
+                                     held.push_back(std::move(responder));
+                                     arrived.set_value();
+                                   });
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Server>& server = connected->server;
+  std::unique_ptr<Channel>& channel = connected->channel;
   std::thread closer([&] {
     arrived.get_future().wait();
-    server->reset();  // the connection goes with the Server
+    server.reset();  // the connection goes with the Server
   });
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(9));
+  absl::StatusOr<Reply> reply = channel->BlockingCall(NullCall(9));
   closer.join();
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable)
       << reply.status();
@@ -296,13 +291,12 @@ TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
 }
 
 TEST(BlockingCall, FromTheChannelsOwnCallbackIsRefused) {
-  auto server = Server::Create(UnixUri("reentry"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("reentry"), {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   std::promise<absl::Status> inner;
-  (*channel)->Call(NullCall(1), [&](absl::StatusOr<Reply>) {
-    inner.set_value((*channel)->BlockingCall(NullCall(2)).status());
+  channel->Call(NullCall(1), [&](absl::StatusOr<Reply>) {
+    inner.set_value(channel->BlockingCall(NullCall(2)).status());
   });
   auto f = inner.get_future();
   ASSERT_EQ(f.wait_for(seconds(20)), std::future_status::ready);
@@ -317,10 +311,9 @@ TEST(BlockingCall, FromTheChannelsOwnCallbackIsRefused) {
 // stalled the call), and acknowledgements the endpoint holds back are sent
 // by the waiting thread too.
 TEST(BlockingCall, LargeReadChunksOverTcpComplete) {
-  auto server = Server::Create("soft+tcp://127.0.0.1:0", {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect("soft+tcp://127.0.0.1:0", {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   std::vector<uint8_t> data(15 << 20, 7);
   for (uint32_t xid = 1; xid <= 8; ++xid) {
     CallRequest request = NullCall(xid);
@@ -333,11 +326,11 @@ TEST(BlockingCall, LargeReadChunksOverTcpComplete) {
     request.arguments.push_back(
         {static_cast<uint32_t>(request.xdr.size()), data});
     request.deadline = Clock::now() + seconds(20);
-    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(std::move(request));
+    absl::StatusOr<Reply> reply = channel->BlockingCall(std::move(request));
     ASSERT_TRUE(reply.ok()) << xid << ": " << reply.status();
     EXPECT_EQ(XidOf(*reply), xid);
   }
-  EXPECT_EQ((*channel)->counters().read_chunk_calls, 8u);
+  EXPECT_EQ(channel->counters().read_chunk_calls, 8u);
 }
 
 // StartCall / Await: BlockingCall split in two, several calls in flight.
@@ -347,7 +340,7 @@ TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
   constexpr uint32_t kCalls = 32;
   std::mutex held_mu;
   std::vector<std::pair<uint32_t, Responder>> held;
-  auto server = Server::Create(
+  auto connected = ServeAndConnect(
       UnixUri("start"), {}, [&](IncomingCall call, Responder responder) {
         if (call.xid == 100)
           return AnswerNull(std::move(call), std::move(responder));
@@ -359,21 +352,20 @@ TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
               it->second.Send(ServerReply(ReplyHeader(it->first))).ok());
         }
       });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
   // One credit until the first reply grants more (RFC 8166 §3.3.1).
-  ASSERT_TRUE((*channel)->Await((*channel)->StartCall(NullCall(100))).ok());
+  ASSERT_TRUE(channel->Await(channel->StartCall(NullCall(100))).ok());
   std::vector<Channel::CallId> ids;
   for (uint32_t xid = 1; xid <= kCalls; ++xid) {
-    ids.push_back((*channel)->StartCall(NullCall(xid)));
+    ids.push_back(channel->StartCall(NullCall(xid)));
   }
   // Awaited oldest first (the order a synchronous client reads in), by two
   // threads taking turns.
   std::atomic<uint32_t> mismatched{0};
   auto await_every_other = [&](uint32_t first) {
     for (uint32_t i = first; i < kCalls; i += 2) {
-      absl::StatusOr<Reply> reply = (*channel)->Await(ids[i]);
+      absl::StatusOr<Reply> reply = channel->Await(ids[i]);
       if (!reply.ok() || XidOf(*reply) != i + 1) ++mismatched;
     }
   };
@@ -381,66 +373,64 @@ TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
   await_every_other(0);
   other.join();
   EXPECT_EQ(mismatched.load(), 0u);
-  EXPECT_EQ((*channel)->counters().peak_calls_outstanding, kCalls);
+  EXPECT_EQ(channel->counters().peak_calls_outstanding, kCalls);
 }
 
 TEST(StartCallAwait, AnOutcomeIsAwaitedOnce) {
-  auto server = Server::Create(UnixUri("once"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  const Channel::CallId id = (*channel)->StartCall(NullCall(3));
-  absl::StatusOr<Reply> reply = (*channel)->Await(id);
+  auto connected = ServeAndConnect(UnixUri("once"), {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
+  const Channel::CallId id = channel->StartCall(NullCall(3));
+  absl::StatusOr<Reply> reply = channel->Await(id);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(XidOf(*reply), 3u);
-  EXPECT_EQ((*channel)->Await(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(channel->Await(id).status().code(), absl::StatusCode::kNotFound);
   // A callback call's id is not StartCall's.
   const Channel::CallId callback_id =
-      (*channel)->Call(NullCall(4), [](absl::StatusOr<Reply>) {});
-  EXPECT_EQ((*channel)->Await(callback_id).status().code(),
+      channel->Call(NullCall(4), [](absl::StatusOr<Reply>) {});
+  EXPECT_EQ(channel->Await(callback_id).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST(StartCallAwait, CancelAndLostConnectionEndStartedCalls) {
   std::mutex held_mu;
   std::vector<Responder> held;
-  auto server = Server::Create(
+  auto connected = ServeAndConnect(
       UnixUri("cancel"), {}, [&](IncomingCall call, Responder responder) {
         if (call.xid == 100)
           return AnswerNull(std::move(call), std::move(responder));
         std::lock_guard<std::mutex> lock(held_mu);
         held.push_back(std::move(responder));
       });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Server>& server = connected->server;
+  std::unique_ptr<Channel>& channel = connected->channel;
   // The grant beyond one credit (RFC 8166 §3.3.1), so that the cancelled
   // call's credit is not the only one.
-  ASSERT_TRUE((*channel)->Await((*channel)->StartCall(NullCall(100))).ok());
-  const Channel::CallId cancelled = (*channel)->StartCall(NullCall(1));
-  const Channel::CallId lost = (*channel)->StartCall(NullCall(2));
-  (*channel)->Cancel(cancelled);
-  EXPECT_EQ((*channel)->Await(cancelled).status().code(),
+  ASSERT_TRUE(channel->Await(channel->StartCall(NullCall(100))).ok());
+  const Channel::CallId cancelled = channel->StartCall(NullCall(1));
+  const Channel::CallId lost = channel->StartCall(NullCall(2));
+  channel->Cancel(cancelled);
+  EXPECT_EQ(channel->Await(cancelled).status().code(),
             absl::StatusCode::kCancelled);
-  server->reset();
-  EXPECT_EQ((*channel)->Await(lost).status().code(),
+  server.reset();
+  EXPECT_EQ(channel->Await(lost).status().code(),
             absl::StatusCode::kUnavailable);
 }
 
 TEST(StartCallAwait, AwaitFromTheChannelsOwnCallbackIsRefused) {
-  auto server = Server::Create(UnixUri("await-reentry"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), {});
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  const Channel::CallId started = (*channel)->StartCall(NullCall(1));
+  auto connected = ServeAndConnect(UnixUri("await-reentry"), {}, AnswerNull);
+  ASSERT_TRUE(connected.ok()) << connected.status();
+  std::unique_ptr<Channel>& channel = connected->channel;
+  const Channel::CallId started = channel->StartCall(NullCall(1));
   std::promise<absl::Status> inner;
-  (*channel)->Call(NullCall(2), [&](absl::StatusOr<Reply>) {
-    inner.set_value((*channel)->Await(started).status());
+  channel->Call(NullCall(2), [&](absl::StatusOr<Reply>) {
+    inner.set_value(channel->Await(started).status());
   });
   auto f = inner.get_future();
   ASSERT_EQ(f.wait_for(seconds(20)), std::future_status::ready);
   EXPECT_EQ(f.get().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE((*channel)->Await(started).ok());
+  EXPECT_TRUE(channel->Await(started).ok());
 }
 
 TEST(BlockingCall, DrivesARuntimeItsUserDrives) {

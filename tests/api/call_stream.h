@@ -1,7 +1,8 @@
 // The smallest RPC call stream a Server delivers (RFC 5531 §9: XID,
 // msg_type CALL, rpcvers 2, program, version, procedure); shorter ones are
 // dropped before any handler sees them (engine.h, RFC 8166 §4.1). And the
-// accepted, successful reply header that answers it.
+// accepted, successful reply header that answers it. And a Server with a
+// Channel connected to it, as most API tests begin.
 #ifndef RPCRDMA_TESTS_API_CALL_STREAM_H_
 #define RPCRDMA_TESTS_API_CALL_STREAM_H_
 
@@ -10,11 +11,16 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/server.h"
 #include "rpcrdma/types.h"
 #include "tests/testing/process_tag.h"
 
@@ -52,6 +58,24 @@ inline std::string UniqueUnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-", what, "-",
                       ::rpcrdma::testing::ProcessTag(), "-", counter++);
+}
+
+// A Server at `uri` answering with `handler`, and a Channel connected to
+// it, both with `config`; or the status of the first that failed.
+struct ServerAndChannel {
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Channel> channel;
+};
+inline absl::StatusOr<ServerAndChannel> ServeAndConnect(
+    absl::string_view uri, const config::TransportConfig& config,
+    Server::Handler handler) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Create(uri, config, std::move(handler));
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::unique_ptr<Channel>> channel =
+      Channel::Create((*server)->uri(), config);
+  if (!channel.ok()) return channel.status();
+  return ServerAndChannel{*std::move(server), *std::move(channel)};
 }
 
 }  // namespace rpcrdma::test_calls
