@@ -160,26 +160,20 @@ rpcrdma::ServerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
 }
 
 std::string CountersLine(const Counters& c) {
-  return absl::StrCat(c.calls, " ", c.replies, " ", c.inline_calls, " ",
-                      c.read_chunk_calls, " ", c.read_chunks, " ",
-                      c.write_chunks, " ", c.reply_chunks, " ", c.long_calls,
-                      " ", c.long_replies, " ", c.remote_invalidations, " ",
-                      c.errors_sent, " ", c.errors_received, " ",
-                      c.backward_calls, " ", c.backward_replies);
+  std::string line;
+  for (const rpcrdma::CounterField& f : rpcrdma::kCounterFields) {
+    absl::StrAppend(&line, line.empty() ? "" : " ", c.*f.field);
+  }
+  return line;
 }
 
 bool ParseCountersLine(const std::string& line, Counters& c) {
   std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  uint64_t* fields[] = {&c.calls,          &c.replies,
-                        &c.inline_calls,   &c.read_chunk_calls,
-                        &c.read_chunks,    &c.write_chunks,
-                        &c.reply_chunks,   &c.long_calls,
-                        &c.long_replies,   &c.remote_invalidations,
-                        &c.errors_sent,    &c.errors_received,
-                        &c.backward_calls, &c.backward_replies};
-  if (f.size() != std::size(fields)) return false;
+  if (f.size() != std::size(rpcrdma::kCounterFields)) return false;
   for (size_t i = 0; i < f.size(); ++i) {
-    if (!absl::SimpleAtoi(f[i], fields[i])) return false;
+    if (!absl::SimpleAtoi(f[i], &(c.*rpcrdma::kCounterFields[i].field))) {
+      return false;
+    }
   }
   return true;
 }

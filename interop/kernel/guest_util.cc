@@ -178,18 +178,9 @@ void LogCounters(absl::string_view what, const Counters& c) {
 
 Counters Delta(const Counters& after, const Counters& before) {
   Counters d;
-  d.calls = after.calls - before.calls;
-  d.replies = after.replies - before.replies;
-  d.inline_calls = after.inline_calls - before.inline_calls;
-  d.read_chunk_calls = after.read_chunk_calls - before.read_chunk_calls;
-  d.read_chunks = after.read_chunks - before.read_chunks;
-  d.write_chunks = after.write_chunks - before.write_chunks;
-  d.reply_chunks = after.reply_chunks - before.reply_chunks;
-  d.long_calls = after.long_calls - before.long_calls;
-  d.long_replies = after.long_replies - before.long_replies;
-  d.errors_received = after.errors_received - before.errors_received;
-  d.remote_invalidations =
-      after.remote_invalidations - before.remote_invalidations;
+  for (const CounterField& f : kCounterFields) {
+    d.*f.field = after.*f.field - before.*f.field;
+  }
   return d;
 }
 

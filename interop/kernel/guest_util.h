@@ -69,7 +69,7 @@ uint64_t ClockSeed();
 
 void LogInfo(absl::string_view what, const ConnectionInfo& i);
 void LogCounters(absl::string_view what, const Counters& c);
-// Counter differences, field by field (the calls' fields).
+// Counter differences, field by field (every field of kCounterFields).
 Counters Delta(const Counters& after, const Counters& before);
 
 }  // namespace rpcrdma::kernel

@@ -19,30 +19,10 @@
 namespace rpcrdma {
 
 Counters& Counters::operator+=(const Counters& o) {
-  calls += o.calls;
-  replies += o.replies;
-  inline_calls += o.inline_calls;
-  read_chunk_calls += o.read_chunk_calls;
-  read_chunks += o.read_chunks;
-  write_chunks += o.write_chunks;
-  reply_chunks += o.reply_chunks;
-  long_calls += o.long_calls;
-  long_replies += o.long_replies;
-  remote_invalidations += o.remote_invalidations;
-  errors_sent += o.errors_sent;
-  errors_received += o.errors_received;
+  for (const CounterField& f : kCounterFields) this->*f.field += o.*f.field;
   credits_granted = std::max(credits_granted, o.credits_granted);
   peak_calls_outstanding =
       std::max(peak_calls_outstanding, o.peak_calls_outstanding);
-  reconnects += o.reconnects;
-  backward_calls += o.backward_calls;
-  backward_replies += o.backward_replies;
-  protocol_closes += o.protocol_closes;
-  abandoned_call_disconnects += o.abandoned_call_disconnects;
-  idle_closes += o.idle_closes;
-  handshake_timeouts += o.handshake_timeouts;
-  connections_rejected += o.connections_rejected;
-  accept_errors += o.accept_errors;
   return *this;
 }
 

@@ -36,41 +36,6 @@ struct Source {
   }
 };
 
-// The monotonic Counters fields, exported as <name>_total.
-struct CounterField {
-  const char* name;
-  const char* help;
-  uint64_t Counters::*field;
-};
-constexpr CounterField kCounterFields[] = {
-    {"calls", "Forward calls sent (channel) or received (server)",
-     &Counters::calls},
-    {"replies", "Forward replies received (channel) or sent (server)",
-     &Counters::replies},
-    {"inline_calls", "RDMA_MSG calls without read chunks",
-     &Counters::inline_calls},
-    {"read_chunk_calls", "RDMA_MSG calls with read chunks",
-     &Counters::read_chunk_calls},
-    {"read_chunks", "Read chunks (distinct positions)", &Counters::read_chunks},
-    {"write_chunks", "Write chunks offered by calls", &Counters::write_chunks},
-    {"reply_chunks", "Reply chunks offered by calls", &Counters::reply_chunks},
-    {"long_calls", "RDMA_NOMSG calls (position-zero read chunk)",
-     &Counters::long_calls},
-    {"long_replies", "RDMA_NOMSG replies (via reply chunk)",
-     &Counters::long_replies},
-    {"remote_invalidations", "Send With Invalidate received or sent",
-     &Counters::remote_invalidations},
-    {"errors_sent", "RDMA_ERROR messages sent", &Counters::errors_sent},
-    {"errors_received", "RDMA_ERROR messages received",
-     &Counters::errors_received},
-    {"reconnects", "Connections a channel re-established",
-     &Counters::reconnects},
-    {"backward_calls", "Backward-direction calls (RFC 8167)",
-     &Counters::backward_calls},
-    {"backward_replies", "Backward-direction replies (RFC 8167)",
-     &Counters::backward_replies},
-};
-
 ClientMetric::Histogram ToPrometheus(const LatencyHistogram& h) {
   ClientMetric::Histogram out;
   out.sample_count = h.count();

@@ -119,18 +119,13 @@ double Seconds(Clock::duration d) {
 }
 
 nlohmann::json CountersJson(const rpcrdma::Counters& c) {
-  return {{"calls", c.calls},
-          {"replies", c.replies},
-          {"inline_calls", c.inline_calls},
-          {"read_chunk_calls", c.read_chunk_calls},
-          {"write_chunks", c.write_chunks},
-          {"reply_chunks", c.reply_chunks},
-          {"long_calls", c.long_calls},
-          {"long_replies", c.long_replies},
-          {"remote_invalidations", c.remote_invalidations},
-          {"errors_sent", c.errors_sent},
-          {"errors_received", c.errors_received},
-          {"reconnects", c.reconnects}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const rpcrdma::CounterField& f : rpcrdma::kCounterFields) {
+    out[f.name] = c.*f.field;
+  }
+  out["credits_granted"] = c.credits_granted;
+  out["peak_calls_outstanding"] = c.peak_calls_outstanding;
+  return out;
 }
 
 // ---------------------------------------------------------------- server

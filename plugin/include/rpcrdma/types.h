@@ -196,6 +196,57 @@ struct Counters {
   friend bool operator==(const Counters&, const Counters&) = default;
 };
 
+// Every field of Counters that only grows (all but the levels
+// credits_granted and peak_calls_outstanding), with its name and a line
+// saying what it counts, so that code visiting the counters (a sum, a
+// difference, an export, a printout) lists them once:
+//   for (const CounterField& f : kCounterFields) out[f.name] = c.*f.field;
+struct CounterField {
+  const char* name;  // as the member is named
+  const char* help;
+  uint64_t Counters::*field;
+};
+inline constexpr CounterField kCounterFields[] = {
+    {"calls", "Forward calls sent (channel) or received (server)",
+     &Counters::calls},
+    {"replies", "Forward replies received (channel) or sent (server)",
+     &Counters::replies},
+    {"inline_calls", "RDMA_MSG calls without read chunks",
+     &Counters::inline_calls},
+    {"read_chunk_calls", "RDMA_MSG calls with read chunks",
+     &Counters::read_chunk_calls},
+    {"read_chunks", "Read chunks (distinct positions)", &Counters::read_chunks},
+    {"write_chunks", "Write chunks offered by calls", &Counters::write_chunks},
+    {"reply_chunks", "Reply chunks offered by calls", &Counters::reply_chunks},
+    {"long_calls", "RDMA_NOMSG calls (position-zero read chunk)",
+     &Counters::long_calls},
+    {"long_replies", "RDMA_NOMSG replies (via reply chunk)",
+     &Counters::long_replies},
+    {"remote_invalidations", "Send With Invalidate received or sent",
+     &Counters::remote_invalidations},
+    {"errors_sent", "RDMA_ERROR messages sent", &Counters::errors_sent},
+    {"errors_received", "RDMA_ERROR messages received",
+     &Counters::errors_received},
+    {"reconnects", "Connections a channel re-established",
+     &Counters::reconnects},
+    {"backward_calls", "Backward-direction calls (RFC 8167)",
+     &Counters::backward_calls},
+    {"backward_replies", "Backward-direction replies (RFC 8167)",
+     &Counters::backward_replies},
+    {"protocol_closes", "Connections closed for a broken protocol rule",
+     &Counters::protocol_closes},
+    {"abandoned_call_disconnects",
+     "Connections closed because abandoned calls held the credits",
+     &Counters::abandoned_call_disconnects},
+    {"idle_closes", "Connections closed for idleness", &Counters::idle_closes},
+    {"handshake_timeouts", "Connect requests that never came in time",
+     &Counters::handshake_timeouts},
+    {"connections_rejected", "Connect requests rejected at the limit",
+     &Counters::connections_rejected},
+    {"accept_errors", "Accepts that failed for want of a descriptor or memory",
+     &Counters::accept_errors},
+};
+
 // What was settled when the current connection was set up.
 struct ConnectionInfo {
   // The peer's RFC 8797 private data, when it sent a valid one (§4).
