@@ -8,6 +8,11 @@
 //   Echo/*/SIZE      SIZE octets each way (rpcrdma: the argument in a read
 //                    chunk, the result in a write chunk); memcpy copies the
 //                    same octets twice in one process
+//   FirstCall/*/SIZE a fresh process's first echo of SIZE octets, connect
+//                    included: the time from main() making its Channel (or
+//                    libtirpc CLIENT) to the reply, in a process started
+//                    for that call alone (this program again, run with
+//                    --first_call)
 // Every row runs in repetitions, interleaved at random with the other rows
 // (--benchmark_enable_random_interleaving, on unless given), so that a
 // change in the machine's load falls on every row alike. The summary after
@@ -23,9 +28,12 @@
 // Run it with `make bench` (or build/bench/api/two_process_bench).
 #include <benchmark/benchmark.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,8 +45,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "bench/api/call_runner.h"
 #include "bench/api/ratio_reporter.h"
 #include "bench/api/thrift_baseline.h"
@@ -47,8 +57,12 @@
 #include "rpcrdma/server.h"
 #include "tools/perf_program/perf_program.h"
 
+extern char** environ;
+
 namespace rpcrdma::bench {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // Where the server process listens.
 struct Endpoints {
@@ -249,6 +263,94 @@ void EchoTirpc(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
 }
 
+// ---- a fresh process's first call
+// --------------------------------------------
+
+constexpr char kFirstCallFlag[] = "--first_call=";
+
+// The child: `spec` is KIND,ADDRESS,SIZE (KIND rpcrdma or tirpc); prints
+// the nanoseconds from making the connection to the echo's reply, or
+// nothing when the call failed.
+int FirstCallChild(const std::string& spec) {
+  std::vector<std::string> f = absl::StrSplit(spec, ',');
+  size_t size = 0;
+  if (f.size() != 3 || !absl::SimpleAtoi(f[2], &size)) return 2;
+  std::vector<uint8_t> argument(size, 0x5A);
+  std::vector<uint8_t> result(size);
+  const Clock::time_point start = Clock::now();
+  bool ok = false;
+  if (f[0] == "rpcrdma") {
+    auto channel = Channel::Create(f[1], config::TransportConfig());
+    if (channel.ok()) {
+      ok = (*channel)
+               ->Call(perf::EchoCall(1, argument, absl::MakeSpan(result)))
+               .get()
+               .ok();
+    }
+  } else {
+    int port = 0;
+    if (!absl::SimpleAtoi(f[1], &port)) return 2;
+    TirpcClient client(port);
+    std::vector<uint8_t> echoed;
+    ok = client.Echo(argument, echoed) && echoed.size() == size;
+  }
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
+          .count();
+  if (!ok) return 1;
+  std::printf("%lld\n", static_cast<long long>(ns));
+  return 0;
+}
+
+// Runs this program as a first-call child and returns what it measured, in
+// seconds; negative when it failed.
+double RunFirstCallChild(const std::string& spec) {
+  int out[2];
+  if (pipe(out) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  std::string self = "/proc/self/exe";
+  std::string flag = absl::StrCat(kFirstCallFlag, spec);
+  char* argv[] = {self.data(), flag.data(), nullptr};
+  pid_t child = -1;
+  const int spawned =
+      posix_spawn(&child, self.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  std::string text;
+  char buffer[64];
+  for (ssize_t n;
+       spawned == 0 && (n = read(out[0], buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  if (spawned != 0 || waitpid(child, &status, 0) != child ||
+      !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return -1;
+  }
+  int64_t ns = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &ns)) return -1;
+  return static_cast<double>(ns) / 1e9;
+}
+
+void FirstCall(benchmark::State& state, bool rpcrdma) {
+  const std::string spec = absl::StrCat(
+      rpcrdma ? "rpcrdma," : "tirpc,",
+      rpcrdma ? Served().soft_unix : std::to_string(Served().tirpc), ",",
+      state.range(0));
+  for (auto _ : state) {
+    const double seconds = RunFirstCallChild(spec);
+    if (seconds < 0) {
+      state.SkipWithError("the first-call process failed");
+      break;
+    }
+    state.SetIterationTime(seconds);
+  }
+}
+
 void Register() {
   using benchmark::RegisterBenchmark;
   static const std::string* unix_uri = &Served().soft_unix;
@@ -280,6 +382,16 @@ void Register() {
         ->UseRealTime();
     RegisterBenchmark("Echo/tirpc_tcp", EchoTirpc)->Arg(size)->UseRealTime();
   }
+  for (int64_t size : {int64_t{64}, int64_t{2} << 20}) {
+    RegisterBenchmark("FirstCall/rpcrdma_soft_unix", FirstCall, true)
+        ->Arg(size)
+        ->Iterations(10)
+        ->UseManualTime();
+    RegisterBenchmark("FirstCall/tirpc_tcp", FirstCall, false)
+        ->Arg(size)
+        ->Iterations(10)
+        ->UseManualTime();
+  }
 }
 
 // Google Benchmark's flags, with this benchmark's defaults put first so
@@ -309,6 +421,10 @@ std::vector<char*> WithDefaults(int argc, char** argv, int* load_processes) {
 
 int main(int argc, char** argv) {
   using namespace rpcrdma::bench;
+  if (argc == 2 &&
+      std::strncmp(argv[1], kFirstCallFlag, sizeof kFirstCallFlag - 1) == 0) {
+    return FirstCallChild(argv[1] + sizeof kFirstCallFlag - 1);
+  }
   int load_processes = 0;
   std::vector<char*> args = WithDefaults(argc, argv, &load_processes);
   // Before any thread starts: the server process is a fork of this one.
@@ -321,7 +437,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("load_processes", std::to_string(load_processes));
   benchmark::AddCustomContext("load_average_at_start", LoadAverage());
   RatioReporter reporter({{"NullCall", {"thrift_buffered", "tirpc_tcp"}},
-                          {"Echo", {"memcpy", "thrift_framed"}}});
+                          {"Echo", {"memcpy", "thrift_framed"}},
+                          {"FirstCall", {"tirpc_tcp"}}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
