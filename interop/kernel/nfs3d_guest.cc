@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -215,6 +216,37 @@ std::optional<std::string> RdmaTransportStats(const std::string& mount_point) {
     }
   }
   return std::nullopt;
+}
+
+std::map<std::string, OpStats> PerOpStats(const std::string& mount_point) {
+  std::map<std::string, OpStats> out;
+  std::ifstream in("/proc/self/mountstats");
+  std::string line;
+  bool ours = false;
+  bool per_op = false;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "device ")) {
+      ours = absl::StrContains(
+          line, absl::StrCat(" mounted on ", mount_point, " with fstype nfs"));
+      per_op = false;
+      continue;
+    }
+    if (!ours) continue;
+    if (absl::StrContains(line, "per-op statistics")) {
+      per_op = true;
+      continue;
+    }
+    if (!per_op) continue;
+    std::vector<std::string> f = absl::StrSplit(
+        absl::StripAsciiWhitespace(line), ' ', absl::SkipEmpty());
+    if (f.size() < 8 || !absl::EndsWith(f[0], ":")) continue;
+    OpStats stats;
+    if (absl::SimpleAtoi(f[1], &stats.ops) &&
+        absl::SimpleAtoi(f[7], &stats.rtt_ms)) {
+      out[f[0].substr(0, f[0].size() - 1)] = stats;
+    }
+  }
+  return out;
 }
 
 }  // namespace rpcrdma::kernel

@@ -76,6 +76,15 @@ bool Unmount(const std::string& mount_point);
 void DropCaches();
 // The "xprt: rdma ..." line of /proc/self/mountstats for `mount_point`.
 std::optional<std::string> RdmaTransportStats(const std::string& mount_point);
+// The client's per-procedure statistics of `mount_point` from
+// /proc/self/mountstats ("GETATTR: ops trans timeouts bytes_sent
+// bytes_recv queue_ms rtt_ms execute_ms ..."): calls and the summed round
+// trip, in milliseconds, by procedure name.
+struct OpStats {
+  uint64_t ops = 0;
+  uint64_t rtt_ms = 0;
+};
+std::map<std::string, OpStats> PerOpStats(const std::string& mount_point);
 
 }  // namespace rpcrdma::kernel
 
