@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev libpcap-dev
   prometheus-cpp-dev libmicrohttpd-dev  # optional exporter library rpcrdma_prometheus: its text format, its HTTP listener
   tshark
+  e2fsprogs  # mkfs.ext4: nfs3d_cold_restart_test's loop-mounted image
   qemu-system-x86 cpio kmod iproute2 rdmacm-utils ibverbs-utils perftest  # Soft-RoCE test VM (interop/vm)
   libwrap0  # the library the VM's rpc.mountd and rpcbind need beyond these (interop/vm/prepare-image.sh)
 )

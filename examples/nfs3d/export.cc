@@ -1,5 +1,6 @@
 #include "examples/nfs3d/export.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@ namespace {
 constexpr uint8_t kFormat = 1;
 constexpr size_t kTagSize = 8;
 constexpr size_t kMaxKernelHandle = NFS3_FHSIZE - kTagSize;
+// The parent hint's own tag: its kernel handle's type.
+constexpr size_t kHintTagSize = 4;
 // The kernel's handle types (FILEID_*) fit in 16 bits; the rest are flags.
 constexpr uint32_t kHandleTypeMask = 0xffff;
 
@@ -32,6 +35,43 @@ struct KernelHandle {
   struct file_handle* header() {
     return reinterpret_cast<struct file_handle*>(storage);
   }
+};
+
+// The kernel's handle of the file `fd` opens.
+bool KernelHandleOf(int fd, KernelHandle& out) {
+  out.header()->handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  return name_to_handle_at(fd, "", out.header(), &mount_id, AT_EMPTY_PATH) == 0;
+}
+
+void AppendBigEndian32(uint32_t value, FileHandle& out) {
+  for (int i = 0; i < 4; ++i) {
+    out.push_back(static_cast<uint8_t>(value >> (24 - 8 * i)));
+  }
+}
+
+uint32_t BigEndian32(const uint8_t* bytes) {
+  return uint32_t{bytes[0]} << 24 | uint32_t{bytes[1]} << 16 |
+         uint32_t{bytes[2]} << 8 | uint32_t{bytes[3]};
+}
+
+// The kernel handle of `type` (big-endian at `bytes`) whose `length`
+// octets follow it, or false for a type with flags (bits 16 and up of the
+// kernel's handle type are flags open_by_handle_at takes,
+// FILEID_IS_CONNECTABLE, FILEID_IS_DIR, never a type; with them one file
+// would have several valid handles. name_to_handle_at sets none without
+// AT_HANDLE_CONNECTABLE, which this server does not ask for).
+bool ParseKernelHandle(const uint8_t* bytes, size_t length, KernelHandle& out) {
+  const uint32_t type = BigEndian32(bytes);
+  if ((type & ~kHandleTypeMask) != 0) return false;
+  out.header()->handle_bytes = static_cast<unsigned int>(length);
+  out.header()->handle_type = static_cast<int>(type);
+  std::memcpy(out.header()->f_handle, bytes + 4, length);
+  return true;
+}
+
+struct DirCloser {
+  void operator()(DIR* d) const { closedir(d); }
 };
 
 // A field of /proc/self/mountinfo, whose space, tab, newline and
@@ -115,46 +155,64 @@ absl::StatusOr<std::unique_ptr<Export>> Export::Open(const std::string& path) {
 
 nfsstat3 Export::HandleOf(int fd, FileHandle& out) const {
   KernelHandle h{};
-  h.header()->handle_bytes = MAX_HANDLE_SZ;
-  int mount_id = 0;
-  if (name_to_handle_at(fd, "", h.header(), &mount_id, AT_EMPTY_PATH) != 0) {
-    return StatusOfErrno(errno);
-  }
+  if (!KernelHandleOf(fd, h)) return StatusOfErrno(errno);
   if (h.header()->handle_bytes > kMaxKernelHandle) return NFS3ERR_SERVERFAULT;
-  const uint32_t type = static_cast<uint32_t>(h.header()->handle_type);
-  out.assign(kTagSize + h.header()->handle_bytes, 0);
+  out.assign(2, 0);
   out[0] = kFormat;
-  out[2] = static_cast<uint8_t>(h.header()->handle_bytes >> 8);
-  out[3] = static_cast<uint8_t>(h.header()->handle_bytes);
-  for (int i = 0; i < 4; ++i) {
-    out[4 + i] = static_cast<uint8_t>(type >> (24 - 8 * i));
+  out.push_back(static_cast<uint8_t>(h.header()->handle_bytes >> 8));
+  out.push_back(static_cast<uint8_t>(h.header()->handle_bytes));
+  AppendBigEndian32(static_cast<uint32_t>(h.header()->handle_type), out);
+  out.insert(out.end(), h.header()->f_handle,
+             h.header()->f_handle + h.header()->handle_bytes);
+  return NFS3_OK;
+}
+
+nfsstat3 Export::HandleOf(int fd, int dir, FileHandle& out) const {
+  const nfsstat3 status = HandleOf(fd, out);
+  if (status != NFS3_OK) return status;
+  // No hint where no path is checked (every file of the file system is
+  // inside the export), nor for a directory, which the kernel always
+  // reconnects: their handles stay one per file whatever directory they
+  // are found in.
+  if (whole_file_system_) return NFS3_OK;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) return NFS3_OK;
+  // Without a hint the handle is still valid, only not found after a cold
+  // restart (export.h).
+  KernelHandle parent{};
+  if (!KernelHandleOf(dir, parent)) return NFS3_OK;
+  const size_t hint_length = parent.header()->handle_bytes;
+  if (hint_length == 0 || hint_length > UINT8_MAX ||
+      out.size() + kHintTagSize + hint_length > NFS3_FHSIZE) {
+    return NFS3_OK;
   }
-  std::memcpy(out.data() + kTagSize, h.header()->f_handle,
-              h.header()->handle_bytes);
+  out[1] = static_cast<uint8_t>(hint_length);
+  AppendBigEndian32(static_cast<uint32_t>(parent.header()->handle_type), out);
+  out.insert(out.end(), parent.header()->f_handle,
+             parent.header()->f_handle + hint_length);
   return NFS3_OK;
 }
 
 nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
   const auto* bytes = reinterpret_cast<const uint8_t*>(handle.data.data_val);
   const u_int length = handle.data.data_len;
-  if (length < kTagSize || bytes[0] != kFormat || bytes[1] != 0) {
+  if (length < kTagSize || length > NFS3_FHSIZE || bytes[0] != kFormat) {
     return NFS3ERR_BADHANDLE;
   }
+  const size_t hint_length = bytes[1];
   const size_t kernel_length = size_t{bytes[2]} << 8 | bytes[3];
-  if (kernel_length != length - kTagSize || kernel_length > kMaxKernelHandle) {
+  const size_t file_part = kTagSize + kernel_length;
+  const size_t hint_part = hint_length == 0 ? 0 : kHintTagSize + hint_length;
+  if (kernel_length > kMaxKernelHandle || file_part + hint_part != length) {
     return NFS3ERR_BADHANDLE;
   }
-  const uint32_t type = uint32_t{bytes[4]} << 24 | uint32_t{bytes[5]} << 16 |
-                        uint32_t{bytes[6]} << 8 | uint32_t{bytes[7]};
-  // Bits 16 and up of the kernel's handle type are flags open_by_handle_at
-  // takes (FILEID_IS_CONNECTABLE, FILEID_IS_DIR), never a type; with them
-  // one file would have several valid handles. name_to_handle_at sets none
-  // without AT_HANDLE_CONNECTABLE, which this server does not ask for.
-  if ((type & ~kHandleTypeMask) != 0) return NFS3ERR_BADHANDLE;
   KernelHandle h{};
-  h.header()->handle_bytes = static_cast<unsigned int>(kernel_length);
-  h.header()->handle_type = static_cast<int>(type);
-  std::memcpy(h.header()->f_handle, bytes + kTagSize, kernel_length);
+  KernelHandle hint{};
+  if (!ParseKernelHandle(bytes + 4, kernel_length, h) ||
+      (hint_length != 0 &&
+       !ParseKernelHandle(bytes + file_part, hint_length, hint))) {
+    return NFS3ERR_BADHANDLE;
+  }
   // Every handle is opened as O_PATH first, which acts on nothing (a FIFO
   // waits for no peer, a device is not opened), and only then, when the
   // caller wants more than that, opened again through /proc without
@@ -175,15 +233,28 @@ nfsstat3 Export::Open(const nfs_fh3& handle, int flags, UniqueFd& out) const {
                : NFS3ERR_STALE;
   }
   struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !Contains(fd.get(), st)) {
-    return NFS3ERR_STALE;
+  if (fstat(fd.get(), &st) != 0) return NFS3ERR_STALE;
+  // The server never gives a directory a hint (export.h).
+  if (hint_length != 0 && S_ISDIR(st.st_mode)) return NFS3ERR_BADHANDLE;
+  if (!Contains(fd.get(), st)) {
+    // Disconnected after a cold restart, or outside the export: the file
+    // in the hint's directory, if it is there.
+    UniqueFd connected;
+    if (hint_length == 0 ||
+        !ReconnectThroughHint(*hint.header(), st, connected)) {
+      return NFS3ERR_STALE;
+    }
+    fd = std::move(connected);
   }
   // Whatever else the kernel tolerates in a handle (octets it ignores,
   // another encoding of the same inode): the only valid handle of a file
-  // is the one this server gives for it.
+  // is the one this server gives for it, but for the hint, which a file
+  // keeps across RENAME and is no part of its identity (as nfsd ignores
+  // the parent in the handle of a connected file).
   FileHandle canonical;
-  if (HandleOf(fd.get(), canonical) != NFS3_OK || canonical.size() != length ||
-      std::memcmp(canonical.data(), bytes, length) != 0) {
+  if (HandleOf(fd.get(), canonical) != NFS3_OK ||
+      canonical.size() != file_part || canonical[0] != bytes[0] ||
+      std::memcmp(canonical.data() + 2, bytes + 2, file_part - 2) != 0) {
     return NFS3ERR_BADHANDLE;
   }
   if ((flags & O_PATH) != 0) {
@@ -241,6 +312,45 @@ bool Export::Contains(int fd, const struct stat& st) const {
   const size_t root_length = path_.size();
   return std::strncmp(target, path_.c_str(), root_length) == 0 &&
          (target[root_length] == '/' || target[root_length] == '\0');
+}
+
+bool Export::ReconnectThroughHint(struct file_handle& hint,
+                                  const struct stat& st, UniqueFd& out) const {
+  // Opened for reading its entries; the kernel reconnects a directory, so
+  // its path is checked as any file's.
+  UniqueFd dir(open_by_handle_at(root_.get(), &hint,
+                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat dir_stat {};
+  if (!dir.valid() || fstat(dir.get(), &dir_stat) != 0 ||
+      !Contains(dir.get(), dir_stat)) {
+    return false;
+  }
+  // Read through a descriptor of its own: closedir closes it.
+  const int scan_fd = fcntl(dir.get(), F_DUPFD_CLOEXEC, 0);
+  if (scan_fd < 0) return false;
+  std::unique_ptr<DIR, DirCloser> entries(fdopendir(scan_fd));
+  if (entries == nullptr) {
+    close(scan_fd);
+    return false;
+  }
+  // Looking the name up connects the file: the kernel splices its
+  // disconnected dentry into place, and its path can be checked.
+  while (const struct dirent* entry = readdir(entries.get())) {
+    if (entry->d_ino != st.st_ino || std::strcmp(entry->d_name, ".") == 0 ||
+        std::strcmp(entry->d_name, "..") == 0) {
+      continue;
+    }
+    UniqueFd child(
+        openat(dir.get(), entry->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat child_stat {};
+    if (child.valid() && fstat(child.get(), &child_stat) == 0 &&
+        child_stat.st_dev == st.st_dev && child_stat.st_ino == st.st_ino &&
+        Contains(child.get(), child_stat)) {
+      out = std::move(child);
+      return true;
+    }
+  }
+  return false;
 }
 
 nfsstat3 Export::OpenChild(int dir, const char* name, UniqueFd& out) const {

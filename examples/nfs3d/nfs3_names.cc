@@ -48,7 +48,7 @@ void Nfs3Server::Describe(int dir, const char* name, post_op_fh3& handle,
   UniqueFd fd;
   if (export_->OpenChild(dir, name, fd) != NFS3_OK) return;
   FileHandle h;
-  if (export_->HandleOf(fd.get(), h) == NFS3_OK) {
+  if (export_->HandleOf(fd.get(), dir, h) == NFS3_OK) {
     handle.handle_follows = TRUE;
     handle.post_op_fh3_u.handle = AllocatedNfsHandle(h);
   }
@@ -65,7 +65,7 @@ bool_t Nfs3Server::Lookup(const LOOKUP3args& a, LOOKUP3res& r) {
   UniqueFd fd;
   FileHandle h;
   r.status = export_->OpenChild(dir.get(), a.what.name, fd);
-  if (r.status == NFS3_OK) r.status = export_->HandleOf(fd.get(), h);
+  if (r.status == NFS3_OK) r.status = export_->HandleOf(fd.get(), dir.get(), h);
   if (r.status != NFS3_OK) {
     r.LOOKUP3res_u.resfail.dir_attributes =
         PostOpAttributes(dir.get(), export_->fsid());

@@ -300,6 +300,40 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_HandleTypeFlagsMakeNoOtherHandle) {
   }
 }
 
+// The parent hint (export.h) only finds a file again after a cold
+// restart, and is no part of the file's identity: a file's handle is
+// valid with another directory's hint or with none; a directory's handle
+// never has one (BADHANDLE), nor does a hint whose length octet is wrong.
+TEST_F(Nfs3dSecurityTest, Rfc1813_2_3_3_TheParentHintIsNoPartOfAFilesIdentity) {
+  std::filesystem::create_directory(In("d"));
+  std::ofstream(In("f")) << "data";
+  const FileHandle file = HandleOf("f");
+  const FileHandle dir = HandleOf("d");
+  ASSERT_GE(file.size(), 8u);
+  ASSERT_NE(file[1], 0) << "the export's paths are checked: a hint";
+  // Octets 2-3: the kernel handle's length; the hint follows the handle.
+  FileHandle bare(file.begin(), file.begin() + 8 + file[3]);
+  bare[1] = 0;
+  auto with_hint_of = [](FileHandle handle, const FileHandle& directory) {
+    handle[1] = directory[3];
+    handle.insert(handle.end(), directory.begin() + 4, directory.end());
+    return handle;
+  };
+  fattr3 attributes{};
+  EXPECT_EQ(client_->Getattr(bare, attributes), NFS3_OK);
+  EXPECT_EQ(client_->Getattr(with_hint_of(bare, dir), attributes), NFS3_OK);
+  EXPECT_EQ(client_->Getattr(with_hint_of(dir, root_), attributes),
+            NFS3ERR_BADHANDLE);
+  EXPECT_EQ(client_->Getattr(with_hint_of(root_, dir), attributes),
+            NFS3ERR_BADHANDLE);
+  FileHandle wrong_length = file;
+  wrong_length[1] = static_cast<uint8_t>(wrong_length[1] + 1);
+  EXPECT_EQ(client_->Getattr(wrong_length, attributes), NFS3ERR_BADHANDLE);
+  wrong_length = bare;
+  wrong_length[1] = 8;
+  EXPECT_EQ(client_->Getattr(wrong_length, attributes), NFS3ERR_BADHANDLE);
+}
+
 constexpr uint32_t kAllAccess = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY |
                                 ACCESS3_EXTEND | ACCESS3_DELETE |
                                 ACCESS3_EXECUTE;

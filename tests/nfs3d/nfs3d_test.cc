@@ -87,15 +87,19 @@ TEST_F(Nfs3dTest, Rfc1813_3_3_NamesLinksAndDirectories) {
   ASSERT_EQ(client_->Mkdir(root_, "b", b), NFS3_OK);
   FileHandle file;
   ASSERT_EQ(client_->Create(a, "f", UNCHECKED, file), NFS3_OK);
-  // RENAME across directories keeps the file (its handle still works).
+  // RENAME across directories keeps the file: its handle still works, and
+  // names the file LOOKUP finds in the new directory (whose handle has
+  // that directory as its parent hint, export.h).
   ASSERT_EQ(client_->Rename(a, "f", b, "g"), NFS3_OK);
   FileHandle found;
   ASSERT_EQ(client_->Lookup(b, "g", found), NFS3_OK);
-  EXPECT_EQ(found, file);
+  fattr3 attributes{}, found_attributes{};
+  ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
+  ASSERT_EQ(client_->Getattr(found, found_attributes), NFS3_OK);
+  EXPECT_EQ(found_attributes.fileid, attributes.fileid);
   EXPECT_EQ(client_->Lookup(a, "f", found), NFS3ERR_NOENT);
   // LINK, SYMLINK, READLINK.
   ASSERT_EQ(client_->Link(file, a, "hard"), NFS3_OK);
-  fattr3 attributes{};
   ASSERT_EQ(client_->Getattr(file, attributes), NFS3_OK);
   EXPECT_EQ(attributes.nlink, 2u);
   ASSERT_EQ(client_->Symlink(a, "sym", "../b/g", link), NFS3_OK);
