@@ -1,7 +1,8 @@
 // Calls between two processes, the way programs make them: this process is
 // the client; a server process, forked before any thread starts, serves
 // rpcrdma over soft+unix and soft+tcp, Apache Thrift's TSimpleServer over
-// TSocket (buffered and framed) and libtirpc over TCP, all on loopback.
+// TSocket (buffered and framed) and over the Thrift bridge's
+// TRdmaServerSocket (soft+unix), and libtirpc over TCP, all on loopback.
 //   NullCall/*       a void call's round trip, one in flight; counters (this
 //                    client process only): system calls, context switches
 //                    and heap allocations per call
@@ -53,6 +54,13 @@
 #include "bench/api/ratio_reporter.h"
 #include "bench/api/thrift_baseline.h"
 #include "bench/api/tirpc_baseline.h"
+#ifdef RPCRDMA_BENCH_HAVE_BRIDGE
+#include <thrift/protocol/TBinaryProtocol.h>
+
+#include "Bench.h"
+#include "bench/thrift/bridge_bench_server.h"
+#include "rpcrdma/thrift/rdma_socket.h"
+#endif
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tools/perf_program/perf_program.h"
@@ -71,6 +79,7 @@ struct Endpoints {
   int thrift_buffered = 0;
   int thrift_framed = 0;
   int tirpc = 0;
+  std::string bridge = "-";  // "-": built without the Thrift bridge
 };
 
 Endpoints& Served() {
@@ -100,9 +109,16 @@ Endpoints& Served() {
       ThriftServer::Start(ThriftServer::Kind::kSimple, ThriftFraming::kFramed);
   auto tirpc = TirpcServer::Start();
   if (buffered == nullptr || framed == nullptr || tirpc == nullptr) _exit(3);
+  std::string bridge_uri = "-";
+#ifdef RPCRDMA_BENCH_HAVE_BRIDGE
+  BridgeBenchServer bridge(
+      absl::StrCat("soft+unix://@rpcrdma-two-process-bridge-", getpid()),
+      config);
+  bridge_uri = bridge.uri();
+#endif
   const std::string line = absl::StrCat(
       (*unix_server)->uri(), " ", (*tcp_server)->uri(), " ", buffered->port(),
-      " ", framed->port(), " ", tirpc->port(), "\n");
+      " ", framed->port(), " ", tirpc->port(), " ", bridge_uri, "\n");
   if (write(report, line.data(), line.size()) !=
       static_cast<ssize_t>(line.size())) {
     _exit(4);
@@ -133,8 +149,19 @@ void StartServerProcess() {
   std::istringstream fields(line);
   Endpoints& e = Served();
   if (!(fields >> e.soft_unix >> e.soft_tcp >> e.thrift_buffered >>
-        e.thrift_framed >> e.tirpc)) {
-    Fail("the server process did not start its servers");
+        e.thrift_framed >> e.tirpc >> e.bridge)) {
+    // Still running, it would wait for this process to go: ask it only
+    // whether it ended.
+    int status = 0;
+    const bool ended = waitpid(child, &status, WNOHANG) == child;
+    Fail(absl::StrCat(
+        "the server process did not start its servers (it reported \"", line,
+        "\"",
+        !ended ? ""
+        : WIFEXITED(status)
+            ? absl::StrCat("; exit status ", WEXITSTATUS(status))
+            : absl::StrCat("; signal ", WTERMSIG(status)),
+        ")"));
   }
 }
 
@@ -224,6 +251,50 @@ void NullCallTirpc(benchmark::State& state) {
     return client.Null();
   });
 }
+
+#ifdef RPCRDMA_BENCH_HAVE_BRIDGE
+// A Thrift client moved to RDMA: the generated client on a TRdmaSocket.
+class BridgeClient {
+ public:
+  BridgeClient()
+      : transport_(std::make_shared<rpcrdma::thrift::TRdmaSocket>(
+            Served().bridge, config::TransportConfig())),
+        client_(std::make_shared<apache::thrift::protocol::TBinaryProtocol>(
+            transport_)) {
+    transport_->open();
+  }
+  ~BridgeClient() { transport_->close(); }
+  thrift::BenchClient& client() { return client_; }
+
+ private:
+  std::shared_ptr<rpcrdma::thrift::TRdmaSocket> transport_;
+  thrift::BenchClient client_;
+};
+
+void NullCallBridge(benchmark::State& state) {
+  BridgeClient bridge;
+  RunNullCalls(state, [&](AllocationWindows& allocations) {
+    allocations.Open();
+    bridge.client().ping();
+    return true;
+  });
+}
+
+void EchoBridge(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  BridgeClient bridge;
+  const std::string argument(size, 'Z');
+  std::string result;
+  // The first large reply teaches the client the write chunk echo needs
+  // (bridge/README.md, THRIFT_FETCH): a steady state, as TSocket's.
+  bridge.client().echo(result, argument);
+  for (auto _ : state) {
+    bridge.client().echo(result, argument);
+    if (result.size() != size) state.SkipWithError("short echo");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+#endif
 
 // ---- bulk -------------------------------------------------------------------
 
@@ -372,6 +443,10 @@ void Register() {
                     ThriftFraming::kFramed)
       ->UseRealTime();
   RegisterBenchmark("NullCall/tirpc_tcp", NullCallTirpc)->UseRealTime();
+#ifdef RPCRDMA_BENCH_HAVE_BRIDGE
+  RegisterBenchmark("NullCall/thrift_bridge_soft_unix", NullCallBridge)
+      ->UseRealTime();
+#endif
   for (int64_t size : {int64_t{1} << 20, int64_t{16} << 20}) {
     RegisterBenchmark("Echo/memcpy", EchoMemcpy)->Arg(size)->UseRealTime();
     RegisterBenchmark("Echo/rpcrdma_soft_unix", EchoRpcrdma)
@@ -381,6 +456,11 @@ void Register() {
         ->Arg(size)
         ->UseRealTime();
     RegisterBenchmark("Echo/tirpc_tcp", EchoTirpc)->Arg(size)->UseRealTime();
+#ifdef RPCRDMA_BENCH_HAVE_BRIDGE
+    RegisterBenchmark("Echo/thrift_bridge_soft_unix", EchoBridge)
+        ->Arg(size)
+        ->UseRealTime();
+#endif
   }
   for (int64_t size : {int64_t{64}, int64_t{2} << 20}) {
     RegisterBenchmark("FirstCall/rpcrdma_soft_unix", FirstCall, true)

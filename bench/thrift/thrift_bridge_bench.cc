@@ -14,54 +14,23 @@
 // Ratios between rows of one run are what count: the machine is shared.
 #include <benchmark/benchmark.h>
 #include <thrift/protocol/TBinaryProtocol.h>
-#include <thrift/server/TSimpleServer.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "Bench.h"
 #include "absl/strings/str_cat.h"
 #include "bench/api/thrift_baseline.h"
-#include "rpcrdma/thrift/rdma_server_socket.h"
+#include "bench/thrift/bridge_bench_server.h"
 #include "rpcrdma/thrift/rdma_socket.h"
 
 namespace rpcrdma::bench {
 namespace {
 
 using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::protocol::TBinaryProtocolFactory;
-
-class Handler : public thrift::BenchIf {
- public:
-  void ping() override {}
-  void echo(std::string& result, const std::string& data) override {
-    result = data;
-  }
-};
-
-class Ready : public apache::thrift::server::TServerEventHandler {
- public:
-  void preServe() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return ready_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool ready_ = false;
-};
 
 config::TransportConfig BridgeConfig(uint32_t busy_poll_us) {
   config::TransportConfig config;
@@ -75,38 +44,25 @@ config::TransportConfig BridgeConfig(uint32_t busy_poll_us) {
 // TRdmaSocket: the one-line swap of thrift_baseline's pair.
 class BridgePair {
  public:
-  explicit BridgePair(uint32_t busy_poll_us) {
-    static std::atomic<int> counter{0};
-    socket_ = std::make_shared<rpcrdma::thrift::TRdmaServerSocket>(
-        absl::StrCat("soft+unix://@rpcrdma-thrift-bench-", getpid(), "-",
-                     counter++),
-        BridgeConfig(busy_poll_us));
-    server_ = std::make_shared<apache::thrift::server::TSimpleServer>(
-        std::make_shared<thrift::BenchProcessor>(std::make_shared<Handler>()),
-        socket_,
-        std::make_shared<apache::thrift::transport::TTransportFactory>(),
-        std::make_shared<TBinaryProtocolFactory>());
-    auto ready = std::make_shared<Ready>();
-    server_->setServerEventHandler(ready);
-    thread_ = std::thread([server = server_] { server->serve(); });
-    ready->Wait();
+  explicit BridgePair(uint32_t busy_poll_us)
+      : server_(FreshUri(), BridgeConfig(busy_poll_us)) {
     transport_ = std::make_shared<rpcrdma::thrift::TRdmaSocket>(
-        socket_->uri(), BridgeConfig(busy_poll_us));
+        server_.uri(), BridgeConfig(busy_poll_us));
     client_ = std::make_unique<thrift::BenchClient>(
         std::make_shared<TBinaryProtocol>(transport_));
     transport_->open();
   }
-  ~BridgePair() {
-    transport_->close();
-    server_->stop();
-    thread_.join();
-  }
+  ~BridgePair() { transport_->close(); }
   thrift::BenchClient& client() { return *client_; }
 
  private:
-  std::shared_ptr<rpcrdma::thrift::TRdmaServerSocket> socket_;
-  std::shared_ptr<apache::thrift::server::TServer> server_;
-  std::thread thread_;
+  static std::string FreshUri() {
+    static std::atomic<int> counter{0};
+    return absl::StrCat("soft+unix://@rpcrdma-thrift-bench-", getpid(), "-",
+                        counter++);
+  }
+
+  BridgeBenchServer server_;
   std::shared_ptr<rpcrdma::thrift::TRdmaSocket> transport_;
   std::unique_ptr<thrift::BenchClient> client_;
 };
