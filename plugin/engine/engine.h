@@ -97,8 +97,8 @@
 //   multiple of four or decreasing, position zero in RDMA_MSG, RDMA_NOMSG
 //   without a position-zero chunk first, a position past the base stream,
 //   a reassembled call over Config::max_call_size, any decode failure
-//   (limits in Config::limits). Write/reply chunks with no segments are
-//   accepted with capacity zero, as Linux accepts them.
+//   (limits in Config::limits), a write or reply chunk with no segments
+//   (it could convey nothing; Linux's svcrdma refuses it as well).
 // - Responder reply: inline RDMA_MSG when it fits; else RDMA_NOMSG through
 //   the reply chunk; results beyond their write chunk's capacity, or a long
 //   reply without a large enough reply chunk, get ERR_CHUNK (as Linux).

@@ -107,8 +107,18 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
     last_length += r.target.length;
   }
   chunk_total += XdrRoundUp(last_length);
-  // Write and reply chunks allocate nothing here; a chunk with no segments
-  // is accepted (as the Linux server does) and simply has no capacity.
+  // A write or reply chunk with no segments names no memory: no result or
+  // reply could ever be conveyed in it (RFC 8166 §3.4.7, §3.5.4), so the
+  // call would run only to be answered ERR_CHUNK. It is refused before it
+  // reaches a handler, as Linux's svcrdma now refuses it. Write and reply
+  // chunks allocate nothing here otherwise.
+  const auto without_segments = [](const wire::WriteChunk& chunk) {
+    return chunk.empty();
+  };
+  if (std::any_of(lists.writes.begin(), lists.writes.end(), without_segments) ||
+      (lists.reply.has_value() && without_segments(*lists.reply))) {
+    return chunk_error();
+  }
   const uint64_t size = base + chunk_total;
   // Version two has no code for a call larger than this side accepts
   // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.

@@ -125,24 +125,9 @@ TEST_F(ResponderTest, Rfc8166_4_5_2_ErrChunkForEveryUnacceptableList) {
   }
 }
 
-TEST_F(ResponderTest, Rfc8166_3_4_7_ChunksWithoutSegmentsHaveNoCapacity) {
-  // Accepted as the Linux server accepts them; a result for such a chunk
-  // cannot be conveyed and is answered with ERR_CHUNK.
-  Actions out = Receive(Concat({Words({0x21, 1, 2, 0, 0, 1, 0, 0, 1, 0}),
-                                Words({0x21, 0, 2, 100003, 3, 1})}));
-  ASSERT_EQ(Count<DeliverCall>(out), 1u);
-  DeliverCall d = Only<DeliverCall>(out)[0];
-  EXPECT_EQ(d.write_chunk_capacities, std::vector<uint64_t>{0});
-  EXPECT_EQ(d.reply_chunk_capacity, 0u);
-  std::vector<uint8_t> one = {1};
-  ASSERT_TRUE(engine_
-                  ->Reply(d.call,
-                          {Words({0x21, 1, 0, 0, 0, 0, 1}),
-                           {{28, absl::MakeSpan(one)}}},
-                          out_)
-                  .ok());
-  EXPECT_EQ(Only<Send>(Take())[0].bytes, ErrChunk(0x21));
-}
+// Write and reply chunks without segments are answered ERR_CHUNK:
+// ServerLessonsTest.Rfc8166_3_4_7_ChunksWithoutSegmentsAreErrChunk in
+// kernel_lessons_test.cc.
 
 TEST_F(ResponderTest, Rfc8166_4_6_MsgpAnsweredWithErrChunkLikeLinux) {
   Actions out = Receive(

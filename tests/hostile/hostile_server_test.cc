@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -146,6 +147,20 @@ std::vector<ErrorCase> ErrorCases() {
     std::vector<uint8_t> m;
     for (uint32_t w : {8u, 1u, 1u, kRdmaMsg, 0u, 1u, 0xFFFFFFFFu}) Put32(m, w);
     cases.push_back({"Rfc8166_4_2_SegmentCountOfTwoToThe32", m, kErrChunk});
+  }
+  // RFC 8166 §3.4.7, §3.5.4: a write chunk, or a reply chunk, of zero
+  // segments names no memory (Linux's svcrdma refuses both as well).
+  for (bool reply_chunk : {false, true}) {
+    std::vector<uint8_t> m;
+    const std::vector<uint32_t> words =
+        reply_chunk ? std::vector<uint32_t>{10, 1, 1, kRdmaMsg, 0, 0, 1, 0}
+                    : std::vector<uint32_t>{10, 1, 1, kRdmaMsg, 0, 1, 0, 0, 0};
+    for (uint32_t w : words) Put32(m, w);
+    const std::vector<uint8_t> call = RpcCall(10);
+    m.insert(m.end(), call.begin(), call.end());
+    cases.push_back({reply_chunk ? "Rfc8166_3_5_4_ReplyChunkOfZeroSegments"
+                                 : "Rfc8166_3_4_7_WriteChunkOfZeroSegments",
+                     m, kErrChunk});
   }
   // An undecodable list discriminant.
   {
@@ -345,6 +360,33 @@ TEST_F(HostileServer, Rfc8166_3_5_4_InlineReplyOverThresholdIsErrChunk) {
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(Get32(*answer, 12), kRdmaError);
   EXPECT_EQ(Get32(*answer, 16), kErrChunk);
+}
+
+// Linux's svcrdma now closes a connection after an RDMA Read fails instead
+// of going on with a partly read call. Here a long call (RFC 8166 §3.5.3)
+// whose position-zero chunk names memory the peer never exposed, or its
+// exposed memory at an offset whose end wraps past 2^64, fails the
+// Server's RDMA Read: the fabric breaks the connection and the call never
+// reaches the handler.
+TEST_F(HostileServer, Rfc8166_3_4_5_FailedRdmaReadEndsTheConnection) {
+  StartServer();
+  std::vector<uint8_t> chunk(4096);
+  for (bool wrapping_offset : {false, true}) {
+    SCOPED_TRACE(wrapping_offset ? "offset wrapping past 2^64"
+                                 : "handle never exposed");
+    auto peer = Peer();
+    ASSERT_NE(peer, nullptr);
+    fabric::RemoteRegion region = peer->Expose(chunk, fabric::kRemoteRead);
+    if (wrapping_offset) {
+      region.offset = std::numeric_limits<uint64_t>::max() - 3;
+    } else {
+      region.handle ^= 0x5a5a5a00;
+    }
+    region.length = 64;
+    peer->Send(Message(41, kRdmaNomsg, {{0, region}}));
+    EXPECT_TRUE(peer->WaitDisconnected());
+  }
+  EXPECT_EQ(Delivered(), 0u);
 }
 
 }  // namespace
