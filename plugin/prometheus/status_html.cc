@@ -185,8 +185,9 @@ void AppendHistogram(std::string& out, absl::string_view name,
     const uint64_t count = h.buckets()[i];
     if (count != 0) {
       // At least a pixel, so that a lone sample beside a full bucket shows.
-      const int height =
-          std::max<int>(1, static_cast<int>(count * kPlotHeight / fullest));
+      const int height = std::max<int>(
+          1, static_cast<int>(static_cast<double>(count) /
+                              static_cast<double>(fullest) * kPlotHeight));
       absl::StrAppend(&out, "<rect class=\"bar\" data-bucket=\"", i,
                       "\" data-count=\"", count, "\" x=\"", x + 2, "\" y=\"",
                       kPlotHeight - height, "\" width=\"", kBarWidth - 4,

@@ -189,6 +189,10 @@ TEST_F(PrometheusStatus, HtmlOverHttpShowsSourcesConnectionsAndCharts) {
   ASSERT_EQ(http_client::StatusLine(response), "HTTP/1.1 200 OK") << response;
   EXPECT_TRUE(absl::StrContains(Headers(response),
                                 "content-type: text/html; charset=utf-8"));
+  EXPECT_TRUE(absl::StrContains(Headers(response),
+                                "content-security-policy: default-src 'none'; "
+                                "style-src 'unsafe-inline'"))
+      << Headers(response);
   const std::string html = http_client::OkBody(response);
   EXPECT_TRUE(absl::StartsWith(html, "<!DOCTYPE html>"));
   EXPECT_TRUE(absl::StrContains(html, "data-role=\"server\"")) << html;
