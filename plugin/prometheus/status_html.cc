@@ -78,12 +78,6 @@ std::string HumanDuration(std::chrono::nanoseconds d) {
   return absl::StrFormat("%.3g s", ns / 1e9);
 }
 
-// The API reports no count of calls in flight: calls less replies is
-// those plus calls that ended without a reply.
-uint64_t Unanswered(const Counters& c) {
-  return c.calls > c.replies ? c.calls - c.replies : 0;
-}
-
 void Row(std::string& out, absl::string_view name, absl::string_view value) {
   absl::StrAppend(&out, "<tr><th>", name, "</th><td>", value, "</td></tr>");
 }
@@ -93,7 +87,7 @@ std::string YesNo(bool value) { return value ? "yes" : "no"; }
 void AppendCounters(std::string& out, const Counters& c) {
   out += "<table class=\"counters\">";
   Row(out, "unanswered calls (calls &minus; replies)",
-      absl::StrCat(Unanswered(c)));
+      absl::StrCat(UnansweredCalls(c)));
   Row(out, "credits_granted", absl::StrCat(c.credits_granted));
   Row(out, "peak_calls_outstanding", absl::StrCat(c.peak_calls_outstanding));
   for (const CounterField& f : kCounterFields) {

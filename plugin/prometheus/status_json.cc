@@ -29,14 +29,6 @@ void WriteCounters(JsonWriter& json, const Counters& counters) {
   json.EndObject();
 }
 
-// The API reports no count of calls in flight: calls less replies is
-// those plus calls that ended without a reply (failed, cancelled, lost
-// with their connection). Counters only grow, but a reader may see
-// `replies` a moment ahead of `calls`: never below zero.
-uint64_t Unanswered(const Counters& c) {
-  return c.calls > c.replies ? c.calls - c.replies : 0;
-}
-
 void WriteHistogram(JsonWriter& json, const LatencyHistogram& h) {
   json.BeginObject();
   json.Key("count");
@@ -121,7 +113,7 @@ void WriteConnection(JsonWriter& json, const StatusConnection& connection) {
     json.Null();
   }
   json.Key("unanswered_calls");
-  json.Number(Unanswered(connection.metrics.counters));
+  json.Number(UnansweredCalls(connection.metrics.counters));
   json.Key("counters");
   WriteCounters(json, connection.metrics.counters);
   json.Key("call_rtt");
@@ -158,7 +150,7 @@ std::string RenderStatusJson(const std::vector<StatusSource>& sources) {
     json.Key("connected");
     json.Bool(source.connected);
     json.Key("unanswered_calls");
-    json.Number(Unanswered(source.counters));
+    json.Number(UnansweredCalls(source.counters));
     json.Key("counters");
     WriteCounters(json, source.counters);
     json.Key("connections");

@@ -36,6 +36,14 @@ struct StatusSource {
   std::vector<StatusConnection> connections;
 };
 
+// Calls less replies. The API reports no count of calls in flight: this
+// is those plus calls that ended without a reply (failed, cancelled, lost
+// with their connection). Never below zero, although a reader may see
+// `replies` a moment ahead of `calls`.
+inline uint64_t UnansweredCalls(const Counters& c) {
+  return c.calls > c.replies ? c.calls - c.replies : 0;
+}
+
 // The JSON of /status?format=json.
 std::string RenderStatusJson(const std::vector<StatusSource>& sources);
 // The HTML of /status.
