@@ -19,6 +19,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libpcap-dev
   prometheus-cpp-dev libmicrohttpd-dev  # optional exporter library rpcrdma_prometheus: its text format, its HTTP listener
+  chromium  # headless, for the test of the exporter's /status page (skipped without it)
   tshark
   e2fsprogs  # mkfs.ext4: nfs3d_cold_restart_test's loop-mounted image
   qemu-system-x86 cpio kmod iproute2 rdmacm-utils ibverbs-utils perftest  # Soft-RoCE test VM (interop/vm)

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "plugin/prometheus/http_listener.h"
+#include "plugin/prometheus/status_page.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 #include "rpcrdma/metrics.h"
@@ -33,6 +34,38 @@ struct Source {
   }
   bool is_channel() const {
     return std::holds_alternative<const Channel*>(target);
+  }
+  // What /status shows of it.
+  prometheus_internal::StatusSource ReadStatus() const {
+    prometheus_internal::StatusSource out;
+    out.is_channel = is_channel();
+    // The caller's labels are all but the last, the role.
+    for (size_t i = 0; i + 1 < labels.size(); ++i) {
+      out.labels.emplace_back(labels[i].name, labels[i].value);
+    }
+    Metrics metrics = Read();
+    out.counters = metrics.counters;
+    const auto* channel = std::get_if<const Channel*>(&target);
+    if (channel != nullptr) {
+      out.connected = (*channel)->connected();
+    } else {
+      out.uri = std::get<const Server*>(target)->uri();
+    }
+    for (ConnectionMetrics& m : metrics.connections) {
+      prometheus_internal::StatusConnection c;
+      if (channel != nullptr) {
+        // A Channel has one connection at a time, the one metrics() read
+        // (unless it was replaced since: then its successor's).
+        c.settled = (*channel)->connection_info();
+      } else if (auto info = std::get<const Server*>(target)->connection_info(
+                     m.connection);
+                 info.ok()) {
+        c.settled = *std::move(info);
+      }
+      c.metrics = std::move(m);
+      out.connections.push_back(std::move(c));
+    }
+    return out;
   }
 };
 
@@ -113,6 +146,13 @@ class Collector {
     return families;
   }
 
+  std::vector<prometheus_internal::StatusSource> ReadStatus() const {
+    std::vector<prometheus_internal::StatusSource> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Source& s : sources_) out.push_back(s.ReadStatus());
+    return out;
+  }
+
   absl::Status Add(Source source, const void* key) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const void* k : keys_) {
@@ -187,8 +227,16 @@ absl::StatusOr<std::unique_ptr<PrometheusExporter>> PrometheusExporter::Create(
     const PrometheusExporterOptions& options) {
   auto impl = std::make_unique<Impl>();
   const Collector* collector = &impl->collector;
-  auto listener = prometheus_internal::HttpListener::Start(
-      options, [collector] { return Serialize(*collector); });
+  prometheus_internal::HttpListener::Pages pages;
+  pages.metrics = [collector] { return Serialize(*collector); };
+  pages.status_html = [collector] {
+    return prometheus_internal::RenderStatusHtml(collector->ReadStatus());
+  };
+  pages.status_json = [collector] {
+    return prometheus_internal::RenderStatusJson(collector->ReadStatus());
+  };
+  auto listener =
+      prometheus_internal::HttpListener::Start(options, std::move(pages));
   if (!listener.ok()) return listener.status();
   impl->listener = *std::move(listener);
   return std::unique_ptr<PrometheusExporter>(
@@ -233,6 +281,14 @@ uint16_t PrometheusExporter::port() const {
 
 std::string PrometheusExporter::Scrape() const {
   return Serialize(impl_->collector);
+}
+
+std::string PrometheusExporter::StatusPage() const {
+  return prometheus_internal::RenderStatusHtml(impl_->collector.ReadStatus());
+}
+
+std::string PrometheusExporter::StatusJson() const {
+  return prometheus_internal::RenderStatusJson(impl_->collector.ReadStatus());
 }
 
 }  // namespace rpcrdma

@@ -88,11 +88,16 @@ void KeepLastError(void* cls, const char* format, va_list args) {
 }
 
 MHD_Result Answer(MHD_Connection* connection, unsigned status,
-                  const std::string& body, const char* content_type) {
+                  const std::string& body, const char* content_type,
+                  const char* content_security_policy = nullptr) {
   MHD_Response* response = MHD_create_response_from_buffer(
       body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;
   MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  if (content_security_policy != nullptr) {
+    MHD_add_response_header(response, "Content-Security-Policy",
+                            content_security_policy);
+  }
   const MHD_Result queued = MHD_queue_response(connection, status, response);
   MHD_destroy_response(response);
   return queued;
@@ -110,24 +115,43 @@ MHD_Result Serve(void* cls, MHD_Connection* connection, const char* url,
   }
   constexpr const char* kText = "text/plain; charset=utf-8";
   const std::string_view path(url);
-  if (path != "/metrics") {
-    return Answer(connection, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n",
-                  kText);
+  if (path != "/metrics" && path != "/status") {
+    return Answer(connection, MHD_HTTP_NOT_FOUND,
+                  "not found: try /metrics or /status\n", kText);
   }
   if (std::string_view(method) != MHD_HTTP_METHOD_GET &&
       std::string_view(method) != MHD_HTTP_METHOD_HEAD) {
     return Answer(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
-                  "only GET serves /metrics\n", kText);
+                  absl::StrCat("only GET serves ", std::string(path), "\n"),
+                  kText);
   }
-  const auto& scrape = *static_cast<const HttpListener::Scrape*>(cls);
-  return Answer(connection, MHD_HTTP_OK, scrape(),
-                "text/plain; version=0.0.4; charset=utf-8");
+  const auto& pages = *static_cast<const HttpListener::Pages*>(cls);
+  if (path == "/metrics") {
+    return Answer(connection, MHD_HTTP_OK, pages.metrics(),
+                  "text/plain; version=0.0.4; charset=utf-8");
+  }
+  const char* format =
+      MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "format");
+  if (format == nullptr || std::string_view(format) == "html") {
+    // The page needs nothing but its own inline styles: should markup
+    // ever slip through, the browser runs no script and fetches nothing.
+    return Answer(connection, MHD_HTTP_OK, pages.status_html(),
+                  "text/html; charset=utf-8",
+                  "default-src 'none'; style-src 'unsafe-inline'");
+  }
+  if (std::string_view(format) == "json") {
+    return Answer(connection, MHD_HTTP_OK, pages.status_json(),
+                  "application/json");
+  }
+  return Answer(connection, MHD_HTTP_BAD_REQUEST,
+                "/status: format must be html or json (/status?format=json)\n",
+                kText);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    const PrometheusExporterOptions& options, Scrape scrape) {
+    const PrometheusExporterOptions& options, Pages pages) {
   auto address = ParseListenAddress(options.listen_address);
   if (!address.ok()) return address.status();
   if (options.max_connections == 0 ||
@@ -137,11 +161,11 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
         "prometheus: max_connections, max_connections_per_address and "
         "idle_timeout must be positive");
   }
-  std::unique_ptr<HttpListener> listener(new HttpListener(std::move(scrape)));
+  std::unique_ptr<HttpListener> listener(new HttpListener(std::move(pages)));
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
   if (address->ipv6) flags |= MHD_USE_IPv6;
   listener->daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &Serve, &listener->scrape_,
+      flags, 0, nullptr, nullptr, &Serve, &listener->pages_,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&address->storage),
       MHD_OPTION_CONNECTION_LIMIT, options.max_connections,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.max_connections_per_address,

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "rpcrdma/prometheus.h"
@@ -20,25 +21,30 @@ namespace rpcrdma::prometheus_internal {
 
 class HttpListener {
  public:
-  // What GET /metrics answers: the text exposition format.
-  using Scrape = std::function<std::string()>;
+  // What GET answers, each read when requested: /metrics (the text
+  // exposition format), /status and /status?format=json.
+  struct Pages {
+    std::function<std::string()> metrics;
+    std::function<std::string()> status_html;
+    std::function<std::string()> status_json;
+  };
 
   // INVALID_ARGUMENT for a malformed listen address or limit, UNAVAILABLE
   // when nothing can listen there (the address in use, not local...).
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
-      const PrometheusExporterOptions& options, Scrape scrape);
+      const PrometheusExporterOptions& options, Pages pages);
 
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
-  // Stops the thread and closes every connection; no Scrape runs after.
+  // Stops the thread and closes every connection; no page is read after.
   ~HttpListener();
 
   uint16_t port() const { return port_; }
 
  private:
-  HttpListener(Scrape scrape) : scrape_(std::move(scrape)) {}
+  explicit HttpListener(Pages pages) : pages_(std::move(pages)) {}
 
-  Scrape scrape_;
+  Pages pages_;
   // libmicrohttpd's latest log line (written on its thread after start).
   std::string last_error_;
   MHD_Daemon* daemon_ = nullptr;

@@ -3,7 +3,11 @@
 // COMPONENTS prometheus), target rpcrdma::prometheus; pkg-config:
 // rpcrdma-prometheus; Debian: librpcrdma-prometheus0). It serves the text
 // exposition format over HTTP at /metrics, reading Channel::metrics() and
-// Server::metrics() when scraped: nothing is copied per call.
+// Server::metrics() when scraped: nothing is copied per call. Beside it,
+// /status is a page for people: each registered Channel and Server with
+// its labels, each connection's settled parameters (connection_info()),
+// counters and latency histograms drawn as charts; /status?format=json
+// gives the same to scripts.
 //
 // The listener is safe to leave open to the hosts it serves: it listens on
 // loopback unless told otherwise, one event-driven thread serves every
@@ -86,6 +90,11 @@ class PrometheusExporter {
   uint16_t port() const;
   // What a scrape of /metrics returns now.
   std::string Scrape() const;
+  // What /status returns now: a self-contained HTML page (inline CSS and
+  // SVG charts, nothing fetched from elsewhere), and what
+  // /status?format=json returns (docs/debugging.md gives its shape).
+  std::string StatusPage() const;
+  std::string StatusJson() const;
 
  private:
   struct Impl;
