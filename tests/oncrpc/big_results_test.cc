@@ -117,6 +117,20 @@ TEST_P(BigResultTest, Rfc8166_4_5_2_NonIdempotentProcedureRunsOnce) {
   EXPECT_EQ(bigresult_counted.load() - before, 2u);
 }
 
+TEST_P(BigResultTest,
+       Rfc8166_4_5_2_NonIdempotentProcedureRunsOnceBesideTheReplyCache) {
+  ASSERT_TRUE(svc_rdma_enablecache(xprt_, 16, 0));
+  const unsigned before = bigresult_counted.load();
+  u_int size = 4u << 20;
+  counted result{};
+  ASSERT_EQ(bigresult_count_1(&size, &result, client()), RPC_SUCCESS)
+      << rdma_oncrpc_error();
+  EXPECT_TRUE(IsPattern(result.data, size));
+  xdr_free(AsXdrProc(&xdr_counted), &result);
+  EXPECT_EQ(bigresult_counted.load() - before, 1u);
+  EXPECT_EQ(server_calls(), 2u);
+}
+
 TEST_P(BigResultTest, Rfc8166_3_5_4_TheSizeLearnedSavesTheSecondTry) {
   u_int size = 2u << 20;
   bulk result{};
