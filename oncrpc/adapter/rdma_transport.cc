@@ -87,7 +87,8 @@ struct DispatchState {
   // False when the reply cache answers the call (or parks it behind its
   // first instance).
   bool ExecuteAfterCache(Job& job);
-  void CacheReply(const ServerReply& reply);
+  // The copy the reply cache keeps (null when it keeps none).
+  std::shared_ptr<const CachedReply> CacheReply(const ServerReply& reply);
   // Keeps a copy of `reply` when it may be too large for what `job`'s
   // call offered (the Responder then answers ERR_CHUNK, RFC 8166 §4.5.2).
   void KeepIfTooLarge(const Job& job, const ServerReply& reply);
@@ -289,14 +290,16 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   return true;
 }
 
-void DispatchState::CacheReply(const ServerReply& reply) {
-  if (!cached_call.has_value()) return;
+std::shared_ptr<const CachedReply> DispatchState::CacheReply(
+    const ServerReply& reply) {
+  if (!cached_call.has_value()) return nullptr;
   std::shared_ptr<const CachedReply> kept = CopyOf(reply);
   std::vector<ReplyCache::Waiter> waiting =
       transport->cache()->Complete(*cached_call, kept);
   cached_call.reset();
   // Duplicates that arrived while the call ran get its reply.
   for (ReplyCache::Waiter& duplicate : waiting) duplicate(kept);
+  return kept;
 }
 
 // A call whose RPC header libtirpc cannot read still gets an answer
@@ -414,8 +417,12 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
     };
   }
   self.replied = true;
-  self.CacheReply(reply);
-  self.KeepIfTooLarge(*self.current, reply);
+  // One copy serves both stores.
+  if (std::shared_ptr<const CachedReply> cached = self.CacheReply(reply)) {
+    self.KeepIfTooLarge(*self.current, cached);
+  } else {
+    self.KeepIfTooLarge(*self.current, reply);
+  }
   const absl::Status sent = self.current->responder.Send(std::move(reply));
   if (lends) {
     std::unique_lock<std::mutex> lock(self.released_mu);
