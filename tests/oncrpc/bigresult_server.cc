@@ -5,11 +5,24 @@
 #include <rpc/rpc.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace rpcrdma::oncrpc::testing {
 
 uint8_t BigResultOctet(size_t offset) {
   return static_cast<uint8_t>((offset * 7 + (offset >> 12)) % 253);
+}
+
+const uint8_t* BigResultPattern() {
+  static const std::vector<uint8_t>* const pattern = [] {
+    auto* octets = new std::vector<uint8_t>(BIGRESULT_MAXDATA);
+    for (size_t i = 0; i < octets->size(); ++i) {
+      (*octets)[i] = BigResultOctet(i);
+    }
+    return octets;
+  }();
+  return pattern->data();
 }
 
 std::atomic<unsigned> bigresult_counted{0};
@@ -23,9 +36,8 @@ bulk PatternOf(u_int size) {
   bulk b{};
   b.bulk_len = size;
   b.bulk_val = static_cast<char*>(std::malloc(size + 1));
-  for (u_int i = 0; i < size; ++i) {
-    b.bulk_val[i] =
-        static_cast<char>(rpcrdma::oncrpc::testing::BigResultOctet(i));
+  if (size != 0) {
+    std::memcpy(b.bulk_val, rpcrdma::oncrpc::testing::BigResultPattern(), size);
   }
   return b;
 }

@@ -17,6 +17,9 @@ namespace rpcrdma::oncrpc::testing {
 
 // The octet at `offset` of every result.
 uint8_t BigResultOctet(size_t offset);
+// BIGRESULT_MAXDATA octets of that pattern, made once (copying and
+// comparing them is cheap even in an unoptimised build).
+const uint8_t* BigResultPattern();
 // BIGRESULT_COUNT calls executed.
 extern std::atomic<unsigned> bigresult_counted;
 
