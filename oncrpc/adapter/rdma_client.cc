@@ -8,12 +8,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "oncrpc/adapter/last_error.h"
 #include "oncrpc/adapter/rdma_transport.h"
 #include "oncrpc/adapter/rdma_xdr.h"
 #include "oncrpc/adapter/rpc_error.h"
 #include "rpcrdma/buffer.h"
+#include "rpcrdma/config.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 
 namespace rpcrdma::oncrpc {
@@ -63,6 +65,22 @@ std::chrono::steady_clock::time_point DeadlineAfter(const timeval& t) {
          std::chrono::microseconds(t.tv_usec);
 }
 
+// The largest message `transport` accepts (limits.max_call_size, or its
+// default): the largest reply a call offers room for on its second try.
+uint32_t LargestReply(const ::rpcrdma::config::TransportConfig& transport) {
+  return transport.limits().has_max_call_size()
+             ? transport.limits().max_call_size()
+             : DefaultConfig().limits().max_call_size();
+}
+
+// RFC 8166 §4.5.2: the server's RDMA_ERROR ERR_CHUNK (channel.h), the
+// answer to a reply larger than the call's chunks (or to a call larger
+// than the server takes).
+bool IsErrChunk(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument &&
+         absl::StrContains(status.message(), "ERR_CHUNK");
+}
+
 uint32_t RandomXid() {
   std::random_device device;
   return static_cast<uint32_t>(device());
@@ -78,7 +96,8 @@ RdmaClient::RdmaClient(std::unique_ptr<CallPath> path, rpcprog_t program,
       backchannel_(std::move(backchannel)),
       program_(program),
       version_(version),
-      next_xid_(RandomXid()) {
+      next_xid_(RandomXid()),
+      largest_reply_(LargestReply(config_.transport)) {
   static const __rpc_client::clnt_ops ops = {
       &RdmaClient::CallOp,     &RdmaClient::AbortOp,
       &RdmaClient::GetErrorOp, &RdmaClient::FreeResultsOp,
@@ -152,8 +171,55 @@ rpc_err RdmaClient::Call(rpcproc_t procedure, xdrproc_t encode_arguments,
     SetLastError("clnt_call: sent without waiting (zero timeout)");
     return ErrorOf(RPC_TIMEDOUT);
   }
-  absl::StatusOr<Reply> reply = path_->Call(std::move(prepared.request));
+  absl::StatusOr<Reply> reply = Exchange(prepared);
   return Complete(prepared, std::move(reply), decode_results, results);
+}
+
+absl::StatusOr<Reply> RdmaClient::Exchange(Prepared& prepared) {
+  // Only a call that offered less than the most it may gets a second try,
+  // and only a forward one: the client side of a connection keeps no
+  // replies for backward calls, which would run twice.
+  const bool may_retry = path_->channel() != nullptr &&
+                         prepared.request.max_reply_size < largest_reply_;
+  std::optional<CallRequest> again;
+  if (may_retry) again = prepared.request;
+  absl::StatusOr<Reply> reply = path_->Call(std::move(prepared.request));
+  if (!may_retry || reply.ok() || !IsErrChunk(reply.status())) return reply;
+  // The server kept the reply (svc_rdma.h): the same call, with the same
+  // XID and before the same deadline, offering a reply chunk as large as
+  // any reply may be, fetches it without running the procedure again.
+  const uint32_t offered = again->max_reply_size;
+  again->max_reply_size = largest_reply_;
+  reply = path_->Call(*std::move(again));
+  if (reply.ok()) {
+    LearnReplySize(prepared.program, prepared.version, prepared.procedure,
+                   static_cast<uint32_t>(reply->xdr.size()));
+  } else if (IsErrChunk(reply.status())) {
+    reply = absl::InvalidArgumentError(absl::StrCat(
+        "the server answered RDMA_ERROR ERR_CHUNK to procedure ",
+        prepared.procedure, " offering ", offered,
+        " octets of reply, and again offering ", largest_reply_,
+        " (the transport's limits.max_call_size): the reply, or the call, "
+        "is larger than this CLIENT's transport configuration allows; raise "
+        "limits.max_call_size on both sides (",
+        reply.status().message(), ")"));
+  }
+  return reply;
+}
+
+uint32_t RdmaClient::LearnedReplySize(uint32_t program, uint32_t version,
+                                      rpcproc_t procedure) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = learned_reply_sizes_.find({program, version, procedure});
+  return it == learned_reply_sizes_.end() ? 0 : it->second;
+}
+
+void RdmaClient::LearnReplySize(uint32_t program, uint32_t version,
+                                rpcproc_t procedure, uint32_t octets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t& learned = learned_reply_sizes_[{program, version, procedure}];
+  // The largest seen: a procedure's replies vary in size.
+  learned = std::max(learned, octets);
 }
 
 bool_t RdmaClient::CallAsync(rpcproc_t procedure, xdrproc_t encode_arguments,
@@ -201,6 +267,8 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
   prepared.procedure = procedure;
   prepared.xid = xid;
   prepared.ddp = ddp;
+  prepared.program = program;
+  prepared.version = version;
 
   RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kCall);
   rpc_msg call{};
@@ -255,9 +323,12 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
   for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
     if (ddp) offer(chunk.length, chunk.buffer);
   }
+  // A size learned from an earlier call's second try saves this one the
+  // extra round trip (a policy that offers enough saves the first's).
   request.max_reply_size = std::max(
       {policy.MaxReplyOctets(procedure), encoder.reply_chunk().value_or(0),
-       InlineReplyRoom(path_->max_inline_reply(), request.results)});
+       InlineReplyRoom(path_->max_inline_reply(), request.results),
+       LearnedReplySize(program, version, procedure)});
   request.deadline = DeadlineAfter(timeout);
   prepared.offered = request.results;
   prepared.bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();

@@ -13,8 +13,10 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "oncrpc/adapter/call_path.h"
 #include "rpcrdma/buffer.h"
 #include "rpcrdma/oncrpc/config.h"
@@ -64,6 +66,8 @@ class RdmaClient {
     std::vector<Buffer> owned_results;
     bool bound = false;  // a write chunk was bound or asked for
     uint32_t result_threshold = 0;
+    uint32_t program = 0;
+    uint32_t version = 0;
   };
 
   static clnt_stat CallOp(CLIENT* client, rpcproc_t procedure,
@@ -77,6 +81,15 @@ class RdmaClient {
   static void DestroyOp(CLIENT* client);
   static bool_t ControlOp(CLIENT* client, u_int request, void* info);
 
+  // Sends the call, and once more with the largest reply chunk when the
+  // server answers ERR_CHUNK (RFC 8166 §4.5.2; clnt_rdma.h).
+  absl::StatusOr<Reply> Exchange(Prepared& prepared);
+  // The reply chunk calls of `procedure` offer beyond their policy's: the
+  // largest reduced reply one of them needed a second try for.
+  uint32_t LearnedReplySize(uint32_t program, uint32_t version,
+                            rpcproc_t procedure) const;
+  void LearnReplySize(uint32_t program, uint32_t version, rpcproc_t procedure,
+                      uint32_t octets);
   rpc_err Call(rpcproc_t procedure, xdrproc_t encode_arguments, void* arguments,
                xdrproc_t decode_results, void* results, timeval timeout,
                uint32_t xid);
@@ -110,6 +123,15 @@ class RdmaClient {
   // clnt_geterr / CLGET_XID answer for the calling thread's last call.
   absl::flat_hash_map<std::thread::id, Outcome> outcomes_;
   Outcome last_outcome_;
+  // By (program, version, procedure): LearnedReplySize. At most as many
+  // entries as procedures this CLIENT called, each at most
+  // largest_reply_.
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t>
+      learned_reply_sizes_;
+  // The largest reduced reply a call offers room for on a second try: the
+  // largest message the transport configuration accepts
+  // (limits.max_call_size).
+  const uint32_t largest_reply_;
 };
 
 }  // namespace rpcrdma::oncrpc

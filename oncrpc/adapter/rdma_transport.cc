@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <optional>
 #include <type_traits>
@@ -78,10 +79,22 @@ struct DispatchState {
 
   bool Take(Job job, rpc_msg* msg);
   void AnswerUndecodable(Job& job);
+  // The call's identity, as the reply cache and the kept replies know it.
+  CallIdentity IdentityOf(const Job& job) const;
+  // True when the call is a second try of one whose reply was kept
+  // (kept_replies.h): it is answered with that reply, not executed.
+  bool AnswerFromKept(Job& job);
   // False when the reply cache answers the call (or parks it behind its
   // first instance).
   bool ExecuteAfterCache(Job& job);
-  void CacheReply(const ServerReply& reply);
+  // The copy the reply cache keeps (null when it keeps none).
+  std::shared_ptr<const CachedReply> CacheReply(const ServerReply& reply);
+  // Keeps a copy of `reply` when it may be too large for what `job`'s
+  // call offered (the Responder then answers ERR_CHUNK, RFC 8166 §4.5.2).
+  void KeepIfTooLarge(const Job& job, const ServerReply& reply);
+  void KeepIfTooLarge(const Job& job,
+                      const std::shared_ptr<const CachedReply>& reply);
+  bool MayNotFit(const IncomingCall& call, size_t reduced_reply) const;
 };
 
 namespace {
@@ -95,6 +108,35 @@ const XprtOps kOps = {&DispatchState::Receive,       &DispatchState::Status,
                       &DispatchState::GetArguments,  &DispatchState::SendReply,
                       &DispatchState::FreeArguments, &DispatchState::Destroy};
 const XprtOps2 kOps2 = {&DispatchState::Control};
+
+// The reply as the transport would send it, copied.
+std::shared_ptr<CachedReply> CopyOf(const ServerReply& reply) {
+  auto kept = std::make_shared<CachedReply>();
+  kept->xdr = reply.xdr;
+  for (const ReplyItem& item : reply.results) {
+    const absl::Span<const uint8_t> octets =
+        item.view.empty() ? absl::MakeConstSpan(item.data) : item.view;
+    kept->items.emplace_back(
+        item.position, std::vector<uint8_t>(octets.begin(), octets.end()));
+  }
+  return kept;
+}
+
+// At least as long as the RPC-over-RDMA version 1 transport header of a
+// reply to a call offering `write_chunks` (RFC 8166 §4.2.1): XID, version,
+// credits, procedure, an empty read list, the write list echoed, and no
+// reply chunk (seven words), each write chunk a list entry, a segment
+// count and its segments, counted as if cut at 1 MiB (the requester cuts
+// at its device's largest transfer, 8 MiB and up).
+size_t ReplyHeaderBound(absl::Span<const uint64_t> write_chunks) {
+  constexpr uint64_t kSegment = uint64_t{1} << 20;
+  size_t header = 28;
+  for (uint64_t capacity : write_chunks) {
+    header +=
+        8 + 16 * std::max<uint64_t>(1, (capacity + kSegment - 1) / kSegment);
+  }
+  return header;
+}
 
 uint16_t PortOf(const SocketAddress& address) {
   switch (address.storage.ss_family) {
@@ -169,10 +211,61 @@ bool DispatchState::Take(Job job, rpc_msg* msg) {
   gss = msg->rm_call.cb_cred.oa_flavor == RPCSEC_GSS;
   peer = job.peer.value_or(transport->default_peer_);
   xprt.xp_rtaddr = NetbufOf(peer);
+  if (AnswerFromKept(job)) return false;
   if (!ExecuteAfterCache(job)) return false;
   replied = false;
   current = std::move(job);
   return true;
+}
+
+CallIdentity DispatchState::IdentityOf(const Job& job) const {
+  // Not `peer`, which falls back on the transport's own address.
+  const std::optional<SocketAddress>& known = job.peer;
+  return IdentifyCall(
+      job.call.connection,
+      known.has_value() ? absl::MakeConstSpan(
+                              reinterpret_cast<const uint8_t*>(&known->storage),
+                              known->length)
+                        : absl::Span<const uint8_t>(),
+      xid, program, version, procedure,
+      job.call.message.span().subspan(arguments_at));
+}
+
+bool DispatchState::AnswerFromKept(Job& job) {
+  KeptReplies& kept = transport->kept_replies();
+  if (kept.maybe_empty()) return false;
+  std::shared_ptr<const CachedReply> reply = kept.Take(IdentityOf(job));
+  if (reply == nullptr) return false;
+  // Still too large for this try's chunks: kept again for another.
+  KeepIfTooLarge(job, reply);
+  (void)job.responder.Send(CachedReply::ToSend(std::move(reply)));
+  return true;
+}
+
+bool DispatchState::MayNotFit(const IncomingCall& call,
+                              size_t reduced_reply) const {
+  // RFC 8166 §3.5.4: a reply chunk carries a reduced reply up to its size.
+  if (reduced_reply <= call.reply_chunk_capacity) return false;
+  const size_t header = ReplyHeaderBound(call.write_chunk_capacities);
+  // Every inline threshold is at least 1024 octets (RFC 8166 §3.3.3).
+  if (header + reduced_reply <= 1024) return false;
+  Server* server = transport->server();
+  if (server == nullptr) return false;  // a backchannel keeps nothing
+  absl::StatusOr<ConnectionInfo> info =
+      server->connection_info(call.connection);
+  if (!info.ok()) return false;  // the connection is gone
+  return header + reduced_reply > info->send_threshold;
+}
+
+void DispatchState::KeepIfTooLarge(const Job& job, const ServerReply& reply) {
+  if (!MayNotFit(job.call, reply.xdr.size())) return;
+  KeepIfTooLarge(job, CopyOf(reply));
+}
+
+void DispatchState::KeepIfTooLarge(
+    const Job& job, const std::shared_ptr<const CachedReply>& reply) {
+  if (!MayNotFit(job.call, reply->xdr.size())) return;
+  (void)transport->kept_replies().Keep(IdentityOf(job), reply);
 }
 
 bool DispatchState::ExecuteAfterCache(Job& job) {
@@ -181,16 +274,7 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   if (cache == nullptr || !cache->Caches(program, version, procedure)) {
     return true;
   }
-  // Not `peer`, which falls back on the transport's own address.
-  const std::optional<SocketAddress>& known = job.peer;
-  const CallIdentity call = IdentifyCall(
-      job.call.connection,
-      known.has_value() ? absl::MakeConstSpan(
-                              reinterpret_cast<const uint8_t*>(&known->storage),
-                              known->length)
-                        : absl::Span<const uint8_t>(),
-      xid, program, version, procedure,
-      job.call.message.span().subspan(arguments_at));
+  const CallIdentity call = IdentityOf(job);
   ReplyCache::Lookup found = cache->Begin(call, [&job] {
     return ReplyCache::Waiter(
         [responder = std::move(job.responder)](
@@ -206,20 +290,16 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
   return true;
 }
 
-void DispatchState::CacheReply(const ServerReply& reply) {
-  if (!cached_call.has_value()) return;
-  auto kept = std::make_shared<CachedReply>();
-  kept->xdr = reply.xdr;
-  for (const ReplyItem& item : reply.results) {
-    kept->items.emplace_back(
-        item.position,
-        std::vector<uint8_t>(item.view.begin(), item.view.end()));
-  }
+std::shared_ptr<const CachedReply> DispatchState::CacheReply(
+    const ServerReply& reply) {
+  if (!cached_call.has_value()) return nullptr;
+  std::shared_ptr<const CachedReply> kept = CopyOf(reply);
   std::vector<ReplyCache::Waiter> waiting =
       transport->cache()->Complete(*cached_call, kept);
   cached_call.reset();
   // Duplicates that arrived while the call ran get its reply.
   for (ReplyCache::Waiter& duplicate : waiting) duplicate(kept);
+  return kept;
 }
 
 // A call whose RPC header libtirpc cannot read still gets an answer
@@ -337,7 +417,12 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
     };
   }
   self.replied = true;
-  self.CacheReply(reply);
+  // One copy serves both stores.
+  if (std::shared_ptr<const CachedReply> cached = self.CacheReply(reply)) {
+    self.KeepIfTooLarge(*self.current, cached);
+  } else {
+    self.KeepIfTooLarge(*self.current, reply);
+  }
   const absl::Status sent = self.current->responder.Send(std::move(reply));
   if (lends) {
     std::unique_lock<std::mutex> lock(self.released_mu);
@@ -618,6 +703,7 @@ void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
     ReplyCache* cache = cache_.load(std::memory_order_acquire);
     if (event.type == ServerConnectionEvent::Type::kClosed) {
       peers_.erase(event.connection);
+      kept_replies_.Closed(event.connection);
       // From now on the cache lets a retransmission from a new connection
       // have this one's replies (reply_cache.h).
       if (cache != nullptr) cache->Closed(event.connection);

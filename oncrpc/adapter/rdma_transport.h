@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "oncrpc/adapter/call_queue.h"
+#include "oncrpc/adapter/kept_replies.h"
 #include "oncrpc/adapter/reply_cache.h"
 #include "rpcrdma/address.h"
 #include "rpcrdma/oncrpc/config.h"
@@ -76,6 +77,9 @@ class RdmaTransport {
   // svc_rdma_enablecache: once, before calls are dispatched.
   bool EnableCache(size_t entries, size_t max_bytes);
   ReplyCache* cache() { return cache_.load(std::memory_order_acquire); }
+  // Replies too large for their call's chunks, until fetched
+  // (kept_replies.h).
+  KeptReplies& kept_replies() { return kept_replies_; }
   // The connection of the call being dispatched for `request`.
   static uint64_t ConnectionOf(const svc_req* request);
   // Where the client of `connection` connects from (the transport's own
@@ -116,6 +120,7 @@ class RdmaTransport {
   // Set once; dispatch threads read it.
   std::unique_ptr<ReplyCache> cache_owner_;
   std::atomic<ReplyCache*> cache_{nullptr};
+  KeptReplies kept_replies_;
   // The Server's runtime when the configuration names none (declared
   // before the Server, which it outlives).
   std::shared_ptr<Runtime> own_runtime_;

@@ -9,7 +9,18 @@
  * threshold is sent from the caller's memory without a copy, as a read
  * chunk when the call does not fit inline (xdr_rdma.h). Results: the
  * write chunks and the reply chunk the program's DDP policy names are
- * offered, so that results of any size come back (ddp_policy.h).
+ * offered, so that results of any size come back (ddp_policy.h). A reply
+ * larger than they are is answered RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2)
+ * and kept by the server (svc_rdma.h): clnt_call then sends the call once
+ * more, with the same XID and within the same timeout, offering a reply
+ * chunk (§3.5.4) as large as the transport configuration's largest
+ * message (limits.max_call_size, 16 MiB and a page by default), which
+ * fetches the kept reply without the procedure running again; and the
+ * CLIENT remembers the size for the procedure, so that its later calls
+ * offer it at once. A policy that offers enough saves the first call's
+ * extra round trip. A second ERR_CHUNK fails the call (RPC_SYSTEMERROR,
+ * rdma_oncrpc_error() saying what to raise). clnt_rdma_call_async and
+ * backward calls (clnt_rdma_callback_create) make no second try.
  *
  * Unlike libtirpc's own handles, one CLIENT may be used by many threads at
  * once, each with calls in flight: every call is independent, and

@@ -29,7 +29,14 @@
  *   through the call's reply chunk when too long. It returns once the
  *   transport no longer reads the result's memory, so rpcgen's dispatcher
  *   may free it. A reply the offered chunks cannot carry is answered with
- *   RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2) and svc_sendreply is FALSE.
+ *   RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2), and a copy of it is kept
+ *   for the client's second try (clnt_rdma.h): the same call (XID,
+ *   program, version, procedure and arguments, as the duplicate request
+ *   cache below tells calls apart) on the same connection, offering
+ *   enough room, gets it without being dispatched. At most 64 replies,
+ *   64 MiB between them, each for at most 30 seconds, are kept per
+ *   SVCXPRT (the oldest go first; a connection that closes takes its own
+ *   along).
  * - svcerr_noproc, svcerr_decode, svcerr_auth, svcerr_weakauth,
  *   svcerr_systemerr, svcerr_progvers, svcerr_noprog: as usual; a call
  *   whose RPC header does not decode is answered by the adapter (RPC
