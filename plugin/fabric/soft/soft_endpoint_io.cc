@@ -181,6 +181,11 @@ void SoftEndpoint::Progress() {
       return;
     }
     connect_in_progress_ = false;
+    ArmAnswerDeadline();
+  }
+  if (AnswerOverdue()) {
+    UpdateSignals();
+    return;
   }
   // Input is read and handled a slice at a time, so the input buffer stays
   // small; kReadBudget bounds one call.
@@ -200,6 +205,13 @@ void SoftEndpoint::Progress() {
         break;
       }
       absl::StatusOr<DecodeResult> decoded = DecodeFrame(stream_.input());
+      if (state_ == State::kConnecting &&
+          (!decoded.ok() || (decoded->consumed != 0 &&
+                             decoded->frame.type != FrameType::kAccept &&
+                             decoded->frame.type != FrameType::kReject))) {
+        NotAHandshake(stream_.input());
+        break;
+      }
       if (!decoded.ok()) {
         ProtocolError(std::string(decoded.status().message()));
         break;
@@ -213,9 +225,7 @@ void SoftEndpoint::Progress() {
       if (state_ == State::kClosed) {
         CloseSocket();
       } else if (state_ == State::kConnecting) {
-        Close(ConnectionEventType::kUnreachable,
-              "the connection closed before it was accepted",
-              /*orderly=*/false);
+        ClosedDuringHandshake();
       } else {
         Close(ConnectionEventType::kDisconnected,
               read == FrameStream::IoResult::kEnd
@@ -237,6 +247,8 @@ void SoftEndpoint::Progress() {
     if (w == FrameStream::IoResult::kError) {
       if (state_ == State::kClosed) {
         CloseSocket();
+      } else if (state_ == State::kConnecting) {
+        ClosedDuringHandshake();
       } else {
         Close(ConnectionEventType::kDisconnected,
               absl::StrCat("connection lost: ", Errno(stream_.last_errno())),
