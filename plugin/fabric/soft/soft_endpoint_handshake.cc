@@ -55,7 +55,9 @@ bool SoftEndpoint::AnswerOverdue() {
                           : absl::StrCat(" (the peer sent ", input.size(),
                                          " octets that are not one: ",
                                          FirstOctets(input), ")"),
-            ": ", kCheckThePeer),
+            ": ", kCheckThePeer,
+            "; an rpcrdma server whose event loop is blocked, or that is out "
+            "of descriptors, is silent too"),
         /*orderly=*/false);
   return true;
 }
