@@ -193,8 +193,8 @@ TEST(ForeignPeerDefaults, SilentListenerFailsWithinTheDefaultBound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sockets, ForeignPeerTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Unix" : "Tcp";
+                         [](const ::testing::TestParamInfo<bool>& unix_domain) {
+                           return unix_domain.param ? "Unix" : "Tcp";
                          });
 
 }  // namespace

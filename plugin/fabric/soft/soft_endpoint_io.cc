@@ -183,10 +183,6 @@ void SoftEndpoint::Progress() {
     connect_in_progress_ = false;
     ArmAnswerDeadline();
   }
-  if (AnswerOverdue()) {
-    UpdateSignals();
-    return;
-  }
   // Input is read and handled a slice at a time, so the input buffer stays
   // small; kReadBudget bounds one call.
   size_t budget = kReadBudget;
@@ -236,6 +232,11 @@ void SoftEndpoint::Progress() {
       }
     }
     if (drained) break;
+  }
+  // After the input: an answer that is there by the bound counts.
+  if (AnswerOverdue()) {
+    UpdateSignals();
+    return;
   }
   if (stream_.open() && !connect_in_progress_ && state_ != State::kClosed) {
     FlushAcks(/*force=*/false);
