@@ -432,6 +432,8 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     sooner(conn_->poll_deadline());
   } else if (connecting_ != nullptr) {
     sooner(connect_until_);
+    // The soft fabric's bound on the listener's answer.
+    sooner(connecting_->poll_deadline());
   } else if (!shutting_down_ && !(pending_.empty() && idle_closed_)) {
     sooner(next_attempt_);
   }

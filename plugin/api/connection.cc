@@ -64,8 +64,13 @@ absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     std::lock_guard<std::mutex> lock(soft_options_mu);
     options = soft_options_for_testing.value_or(fabric::SoftFabricOptions{});
   }
+  const config::ResolvedConfig resolved = config::Resolve(config);
   options.handshake_timeout_ms =
-      static_cast<uint32_t>(config::Resolve(config).handshake_timeout.count());
+      static_cast<uint32_t>(resolved.handshake_timeout.count());
+  // A Channel's connect notices a listener that does not speak the
+  // handshake (not an rpcrdma server) within this, not its connect_ms.
+  options.handshake_answer_timeout_ms =
+      static_cast<uint32_t>(resolved.handshake_answer_timeout.count());
   return fabric::MakeSoftFabric(options);
 }
 

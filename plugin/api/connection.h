@@ -221,7 +221,10 @@ class Connection : public engine::MemoryExposer {
   // The latest received message that did not decode, which the engine
   // answers with RDMA_ERROR (RFC 8166 §4.5): the reason logged with it.
   std::optional<std::pair<uint32_t, std::string>> undecodable_;
-  void LogRdmaError(bool sent, uint32_t xid, absl::string_view what);
+  // `why`: the engine's words for an error this side sends
+  // (engine::MessageSeen::why), added to the log line.
+  void LogRdmaError(bool sent, uint32_t xid, absl::string_view what,
+                    absl::string_view why);
   void LogSetUp(const ConnectionInfo& info);
   bool running_ = false;
   memory::RingQueue<engine::Action> queue_;

@@ -40,13 +40,15 @@ void Connection::LogSetUp(const ConnectionInfo& i) {
       ", remote invalidation ", i.remote_invalidation ? "on" : "off");
 }
 
-void Connection::LogRdmaError(bool sent, uint32_t xid, absl::string_view what) {
+void Connection::LogRdmaError(bool sent, uint32_t xid, absl::string_view what,
+                              absl::string_view engine_why) {
   if (!sent) {
     RPCRDMA_LOG(kWarning, log_id_, log_description_, ": received RDMA_ERROR ",
                 what, " for XID 0x", absl::Hex(xid),
                 what == "ERR_CHUNK"
                     ? ": the peer could not process the chunk lists or "
-                      "convey the reply in them (RFC 8166 §4.5.2)"
+                      "convey the reply in them (RFC 8166 §4.5.2); the "
+                      "call's status says what it offered and what to raise"
                     : "");
     return;
   }
@@ -72,7 +74,8 @@ void Connection::LogRdmaError(bool sent, uint32_t xid, absl::string_view what) {
     why = ": the call's chunks could not be accepted (RFC 8166 §4.5.2)";
   }
   RPCRDMA_LOG(kWarning, log_id_, log_description_, ": sent RDMA_ERROR ", what,
-              " for XID 0x", absl::Hex(xid), why);
+              " for XID 0x", absl::Hex(xid), why,
+              engine_why.empty() ? "" : ": ", engine_why);
 }
 
 ConnectionMetrics Connection::metrics() const {
@@ -116,7 +119,8 @@ void Connection::CountMessage(const engine::MessageSeen& seen) {
         sent, seen.xid,
         seen.v2_code
             ? absl::StrCat("RDMA2_ERROR ", wire::V2ErrorCodeName(*seen.v2_code))
-            : std::string("RDMA2_ERROR"));
+            : std::string("RDMA2_ERROR"),
+        seen.why);
     return;
   }
   if (seen.header == nullptr) {
@@ -135,7 +139,8 @@ void Connection::CountMessage(const engine::MessageSeen& seen) {
                  err->code == wire::V1ErrorCode::kVers
                      ? absl::StrCat("ERR_VERS (versions ", err->vers_low,
                                     " to ", err->vers_high, ")")
-                     : std::string(wire::V1ErrorCodeName(err->code)));
+                     : std::string(wire::V1ErrorCodeName(err->code)),
+                 seen.why);
     return;
   }
   std::lock_guard<std::mutex> lock(counters_mu_);

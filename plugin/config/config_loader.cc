@@ -273,6 +273,9 @@ void ValidateTimeouts(const TransportConfig& c, Validator& v) {
   v.Range(Get("timeouts.abandoned_call_ms", t.has_abandoned_call_ms(),
               t.abandoned_call_ms(), kDefaultAbandonedCallMs),
           int64_t{1}, kMaxTimeoutMs);
+  v.Range(Get("timeouts.handshake_answer_ms", t.has_handshake_answer_ms(),
+              t.handshake_answer_ms(), kDefaultHandshakeAnswerMs),
+          int64_t{1}, kMaxTimeoutMs);
 }
 
 void ValidateExecution(const TransportConfig& c, Validator& v) {
@@ -471,6 +474,7 @@ TransportConfig DefaultConfig() {
   t->set_idle_ms(kDefaultIdleMs);
   t->set_handshake_ms(kDefaultHandshakeMs);
   t->set_abandoned_call_ms(kDefaultAbandonedCallMs);
+  t->set_handshake_answer_ms(kDefaultHandshakeAnswerMs);
   c.mutable_execution()->set_handler_threads(0);
   c.mutable_execution()->set_busy_poll_us(0);
   return c;
@@ -556,6 +560,9 @@ ResolvedConfig Resolve(const TransportConfig& config) {
       ms(t.has_handshake_ms(), t.handshake_ms(), kDefaultHandshakeMs);
   r.abandoned_call_timeout = ms(t.has_abandoned_call_ms(),
                                 t.abandoned_call_ms(), kDefaultAbandonedCallMs);
+  r.handshake_answer_timeout =
+      ms(t.has_handshake_answer_ms(), t.handshake_answer_ms(),
+         kDefaultHandshakeAnswerMs);
   r.handler_threads = config.execution().handler_threads();
   r.busy_poll_us = config.execution().busy_poll_us();
   return r;

@@ -39,6 +39,7 @@ inline constexpr int64_t kDefaultReconnectBackoffMaxMs = 30000;
 inline constexpr int64_t kDefaultIdleMs = 300000;
 inline constexpr int64_t kDefaultHandshakeMs = kDefaultConnectMs;
 inline constexpr int64_t kDefaultAbandonedCallMs = 5000;
+inline constexpr int64_t kDefaultHandshakeAnswerMs = 5000;
 // Multiples of limits.max_call_size (config.proto says why).
 inline constexpr uint64_t kDefaultReassemblyCallsPerConnection = 2;
 inline constexpr uint64_t kDefaultReassemblyCallsPerServer = 8;
@@ -134,6 +135,7 @@ struct ResolvedConfig {
   std::chrono::milliseconds idle_timeout{kDefaultIdleMs};
   std::chrono::milliseconds handshake_timeout{kDefaultHandshakeMs};
   std::chrono::milliseconds abandoned_call_timeout{kDefaultAbandonedCallMs};
+  std::chrono::milliseconds handshake_answer_timeout{kDefaultHandshakeAnswerMs};
   // Zero: handlers run on the loop thread.
   uint32_t handler_threads = 0;
   // Zero: no busy polling.

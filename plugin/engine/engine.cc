@@ -84,7 +84,8 @@ void Engine::RecycleSendBuffer(std::vector<uint8_t> bytes) {
 
 Send Engine::MakeSend(OpId op, const wire::V1Header& header,
                       absl::Span<const uint8_t> payload,
-                      std::optional<uint32_t> invalidate, uint32_t inv_handle) {
+                      std::optional<uint32_t> invalidate, uint32_t inv_handle,
+                      absl::string_view why) {
   std::vector<uint8_t> bytes = TakeSendBuffer();
   const bool is_call = CarriesCall(header, payload);
   if (version_ == wire::kRpcRdmaVersion2) {
@@ -106,7 +107,8 @@ Send Engine::MakeSend(OpId op, const wire::V1Header& header,
     Observe({.sent = true,
              .xid = header.xid,
              .header = &header,
-             .is_call = is_call});
+             .is_call = is_call,
+             .why = why});
   }
   return Send{op, std::move(bytes), invalidate};
 }

@@ -338,8 +338,8 @@ class Engine {
   };
   // `error` with what the call offered for its reply appended, for errors
   // that may mean the reply did not fit: the caller learns what to raise.
-  static absl::Status WithReplyRoom(const absl::Status& error,
-                                    const RequesterCall& c);
+  absl::Status WithReplyRoom(const absl::Status& error,
+                             const RequesterCall& c) const;
   enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
   struct ResponderCall {
     CallId id = 0;
@@ -428,7 +428,8 @@ class Engine {
   // Why the client's Backward Request Support does not allow backward call
   // `c` (§5.2.2); OK when it does or outside version two.
   absl::Status BackwardCallAllowed(const RequesterCall& c) const;
-  void SendV2(wire::V2Header header, Actions& out);
+  // `why`: for an RDMA2_ERROR, the words the log gives (MessageSeen::why).
+  void SendV2(wire::V2Header header, Actions& out, absl::string_view why = {});
   // Octets of `header` as it goes on the wire in the version in use.
   size_t HeaderSize(const wire::V1Header& header) const;
 
@@ -442,9 +443,11 @@ class Engine {
   void EndIncoming(CallId id, Actions& out);
   void ReleaseResponderCredit(ResponderCall& c);
   // In version two, `v2` says the cause precisely (draft-04 §6.2.4);
-  // without it ERR_CHUNK goes as RDMA2_ERR_BAD_XDR.
+  // without it ERR_CHUNK goes as RDMA2_ERR_BAD_XDR. `why` is what the log
+  // says of it (MessageSeen::why).
   void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                 std::optional<wire::V2Error> v2 = std::nullopt);
+                 std::optional<wire::V2Error> v2 = std::nullopt,
+                 absl::string_view why = {});
   void IssueReads(Actions& out);
   bool PlaceReadsDirectly(ResponderCall& c,
                           absl::Span<const uint8_t> inline_payload, bool nomsg,
@@ -460,10 +463,11 @@ class Engine {
   // A Send of `header` followed by `payload`, in a recycled buffer.
   // `inv_handle`: in version two, the handle the responder may invalidate
   // (rdma_inv_handle, draft-04 §6.2.3); 0 for none.
+  // `why`: for an RDMA_ERROR, the words the log gives (MessageSeen::why).
   Send MakeSend(OpId op, const wire::V1Header& header,
                 absl::Span<const uint8_t> payload,
                 std::optional<uint32_t> invalidate = std::nullopt,
-                uint32_t inv_handle = 0);
+                uint32_t inv_handle = 0, absl::string_view why = {});
 
   void Observe(const MessageSeen& seen) {
     if (observer_) observer_(seen);

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "plugin/engine/version_two.h"
 #include "plugin/wire/chunks.h"
@@ -279,6 +280,10 @@ struct MessageSeen {
   const wire::DecodeError* error = nullptr;
   // With v2_error: the code of the RDMA2_ERROR.
   std::optional<wire::V2ErrorCode> v2_code = std::nullopt;
+  // For an RDMA_ERROR this side sends: why, in words for the log (what did
+  // not fit and what the peer should change); empty when there is nothing
+  // to add to the error's code.
+  absl::string_view why = {};
 };
 using MessageObserver = std::function<void(const MessageSeen&)>;
 

@@ -299,16 +299,27 @@ void Engine::Cancel(CallId id, absl::Status status, Actions& out) {
 }
 
 absl::Status Engine::WithReplyRoom(const absl::Status& error,
-                                   const RequesterCall& c) {
+                                   const RequesterCall& c) const {
+  std::string writes;
+  for (const wire::WriteChunk& w : c.write_chunks) {
+    absl::StrAppend(&writes, writes.empty() ? "" : ", ", ChunkLength(w));
+  }
   return absl::Status(
       error.code(),
-      absl::StrCat(error.message(),
-                   "; if the reply is what did not fit: this call accepted ",
-                   c.call.max_reply_size,
-                   " octets of reply (max_reply_size) and offered ",
-                   c.write_chunks.size(),
-                   " write chunks: raise max_reply_size, or the result "
-                   "buffers, to the largest reply"));
+      absl::StrCat(
+          error.message(),
+          "; if the reply is what did not fit, the server could not send it "
+          "within what this call offered: inline up to ",
+          thresholds_.receive, " octets (the inline threshold), ",
+          c.reply_chunk ? absl::StrCat("a reply chunk of ",
+                                       ChunkLength(*c.reply_chunk), " octets")
+                        : std::string("no reply chunk"),
+          " (max_reply_size ", c.call.max_reply_size, "), ",
+          c.write_chunks.size(), " write chunks",
+          writes.empty() ? "" : absl::StrCat(" of ", writes, " octets"),
+          ": raise CallRequest::max_reply_size to the largest reply (rpcgen "
+          "and Thrift users: the DDP policy's reply size), or the result "
+          "buffers"));
 }
 
 void Engine::HandleReply(const wire::V1Decoded& decoded,

@@ -15,11 +15,44 @@
 
 namespace rpcrdma::engine {
 
+namespace {
+
+// What a call offered for its reply, in the words of the ERR_CHUNK log
+// line (RFC 8166 §3.4.7, §3.5.4).
+std::string OfferedRoom(const wire::ChunkLists& chunks, uint32_t threshold) {
+  std::string writes;
+  for (const wire::WriteChunk& w : chunks.writes) {
+    absl::StrAppend(&writes, writes.empty() ? "" : ", ", ChunkLength(w));
+  }
+  return absl::StrCat(
+      "inline up to ", threshold, " octets (the inline threshold), ",
+      chunks.reply ? absl::StrCat("a reply chunk of ",
+                                  ChunkLength(*chunks.reply), " octets")
+                   : std::string("no reply chunk"),
+      ", ", chunks.writes.size(), " write chunks",
+      writes.empty() ? "" : absl::StrCat(" of ", writes, " octets"));
+}
+
+// Why a reply is answered ERR_CHUNK (RFC 8166 §4.5.2): its size, what the
+// call offered and what the requester changes, so that the server's log
+// tells the operator which client setting to raise.
+std::string NoRoomForReply(absl::string_view what,
+                           const wire::ChunkLists& chunks, uint32_t threshold,
+                           uint64_t needed) {
+  return absl::StrCat(
+      what, "; the call offered ", OfferedRoom(chunks, threshold),
+      "; the client should offer room for ", needed,
+      " octets: raise its CallRequest::max_reply_size (rpcgen and Thrift "
+      "clients: their DDP policy's reply size) or its result buffers");
+}
+
+}  // namespace
+
 void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                       std::optional<wire::V2Error> v2) {
+                       std::optional<wire::V2Error> v2, absl::string_view why) {
   if (version_ == wire::kRpcRdmaVersion2 && v2) {
     SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, *v2},
-           out);
+           out, why);
     return;
   }
   wire::V1Error err;
@@ -30,7 +63,7 @@ void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
     err.vers_high = config_.serve_version_two ? 2 : 1;
   }
   wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
-  out.push_back(MakeSend(NextOp(), h, {}));
+  out.push_back(MakeSend(NextOp(), h, {}, std::nullopt, 0, why));
 }
 
 void Engine::HandleCall(const wire::V1Decoded& decoded,
@@ -464,9 +497,10 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   // The reply cannot be conveyed: ERR_CHUNK instead (as Linux). The reply's
   // memory is free at once (ReplySent), like the call's state.
   // `v2`: the precise version-two error (draft-04 §6.2.4).
-  auto error_reply = [&](wire::V2Error v2) {
+  // `why`: NoRoomForReply's words for the log.
+  auto error_reply = [&](wire::V2Error v2, const std::string& why) {
     ReleaseResponderCredit(c);
-    SendError(c.xid, wire::V1ErrorCode::kChunk, out, v2);
+    SendError(c.xid, wire::V1ErrorCode::kChunk, out, v2, why);
     out.push_back(ReplySent{id});
     EndIncoming(id, out);
     return absl::OkStatus();
@@ -482,7 +516,12 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
         e.code = wire::V2ErrorCode::kWriteResource;
         e.chunk_index = static_cast<uint32_t>(i);
         e.length_needed = Clamp32(reply.results[i].data.size());
-        return error_reply(e);
+        return error_reply(
+            e, NoRoomForReply(
+                   absl::StrCat("result ", i, " of the reply is ",
+                                reply.results[i].data.size(),
+                                " octets, more than write chunk ", i, " holds"),
+                   c.chunks, thresholds_.send, reply.results[i].data.size()));
       }
     } else {
       inline_items.push_back(
@@ -503,15 +542,32 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   wire::V2Error no_room;
   no_room.code = wire::V2ErrorCode::kReplyResource;
   no_room.length_needed = Clamp32(c.reply_stream.size());
-  if (HeaderSize(h) + c.reply_stream.size() > thresholds_.send) {
+  const size_t inline_size = HeaderSize(h) + c.reply_stream.size();
+  if (inline_size > thresholds_.send) {
     // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
     if (!c.chunks.reply.has_value() ||
         c.reply_stream.size() > ChunkLength(*c.chunks.reply)) {
-      return error_reply(no_room);
+      return error_reply(
+          no_room,
+          NoRoomForReply(
+              absl::StrCat("the reply is ", c.reply_stream.size(), " octets (",
+                           inline_size,
+                           " inline with its transport header), too large "
+                           "for the inline threshold and for the reply chunk"),
+              c.chunks, thresholds_.send, c.reply_stream.size()));
     }
     h.body = wire::V1NoMsg{
         {{}, returned, FillChunk(*c.chunks.reply, c.reply_stream.size())}};
-    if (HeaderSize(h) > thresholds_.send) return error_reply(no_room);
+    if (HeaderSize(h) > thresholds_.send) {
+      return error_reply(
+          no_room,
+          NoRoomForReply(absl::StrCat("the transport header returning the "
+                                      "chunks is ",
+                                      HeaderSize(h),
+                                      " octets, more than the inline "
+                                      "threshold"),
+                         c.chunks, thresholds_.send, c.reply_stream.size()));
+    }
     use_reply_chunk = true;
   }
 

@@ -134,12 +134,14 @@ absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
                    needs));
 }
 
-void Engine::SendV2(wire::V2Header header, Actions& out) {
+void Engine::SendV2(wire::V2Header header, Actions& out,
+                    absl::string_view why) {
   if (header.proc() == wire::V2Proc::kError) {
     Observe({.sent = true,
              .xid = header.xid,
              .v2_error = true,
-             .v2_code = std::get<wire::V2Error>(header.body).code});
+             .v2_code = std::get<wire::V2Error>(header.body).code,
+             .why = why});
   }
   std::vector<uint8_t> bytes = TakeSendBuffer();
   bytes.resize(wire::V2EncodedSize(header));

@@ -176,6 +176,93 @@ TEST_F(LogTest, SinkReceivesErrChunkSentAndReceived) {
       << received->message;
 }
 
+// A reply larger than the inline threshold and the reply chunk the call
+// offered is answered ERR_CHUNK (RFC 8166 §4.5.2). The server's line names
+// the reply's size, what the call offered and what the client raises; the
+// call fails saying what it offered and what to raise, and keeps the
+// "ERR_CHUNK" token the Thrift bridge looks for.
+TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkSaysSizesOfferedAndWhatToRaise) {
+  const config::TransportConfig config;
+  auto server = Server::Create(
+      "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
+        ServerReply reply;
+        reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
+        reply.xdr.resize(30000, 9);
+        (void)r.Send(std::move(reply));
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), config);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  // Both sides' inline threshold: the negotiated one (RFC 8797 §4.2).
+  const uint32_t threshold = (*channel)->connection_info().receive_threshold;
+  ASSERT_LT(threshold, 20000u);
+  CallRequest req;
+  req.xdr = Call(0xC5);
+  req.max_reply_size = 20000;  // a reply chunk of 20000 octets
+  auto f = (*channel)->Call(std::move(req));
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  const absl::Status status = f.get().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  for (const std::string& part :
+       {std::string("ERR_CHUNK"),
+        absl::StrCat("the server could not send it within what this call "
+                     "offered: inline up to ",
+                     threshold,
+                     " octets (the inline threshold), a reply chunk of 20000 "
+                     "octets"),
+        std::string("raise CallRequest::max_reply_size"),
+        std::string("DDP policy")}) {
+    EXPECT_TRUE(absl::StrContains(status.message(), part))
+        << part << " not in: " << status.message();
+  }
+
+  std::optional<Line> sent = sink_->Await(
+      {"sent RDMA_ERROR ERR_CHUNK for XID 0xc5", "does not fit",
+       "the reply is 30000 octets",
+       absl::StrCat("the call offered inline up to ", threshold,
+                    " octets (the inline threshold), a reply chunk of 20000 "
+                    "octets, 0 write chunks"),
+       "offer room for 30000 octets", "CallRequest::max_reply_size",
+       "DDP policy"});
+  ASSERT_TRUE(sent) << "no sent line naming the sizes";
+  EXPECT_EQ(sent->severity, LogSeverity::kWarning);
+}
+
+// A result larger than its write chunk (RFC 8166 §4.5.2): the server's
+// line names the result, the write chunk's size and what to raise.
+TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkForAWriteChunkNamesItsSize) {
+  const config::TransportConfig config;
+  auto server = Server::Create(
+      "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
+        ServerReply reply;
+        reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
+        reply.xdr.insert(reply.xdr.end(), {0, 0, 0, 200});
+        reply.results.push_back({8, std::vector<uint8_t>(200, 7)});
+        (void)r.Send(std::move(reply));
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = Channel::Create((*server)->uri(), config);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  std::vector<uint8_t> result(100);
+  CallRequest req;
+  req.xdr = Call(0xC6);
+  req.results.push_back(absl::MakeSpan(result));
+  req.max_reply_size = 64;
+  auto f = (*channel)->Call(std::move(req));
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  const absl::Status status = f.get().status();
+  EXPECT_TRUE(absl::StrContains(status.message(),
+                                "no reply chunk (max_reply_size 64), 1 write "
+                                "chunks of 100 octets"))
+      << status.message();
+  std::optional<Line> sent = sink_->Await(
+      {"sent RDMA_ERROR ERR_CHUNK for XID 0xc6",
+       "result 0 of the reply is 200 octets, more than write chunk 0 holds",
+       "no reply chunk, 1 write chunks of 100 octets",
+       "offer room for 200 octets"});
+  ASSERT_TRUE(sent) << "no sent line naming the write chunk";
+}
+
 TEST_F(LogTest, RejectedConfigurationIsAnError) {
   config::TransportConfig bad;
   bad.mutable_credits()->set_max_requests(0);

@@ -72,6 +72,7 @@ void ExpectKernelDefaults(const ResolvedConfig& r) {
   EXPECT_EQ(r.max_connections, 220u);  // svc_check_conn_limits, 8 threads
   EXPECT_EQ(r.handshake_timeout, milliseconds(60000));
   EXPECT_EQ(r.abandoned_call_timeout, milliseconds(5000));
+  EXPECT_EQ(r.handshake_answer_timeout, milliseconds(5000));
   EXPECT_EQ(r.handler_threads, 0u);  // on the loop, as before a pool
   EXPECT_EQ(r.busy_poll_us, 0u);     // the kernel never busy-polls
 }
@@ -103,6 +104,7 @@ TEST(ConfigDefaults, DefaultConfigSetsEveryFieldToKernelValues) {
   EXPECT_TRUE(c.timeouts().has_idle_ms());
   EXPECT_TRUE(c.timeouts().has_handshake_ms());
   EXPECT_TRUE(c.timeouts().has_abandoned_call_ms());
+  EXPECT_TRUE(c.timeouts().has_handshake_answer_ms());
   EXPECT_TRUE(c.limits().has_max_reassembly_bytes());
   EXPECT_TRUE(c.limits().has_max_server_reassembly_bytes());
   EXPECT_TRUE(c.limits().has_max_connections());
@@ -404,6 +406,9 @@ INSTANTIATE_TEST_SUITE_P(
                     "1048577 is out of range 1..1048576"},
         InvalidCase{"timeouts { handshake_ms: 0 }", "timeouts.handshake_ms",
                     "0 is out of range 1..86400000"},
+        InvalidCase{"timeouts { handshake_answer_ms: 0 }",
+                    "timeouts.handshake_answer_ms",
+                    "0 is out of range 1..86400000"},
         InvalidCase{"timeouts { abandoned_call_ms: 86400001 }",
                     "timeouts.abandoned_call_ms",
                     "86400001 is out of range 1..86400000"},
@@ -458,8 +463,10 @@ INSTANTIATE_TEST_SUITE_P(
         "limits { max_reassembly_bytes: 1099511627776 "
         "max_server_reassembly_bytes: 1099511627776 "
         "max_connections: 1048576 }",
-        "timeouts { handshake_ms: 1 abandoned_call_ms: 1 }",
-        "timeouts { handshake_ms: 86400000 abandoned_call_ms: 86400000 }",
+        "timeouts { handshake_ms: 1 abandoned_call_ms: 1 "
+        "handshake_answer_ms: 1 }",
+        "timeouts { handshake_ms: 86400000 abandoned_call_ms: 86400000 "
+        "handshake_answer_ms: 86400000 }",
         "execution { handler_threads: 0 busy_poll_us: 0 }",
         "execution { handler_threads: 1024 busy_poll_us: 1000000 }"));
 

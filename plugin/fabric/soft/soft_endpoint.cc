@@ -95,6 +95,7 @@ absl::StatusOr<std::unique_ptr<SoftEndpoint>> SoftEndpoint::Connect(
                 ep->caps_.responder_resources, private_data);
   ep->OfferCrossMemory();
   if (absl::Status s = ep->Init(); !s.ok()) return s;
+  if (!in_progress) ep->ArmAnswerDeadline();
   ep->Progress();
   return ep;
 }

@@ -111,6 +111,10 @@ class SoftEndpoint : public Endpoint {
   }
   std::optional<std::chrono::steady_clock::time_point> poll_deadline()
       const override {
+    if (state_ == State::kConnecting && answer_due_ &&
+        (!ack_due_ || *answer_due_ < *ack_due_)) {
+      return answer_due_;
+    }
     return ack_due_;
   }
 
@@ -215,6 +219,19 @@ class SoftEndpoint : public Endpoint {
              std::vector<uint8_t> private_data = {},
              std::vector<uint8_t> final_frame = {});
   void ProtocolError(std::string detail);
+
+  // The connection handshake of the active side, in
+  // soft_endpoint_handshake.cc: the bound on the listener's answer
+  // (SoftFabricOptions::handshake_answer_timeout_ms), armed once the
+  // socket has connected, and the failures that say the peer is not a
+  // soft-fabric listener.
+  void ArmAnswerDeadline();
+  // True when the answer's bound has passed: the endpoint is then closed.
+  bool AnswerOverdue();
+  // The peer sent `input`, which does not begin with ACCEPT or REJECT.
+  void NotAHandshake(absl::Span<const uint8_t> input);
+  // The peer closed the socket before it answered.
+  void ClosedDuringHandshake();
   // The peer reported a fatal error for `seq` (or a protocol error).
   void FailFromPeer(uint64_t seq, WorkStatus status);
   void Complete(uint64_t wr_id, WorkType type, WorkStatus status,
@@ -258,6 +275,8 @@ class SoftEndpoint : public Endpoint {
   bool active_ = false;
   bool connect_in_progress_ = false;
   bool write_shut_ = false;
+  // Active side, while connecting: when the listener's answer is due.
+  std::optional<std::chrono::steady_clock::time_point> answer_due_;
 
   // Ring queues and a hash table: an endpoint in steady use allocates
   // nothing per operation.

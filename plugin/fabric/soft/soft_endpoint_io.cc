@@ -181,6 +181,7 @@ void SoftEndpoint::Progress() {
       return;
     }
     connect_in_progress_ = false;
+    ArmAnswerDeadline();
   }
   // Input is read and handled a slice at a time, so the input buffer stays
   // small; kReadBudget bounds one call.
@@ -200,6 +201,13 @@ void SoftEndpoint::Progress() {
         break;
       }
       absl::StatusOr<DecodeResult> decoded = DecodeFrame(stream_.input());
+      if (state_ == State::kConnecting &&
+          (!decoded.ok() || (decoded->consumed != 0 &&
+                             decoded->frame.type != FrameType::kAccept &&
+                             decoded->frame.type != FrameType::kReject))) {
+        NotAHandshake(stream_.input());
+        break;
+      }
       if (!decoded.ok()) {
         ProtocolError(std::string(decoded.status().message()));
         break;
@@ -213,9 +221,7 @@ void SoftEndpoint::Progress() {
       if (state_ == State::kClosed) {
         CloseSocket();
       } else if (state_ == State::kConnecting) {
-        Close(ConnectionEventType::kUnreachable,
-              "the connection closed before it was accepted",
-              /*orderly=*/false);
+        ClosedDuringHandshake();
       } else {
         Close(ConnectionEventType::kDisconnected,
               read == FrameStream::IoResult::kEnd
@@ -227,6 +233,11 @@ void SoftEndpoint::Progress() {
     }
     if (drained) break;
   }
+  // After the input: an answer that is there by the bound counts.
+  if (AnswerOverdue()) {
+    UpdateSignals();
+    return;
+  }
   if (stream_.open() && !connect_in_progress_ && state_ != State::kClosed) {
     FlushAcks(/*force=*/false);
   }
@@ -237,6 +248,8 @@ void SoftEndpoint::Progress() {
     if (w == FrameStream::IoResult::kError) {
       if (state_ == State::kClosed) {
         CloseSocket();
+      } else if (state_ == State::kConnecting) {
+        ClosedDuringHandshake();
       } else {
         Close(ConnectionEventType::kDisconnected,
               absl::StrCat("connection lost: ", Errno(stream_.last_errno())),

@@ -99,6 +99,13 @@ struct SoftFabricOptions {
   // within this many milliseconds (0: never), and PollConnectRequest then
   // reports DEADLINE_EXCEEDED once for it.
   uint32_t handshake_timeout_ms = 0;
+  // Active side: once the socket has connected, the listener's ACCEPT or
+  // REJECT must arrive within this many milliseconds (0: no bound), or the
+  // endpoint reports kUnreachable saying no handshake came. A peer that
+  // closes the socket, or sends what is not a handshake frame, before
+  // either is reported as kUnreachable at once, naming what it did: such a
+  // peer is not a soft-fabric listener (say a Thrift server on the port).
+  uint32_t handshake_answer_timeout_ms = 0;
 };
 
 // Listener behaviour at a descriptor or memory limit: when accept() fails
