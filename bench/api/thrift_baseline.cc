@@ -22,6 +22,25 @@
 namespace rpcrdma::bench {
 namespace {
 
+// Tells when a server is serving (its socket listens).
+class Ready : public apache::thrift::server::TServerEventHandler {
+ public:
+  void preServe() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return ready_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+};
+
 using apache::thrift::TConfiguration;
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::protocol::TBinaryProtocolFactory;
@@ -60,25 +79,6 @@ class LargeFramedTransportFactory
   }
 };
 
-// Tells when a server is serving (its socket listens).
-class Ready : public apache::thrift::server::TServerEventHandler {
- public:
-  void preServe() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return ready_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool ready_ = false;
-};
-
 std::shared_ptr<TTransport> Wrap(std::shared_ptr<TTransport> socket,
                                  ThriftFraming framing) {
   if (framing == ThriftFraming::kFramed) {
@@ -90,6 +90,15 @@ std::shared_ptr<TTransport> Wrap(std::shared_ptr<TTransport> socket,
 
 }  // namespace
 
+std::thread ServeInBackground(
+    const std::shared_ptr<apache::thrift::server::TServer>& server) {
+  auto ready = std::make_shared<Ready>();
+  server->setServerEventHandler(ready);
+  std::thread thread([server] { server->serve(); });
+  ready->Wait();
+  return thread;
+}
+
 std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
                                                   ThriftFraming framing,
                                                   int workers) {
@@ -97,7 +106,6 @@ std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
   auto processor =
       std::make_shared<thrift::BenchProcessor>(std::make_shared<Handler>());
   auto protocol = std::make_shared<TBinaryProtocolFactory>();
-  auto ready = std::make_shared<Ready>();
   if (kind == Kind::kSimple) {
     auto socket = std::make_shared<apache::thrift::transport::TServerSocket>(
         "127.0.0.1", 0);
@@ -109,9 +117,7 @@ std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
     }
     s->server_ = std::make_shared<apache::thrift::server::TSimpleServer>(
         processor, socket, transports, protocol);
-    s->server_->setServerEventHandler(ready);
-    s->thread_ = std::thread([server = s->server_] { server->serve(); });
-    ready->Wait();
+    s->thread_ = ServeInBackground(s->server_);
     s->port_ = socket->getPort();
   } else {
     auto socket =
@@ -126,9 +132,7 @@ std::unique_ptr<ThriftServer> ThriftServer::Start(Kind kind,
     auto server = std::make_shared<apache::thrift::server::TNonblockingServer>(
         processor, protocol, socket, threads);
     s->server_ = server;
-    s->server_->setServerEventHandler(ready);
-    s->thread_ = std::thread([server] { server->serve(); });
-    ready->Wait();
+    s->thread_ = ServeInBackground(s->server_);
     s->port_ = server->getListenPort();
   }
   return s;

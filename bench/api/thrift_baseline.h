@@ -18,6 +18,11 @@ namespace rpcrdma::bench {
 
 enum class ThriftFraming { kBuffered, kFramed };
 
+// Runs `server` on a thread of its own and returns that thread once the
+// server is serving (its socket listens, as preServe() tells).
+std::thread ServeInBackground(
+    const std::shared_ptr<apache::thrift::server::TServer>& server);
+
 class ThriftServer {
  public:
   enum class Kind {

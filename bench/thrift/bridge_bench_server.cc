@@ -3,11 +3,10 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/server/TSimpleServer.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 
 #include "Bench.h"
+#include "bench/api/thrift_baseline.h"
 #include "rpcrdma/thrift/rdma_server_socket.h"
 
 namespace rpcrdma::bench {
@@ -21,25 +20,6 @@ class Handler : public thrift::BenchIf {
   }
 };
 
-// Tells the constructor that the server is accepting.
-class Ready : public apache::thrift::server::TServerEventHandler {
- public:
-  void preServe() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return ready_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool ready_ = false;
-};
-
 }  // namespace
 
 BridgeBenchServer::BridgeBenchServer(const std::string& uri,
@@ -50,10 +30,7 @@ BridgeBenchServer::BridgeBenchServer(const std::string& uri,
       std::make_shared<thrift::BenchProcessor>(std::make_shared<Handler>()),
       socket, std::make_shared<apache::thrift::transport::TTransportFactory>(),
       std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>());
-  auto ready = std::make_shared<Ready>();
-  server_->setServerEventHandler(ready);
-  thread_ = std::thread([server = server_] { server->serve(); });
-  ready->Wait();
+  thread_ = ServeInBackground(server_);
   uri_ = socket->uri();
 }
 
