@@ -77,11 +77,13 @@ TEST_F(KernelInterop, Step4_ReaddirThroughReplyChunk) {
 }
 
 // A READDIR whose reply chunk is too small for the reply: svcrdma answers
-// RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2) for the call's XID; clnt_call
-// returns RPC_SYSTEMERROR with errno EPROTO (the peer's RDMA_ERROR,
-// clnt_rdma.h) and rdma_oncrpc_error() names ERR_CHUNK. The connection
-// stays usable.
-TEST_F(KernelInterop, Step4b_ReplyChunkTooSmall) {
+// RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2) for the call's XID, and the
+// adapter's clnt_call sends the same call, same XID, once more with a
+// reply chunk of limits.max_call_size (clnt_rdma.h), which svcrdma fills:
+// the kernel's server takes the second try as RFC 8166 lets any responder.
+// The size the call's routine stated is not learned, so later calls keep
+// their own shapes. The connection stays usable.
+TEST_F(KernelInterop, Step4b_Rfc8166_4_5_2_ReplyChunkTooSmallIsTriedAgain) {
   const FileHandle dir = MustLookup({"dir"});
   ASSERT_FALSE(dir.empty());
   const Counters before = channel().counters();
@@ -96,17 +98,17 @@ TEST_F(KernelInterop, Step4b_ReplyChunkTooSmall) {
   const nfs4::CallOutcome& o = client_->last();
   std::printf("READDIR into a 6000-octet reply chunk: %s (errno %d): %s\n",
               clnt_sperrno(o.stat), o.error_number, o.message.c_str());
-  EXPECT_FALSE(r.ok());
-  EXPECT_EQ(o.stat, RPC_SYSTEMERROR);
-  EXPECT_EQ(o.error_number, EPROTO);
-  EXPECT_NE(o.message.find("ERR_CHUNK"), std::string::npos) << o.message;
-  EXPECT_EQ(d.reply_chunks, 1u);
-  EXPECT_EQ(d.errors_received, 1u);
-  EXPECT_EQ(d.replies, 0u);
-  // svcrdma counts an RDMA Write chain when it builds one: it built those
-  // for the reply's head and page list before finding that the rest does
-  // not fit the chunk, then sent the error instead of the reply.
-  EXPECT_LE(k.write, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(o.stat, RPC_SUCCESS);
+  EXPECT_GT(r->entries.size(), 0u);
+  EXPECT_EQ(d.reply_chunks, 2u);     // the first try's and the second's
+  EXPECT_EQ(d.errors_received, 1u);  // ERR_CHUNK for the first
+  EXPECT_EQ(d.replies, 1u);
+  EXPECT_EQ(d.long_replies, 1u);  // the reply came in the second's chunk
+  // svcrdma counts an RDMA Write chain when it builds one: for the first
+  // try, those of the reply's head and page list it built before finding
+  // that the rest does not fit the chunk; for the second, the reply's.
+  EXPECT_LE(k.write, 4);
   EXPECT_EQ(k.read, 0);
   // The connection carries on.
   EXPECT_TRUE(client_->Null().ok());

@@ -191,7 +191,7 @@ absl::StatusOr<Reply> RdmaClient::Exchange(Prepared& prepared) {
   const uint32_t offered = again->max_reply_size;
   again->max_reply_size = largest_reply_;
   reply = path_->Call(*std::move(again));
-  if (reply.ok()) {
+  if (reply.ok() && !prepared.reply_size_stated) {
     LearnReplySize(prepared.program, prepared.version, prepared.procedure,
                    static_cast<uint32_t>(reply->xdr.size()));
   } else if (IsErrChunk(reply.status())) {
@@ -324,11 +324,15 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
     if (ddp) offer(chunk.length, chunk.buffer);
   }
   // A size learned from an earlier call's second try saves this one the
-  // extra round trip (a policy that offers enough saves the first's).
+  // extra round trip (a policy that offers enough saves the first's),
+  // unless the call's own routine stated its reply chunk.
+  prepared.reply_size_stated = encoder.reply_chunk().has_value();
   request.max_reply_size = std::max(
       {policy.MaxReplyOctets(procedure), encoder.reply_chunk().value_or(0),
        InlineReplyRoom(path_->max_inline_reply(), request.results),
-       LearnedReplySize(program, version, procedure)});
+       prepared.reply_size_stated
+           ? 0
+           : LearnedReplySize(program, version, procedure)});
   request.deadline = DeadlineAfter(timeout);
   prepared.offered = request.results;
   prepared.bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();

@@ -68,6 +68,10 @@ class RdmaClient {
     uint32_t result_threshold = 0;
     uint32_t program = 0;
     uint32_t version = 0;
+    // The arguments' routine stated this call's reply chunk itself
+    // (xdr_rdma): a size chosen for this one call, which a second try may
+    // exceed but which teaches nothing about the procedure's other calls.
+    bool reply_size_stated = false;
   };
 
   static clnt_stat CallOp(CLIENT* client, rpcproc_t procedure,
