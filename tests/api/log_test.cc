@@ -138,28 +138,54 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   EXPECT_EQ((*channel)->counters().reconnects, 1u);
 }
 
-TEST_F(LogTest, SinkReceivesErrChunkSentAndReceived) {
+// A Server over soft+tcp whose replies carry a 200-octet result, and a
+// call `xid` that offers it a write chunk of 100 octets and no reply chunk:
+// ERR_CHUNK (RFC 8166 §4.5.2). Both ends stay up for the log lines.
+struct OversizedResult {
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Channel> channel;
+  absl::Status status;  // the call's
+};
+OversizedResult CallWithOversizedResult(uint32_t xid) {
+  OversizedResult out;
   const config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
         ServerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
-        // 200 octets into a write chunk of 100: ERR_CHUNK (RFC 8166 §4.5.2).
         reply.xdr.insert(reply.xdr.end(), {0, 0, 0, 200});
         reply.results.push_back({8, std::vector<uint8_t>(200, 7)});
         (void)r.Send(std::move(reply));
       });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), config);
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  if (!server.ok()) {
+    out.status = server.status();
+    return out;
+  }
+  out.server = *std::move(server);
+  auto channel = Channel::Create(out.server->uri(), config);
+  if (!channel.ok()) {
+    out.status = channel.status();
+    return out;
+  }
+  out.channel = *std::move(channel);
   std::vector<uint8_t> result(100);
   CallRequest req;
-  req.xdr = Call(0xC4);
+  req.xdr = Call(xid);
   req.results.push_back(absl::MakeSpan(result));
   req.max_reply_size = 64;
-  auto f = (*channel)->Call(std::move(req));
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  EXPECT_EQ(f.get().status().code(), absl::StatusCode::kInvalidArgument);
+  auto f = out.channel->Call(std::move(req));
+  if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    out.status = absl::DeadlineExceededError("no answer within 30 s");
+    return out;
+  }
+  out.status = f.get().status();
+  return out;
+}
+
+TEST_F(LogTest, SinkReceivesErrChunkSentAndReceived) {
+  const OversizedResult call = CallWithOversizedResult(0xC4);
+  ASSERT_NE(call.channel, nullptr) << call.status;
+  EXPECT_EQ(call.status.code(), absl::StatusCode::kInvalidArgument);
 
   std::optional<Line> sent =
       sink_->Await({"sent RDMA_ERROR ERR_CHUNK for XID 0xc4", "does not fit"});
@@ -231,26 +257,9 @@ TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkSaysSizesOfferedAndWhatToRaise) {
 // A result larger than its write chunk (RFC 8166 §4.5.2): the server's
 // line names the result, the write chunk's size and what to raise.
 TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkForAWriteChunkNamesItsSize) {
-  const config::TransportConfig config;
-  auto server = Server::Create(
-      "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
-        reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
-        reply.xdr.insert(reply.xdr.end(), {0, 0, 0, 200});
-        reply.results.push_back({8, std::vector<uint8_t>(200, 7)});
-        (void)r.Send(std::move(reply));
-      });
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = Channel::Create((*server)->uri(), config);
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  std::vector<uint8_t> result(100);
-  CallRequest req;
-  req.xdr = Call(0xC6);
-  req.results.push_back(absl::MakeSpan(result));
-  req.max_reply_size = 64;
-  auto f = (*channel)->Call(std::move(req));
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  const absl::Status status = f.get().status();
+  const OversizedResult call = CallWithOversizedResult(0xC6);
+  ASSERT_NE(call.channel, nullptr) << call.status;
+  const absl::Status& status = call.status;
   EXPECT_TRUE(absl::StrContains(status.message(),
                                 "no reply chunk (max_reply_size 64), 1 write "
                                 "chunks of 100 octets"))
