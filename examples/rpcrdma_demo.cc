@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -297,6 +298,218 @@ std::string DumpCommand() {
   return path;
 }
 
+// Closes the server's stdin so that it stops, reads its counters line and
+// waits for it; true when it exited cleanly (and, with `counters`, said
+// them).
+bool FinishServer(ServerProcess& server, Counters* counters) {
+  if (server.in >= 0) close(server.in);
+  server.in = -1;
+  bool got = false;
+  std::string line;
+  while (server.ReadLine(line)) {
+    if (line.rfind("counters ", 0) == 0 && counters != nullptr) {
+      got = ParseCountersLine(line.substr(9), *counters);
+    }
+  }
+  std::fclose(server.out);
+  int status = 0;
+  waitpid(server.pid, &status, 0);
+  return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// What a call's results must be, or why they are not ("ok..." when they
+// are).
+using Check =
+    std::function<std::string(const rpcrdma::Reply&, XdrReader& results)>;
+
+// Results "unsigned size, checksum" equal to `size` and `want`.
+Check SizeAndChecksum(uint32_t size, uint32_t want) {
+  return [size, want](const rpcrdma::Reply&, XdrReader& results) {
+    uint32_t got_size = 0;
+    uint32_t got = 0;
+    if (!demo::ReadSizeAndChecksum(results, &got_size, &got).ok() ||
+        got_size != size || got != want) {
+      return std::string("FAILED: the server saw other bytes");
+    }
+    return std::string("ok, server checksum matches");
+  };
+}
+
+// The client's calls, one method per transport path the demo shows; each
+// prints its row of the table.
+class DemoClient {
+ public:
+  explicit DemoClient(rpcrdma::Channel& channel) : channel_(channel) {}
+
+  // Small calls: header and arguments fit the inline threshold.
+  void Pings() {
+    for (int i = 0; i < 3; ++i) {
+      rpcrdma::CallRequest req = Request(demo::kPing);
+      Run("ping", std::move(req),
+          [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
+            return results.remaining() == 0 ? "ok" : "FAILED: bad reply";
+          });
+    }
+  }
+
+  // A large argument, DDP-eligible: the server pulls it with RDMA Read.
+  // The length word stays in the stream; the octets are a CallArgument at
+  // the position after it.
+  void StoreThroughReadChunk() {
+    std::vector<uint8_t> data = Pattern(kBig, 1);
+    rpcrdma::CallRequest req = Request(demo::kStore);
+    PutUint32(req.xdr, kBig);
+    req.arguments.push_back(
+        {static_cast<uint32_t>(req.xdr.size()), absl::MakeConstSpan(data)});
+    Run("store 1000000 bytes", std::move(req),
+        SizeAndChecksum(kBig, Checksum(data)));
+  }
+
+  // A large result, DDP-eligible: the server pushes it with RDMA Write.
+  void LoadThroughWriteChunk() {
+    std::vector<uint8_t> result(kBig);
+    rpcrdma::CallRequest req = Request(demo::kLoad);
+    PutUint32(req.xdr, kBig);
+    PutUint32(req.xdr, 2);
+    req.results.push_back(absl::MakeSpan(result));
+    Run("load 1000000 bytes", std::move(req),
+        [&result](const rpcrdma::Reply& r, XdrReader& results) -> std::string {
+          uint32_t length = 0;
+          if (!results.ReadUint32("length", &length).ok() || length != kBig ||
+              r.result_lengths != std::vector<uint32_t>{kBig} ||
+              result != Pattern(kBig, 2)) {
+            return "FAILED: result bytes differ";
+          }
+          return "ok, 1000000 bytes verified";
+        });
+  }
+
+  // A call whose non-DDP arguments exceed the inline threshold.
+  void StoreAsLongCall() {
+    std::vector<uint8_t> data = Pattern(20000, 3);
+    rpcrdma::CallRequest req = Request(demo::kStore);
+    PutOpaque(req.xdr, data);
+    Run("store 20000 bytes", std::move(req),
+        SizeAndChecksum(20000, Checksum(data)));
+  }
+
+  // A reply whose non-DDP results exceed the inline threshold.
+  void ListAsLongReply() {
+    rpcrdma::CallRequest req = Request(demo::kList);
+    PutUint32(req.xdr, 20000);
+    PutUint32(req.xdr, 4);
+    req.max_reply_size =
+        static_cast<uint32_t>(ReplyHeader(xid_).size()) + 4 + 20000;
+    Run("list 20000 bytes", std::move(req),
+        [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
+          const std::vector<uint8_t> want = Pattern(20000, 4);
+          absl::Span<const uint8_t> data;
+          if (!results.ReadVarOpaque("data", demo::kMaxBulk, &data).ok() ||
+              results.remaining() != 0 || data != absl::MakeConstSpan(want)) {
+            return "FAILED: result bytes differ";
+          }
+          return "ok, 20000 bytes verified";
+        });
+  }
+
+  // The server calls the client back (RFC 8167) before it answers;
+  // `callbacks` counts the backward calls the client's handler answered.
+  void CallMeBack(const std::atomic<int>& callbacks) {
+    constexpr uint32_t kCallbackBytes = 65536;
+    const uint32_t want = Checksum(Pattern(kCallbackBytes, 5));
+    rpcrdma::CallRequest req = Request(demo::kCallMeBack);
+    PutUint32(req.xdr, kCallbackBytes);
+    PutUint32(req.xdr, 5);
+    const Counters before = channel_.counters();
+    Run("server calls back", std::move(req),
+        [&](const rpcrdma::Reply&, XdrReader& results) -> std::string {
+          const Counters after = channel_.counters();
+          if (callbacks.load() != 1 ||
+              after.backward_calls != before.backward_calls + 1) {
+            return "FAILED: no backward call arrived";
+          }
+          uint32_t size = 0;
+          uint32_t got = 0;
+          if (!demo::ReadSizeAndChecksum(results, &size, &got).ok() ||
+              size != kCallbackBytes || got != want) {
+            return "FAILED: the backward call carried other bytes";
+          }
+          return "ok, 65536 bytes server->client via RDMA Read";
+        });
+  }
+
+  bool all_ok() const { return all_ok_; }
+
+ private:
+  // A call of `procedure` with the next XID and room for a small reply.
+  rpcrdma::CallRequest Request(uint32_t procedure) {
+    rpcrdma::CallRequest req;
+    req.xdr = CallHeader(++xid_, demo::kProgram, procedure);
+    req.max_reply_size = 1024;
+    return req;
+  }
+
+  // Makes the call, checks its results and prints its row: the paths the
+  // call and its reply took (from the counters' differences) and the
+  // verdict.
+  void Run(const std::string& title, rpcrdma::CallRequest req,
+           const Check& check) {
+    const Counters before = channel_.counters();
+    absl::StatusOr<rpcrdma::Reply> reply = channel_.Call(std::move(req)).get();
+    const Counters after = channel_.counters();
+    absl::StatusOr<XdrReader> results =
+        reply.ok() ? demo::DecodeResults(reply->xdr, xid_) : reply.status();
+    const std::string verdict =
+        results.ok() ? check(*reply, *results)
+                     : absl::StrCat("FAILED: ", results.status().ToString());
+    if (verdict.rfind("ok", 0) != 0) all_ok_ = false;
+    std::printf("  %-20s %-25s %-12s %s\n", title.c_str(),
+                CallPath(before, after).c_str(),
+                reply.ok() ? ReplyPath(before, after, *reply).c_str() : "-",
+                verdict.c_str());
+  }
+
+  rpcrdma::Channel& channel_;
+  uint32_t xid_ = 0x0de30000;
+  bool all_ok_ = true;
+};
+
+// Prints both sides' counters; false when the two sides counted the same
+// messages differently.
+bool PrintCounters(const Counters& client, const Counters& server) {
+  std::printf("\n  %-44s %8s %8s\n", "counters", "client", "server");
+  auto row = [&](const char* name, uint64_t c, uint64_t s) {
+    std::printf("  %-44s %8llu %8llu\n", name,
+                static_cast<unsigned long long>(c),
+                static_cast<unsigned long long>(s));
+  };
+  row("calls", client.calls, server.calls);
+  row("replies", client.replies, server.replies);
+  row("inline calls", client.inline_calls, server.inline_calls);
+  row("calls with read chunks", client.read_chunk_calls,
+      server.read_chunk_calls);
+  row("write chunks offered", client.write_chunks, server.write_chunks);
+  row("reply chunks offered", client.reply_chunks, server.reply_chunks);
+  row("long calls (RDMA_NOMSG, position-zero chunk)", client.long_calls,
+      server.long_calls);
+  row("long replies (RDMA_NOMSG, reply chunk)", client.long_replies,
+      server.long_replies);
+  row("Send With Invalidate (RFC 8797)", client.remote_invalidations,
+      server.remote_invalidations);
+  row("RDMA_ERROR", client.errors_sent + client.errors_received,
+      server.errors_sent + server.errors_received);
+  row("backward calls (RFC 8167, server -> client)", client.backward_calls,
+      server.backward_calls);
+  row("backward replies", client.backward_replies, server.backward_replies);
+  return client.calls == server.calls && client.replies == server.replies &&
+         client.inline_calls == server.inline_calls &&
+         client.read_chunk_calls == server.read_chunk_calls &&
+         client.long_calls == server.long_calls &&
+         client.long_replies == server.long_replies &&
+         client.backward_calls == server.backward_calls &&
+         client.backward_replies == server.backward_replies;
+}
+
 int RunClient(const char* self, const std::string& uri,
               const std::string& capture) {
   signal(SIGPIPE, SIG_IGN);
@@ -306,26 +519,10 @@ int RunClient(const char* self, const std::string& uri,
                  std::strerror(errno));
     return 1;
   }
-  auto finish_server = [&server](Counters* counters) {
-    if (server.in >= 0) close(server.in);
-    server.in = -1;
-    bool got = false;
-    std::string line;
-    while (server.ReadLine(line)) {
-      if (line.rfind("counters ", 0) == 0 && counters != nullptr) {
-        got = ParseCountersLine(line.substr(9), *counters);
-      }
-    }
-    std::fclose(server.out);
-    int status = 0;
-    waitpid(server.pid, &status, 0);
-    return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  };
-
   std::string line;
   if (!server.ReadLine(line) || line.rfind("ready ", 0) != 0) {
     std::fprintf(stderr, "the server process did not start\n");
-    finish_server(nullptr);
+    FinishServer(server, nullptr);
     return 1;
   }
   const std::string server_uri = line.substr(6);
@@ -345,195 +542,30 @@ int RunClient(const char* self, const std::string& uri,
       });
   if (!channel.ok()) {
     std::fprintf(stderr, "client: %s\n", channel.status().ToString().c_str());
-    finish_server(nullptr);
+    FinishServer(server, nullptr);
     return 1;
   }
   std::printf("  client  pid %-7d connected\n\n", getpid());
 
-  bool all_ok = true;
-  uint32_t xid = 0x0de30000;
-  auto run = [&](const std::string& title, rpcrdma::CallRequest req,
-                 auto&& check) {
-    Counters before = (*channel)->counters();
-    absl::StatusOr<rpcrdma::Reply> reply =
-        (*channel)->Call(std::move(req)).get();
-    Counters after = (*channel)->counters();
-    std::string verdict;
-    absl::StatusOr<XdrReader> results =
-        reply.ok() ? demo::DecodeResults(reply->xdr, xid) : reply.status();
-    if (!results.ok()) {
-      verdict = absl::StrCat("FAILED: ", results.status().ToString());
-    } else {
-      verdict = check(*reply, *results);
-    }
-    if (verdict.rfind("ok", 0) != 0) all_ok = false;
-    std::printf("  %-20s %-25s %-12s %s\n", title.c_str(),
-                CallPath(before, after).c_str(),
-                reply.ok() ? ReplyPath(before, after, *reply).c_str() : "-",
-                verdict.c_str());
-  };
-
   std::printf("  %-20s %-25s %-12s %s\n", "call", "sent as", "reply via",
               "result");
-  // Results "unsigned size, checksum" equal to `size` and `want`.
-  auto size_and_checksum = [](uint32_t size, uint32_t want) {
-    return [size, want](const rpcrdma::Reply&, XdrReader& results) {
-      uint32_t got_size = 0;
-      uint32_t got = 0;
-      if (!demo::ReadSizeAndChecksum(results, &got_size, &got).ok() ||
-          got_size != size || got != want) {
-        return std::string("FAILED: the server saw other bytes");
-      }
-      return std::string("ok, server checksum matches");
-    };
-  };
-  // Small calls: header and arguments fit the inline threshold.
-  for (int i = 0; i < 3; ++i) {
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kPing);
-    req.max_reply_size = 1024;
-    run("ping", std::move(req),
-        [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
-          return results.remaining() == 0 ? "ok" : "FAILED: bad reply";
-        });
-  }
-  // A large argument, DDP-eligible: the server pulls it with RDMA Read.
-  // The length word stays in the stream; the octets are a CallArgument at
-  // the position after it.
-  {
-    std::vector<uint8_t> data = Pattern(kBig, 1);
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kStore);
-    PutUint32(req.xdr, kBig);
-    req.arguments.push_back(
-        {static_cast<uint32_t>(req.xdr.size()), absl::MakeConstSpan(data)});
-    req.max_reply_size = 1024;
-    run("store 1000000 bytes", std::move(req),
-        size_and_checksum(kBig, Checksum(data)));
-  }
-  // A large result, DDP-eligible: the server pushes it with RDMA Write.
-  {
-    std::vector<uint8_t> result(kBig);
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kLoad);
-    PutUint32(req.xdr, kBig);
-    PutUint32(req.xdr, 2);
-    req.results.push_back(absl::MakeSpan(result));
-    req.max_reply_size = 1024;
-    run("load 1000000 bytes", std::move(req),
-        [&result](const rpcrdma::Reply& r, XdrReader& results) -> std::string {
-          uint32_t length = 0;
-          if (!results.ReadUint32("length", &length).ok() || length != kBig ||
-              r.result_lengths != std::vector<uint32_t>{kBig} ||
-              result != Pattern(kBig, 2)) {
-            return "FAILED: result bytes differ";
-          }
-          return "ok, 1000000 bytes verified";
-        });
-  }
-  // A call whose non-DDP arguments exceed the inline threshold.
-  {
-    std::vector<uint8_t> data = Pattern(20000, 3);
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kStore);
-    PutOpaque(req.xdr, data);
-    req.max_reply_size = 1024;
-    run("store 20000 bytes", std::move(req),
-        size_and_checksum(20000, Checksum(data)));
-  }
-  // A reply whose non-DDP results exceed the inline threshold.
-  {
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kList);
-    PutUint32(req.xdr, 20000);
-    PutUint32(req.xdr, 4);
-    req.max_reply_size =
-        static_cast<uint32_t>(ReplyHeader(xid).size()) + 4 + 20000;
-    run("list 20000 bytes", std::move(req),
-        [](const rpcrdma::Reply&, XdrReader& results) -> std::string {
-          const std::vector<uint8_t> want = Pattern(20000, 4);
-          absl::Span<const uint8_t> data;
-          if (!results.ReadVarOpaque("data", demo::kMaxBulk, &data).ok() ||
-              results.remaining() != 0 || data != absl::MakeConstSpan(want)) {
-            return "FAILED: result bytes differ";
-          }
-          return "ok, 20000 bytes verified";
-        });
-  }
+  DemoClient client(**channel);
+  client.Pings();
+  client.StoreThroughReadChunk();
+  client.LoadThroughWriteChunk();
+  client.StoreAsLongCall();
+  client.ListAsLongReply();
+  client.CallMeBack(callbacks);
+  bool all_ok = client.all_ok();
 
-  // The server calls the client back (RFC 8167) before it answers.
-  {
-    constexpr uint32_t kCallbackBytes = 65536;
-    const uint32_t want = Checksum(Pattern(kCallbackBytes, 5));
-    rpcrdma::CallRequest req;
-    req.xdr = CallHeader(++xid, demo::kProgram, demo::kCallMeBack);
-    PutUint32(req.xdr, kCallbackBytes);
-    PutUint32(req.xdr, 5);
-    req.max_reply_size = 1024;
-    const Counters before = (*channel)->counters();
-    run("server calls back", std::move(req),
-        [&](const rpcrdma::Reply&, XdrReader& results) -> std::string {
-          const Counters after = (*channel)->counters();
-          if (callbacks.load() != 1 ||
-              after.backward_calls != before.backward_calls + 1) {
-            return "FAILED: no backward call arrived";
-          }
-          uint32_t size = 0;
-          uint32_t got = 0;
-          if (!demo::ReadSizeAndChecksum(results, &size, &got).ok() ||
-              size != kCallbackBytes || got != want) {
-            return "FAILED: the backward call carried other bytes";
-          }
-          return "ok, 65536 bytes server->client via RDMA Read";
-        });
-  }
-
-  Counters client = (*channel)->counters();
+  const Counters client_counters = (*channel)->counters();
   channel->reset();  // disconnects; the capture file is complete
   Counters server_counters;
-  if (!finish_server(&server_counters)) {
+  if (!FinishServer(server, &server_counters)) {
     std::fprintf(stderr, "the server process failed\n");
     return 1;
   }
-
-  std::printf("\n  %-44s %8s %8s\n", "counters", "client", "server");
-  auto row = [&](const char* name, uint64_t c, uint64_t s) {
-    std::printf("  %-44s %8llu %8llu\n", name,
-                static_cast<unsigned long long>(c),
-                static_cast<unsigned long long>(s));
-  };
-  row("calls", client.calls, server_counters.calls);
-  row("replies", client.replies, server_counters.replies);
-  row("inline calls", client.inline_calls, server_counters.inline_calls);
-  row("calls with read chunks", client.read_chunk_calls,
-      server_counters.read_chunk_calls);
-  row("write chunks offered", client.write_chunks,
-      server_counters.write_chunks);
-  row("reply chunks offered", client.reply_chunks,
-      server_counters.reply_chunks);
-  row("long calls (RDMA_NOMSG, position-zero chunk)", client.long_calls,
-      server_counters.long_calls);
-  row("long replies (RDMA_NOMSG, reply chunk)", client.long_replies,
-      server_counters.long_replies);
-  row("Send With Invalidate (RFC 8797)", client.remote_invalidations,
-      server_counters.remote_invalidations);
-  row("RDMA_ERROR", client.errors_sent + client.errors_received,
-      server_counters.errors_sent + server_counters.errors_received);
-  row("backward calls (RFC 8167, server -> client)", client.backward_calls,
-      server_counters.backward_calls);
-  row("backward replies", client.backward_replies,
-      server_counters.backward_replies);
-  // Both sides count the same messages.
-  const bool agree =
-      client.calls == server_counters.calls &&
-      client.replies == server_counters.replies &&
-      client.inline_calls == server_counters.inline_calls &&
-      client.read_chunk_calls == server_counters.read_chunk_calls &&
-      client.long_calls == server_counters.long_calls &&
-      client.long_replies == server_counters.long_replies &&
-      client.backward_calls == server_counters.backward_calls &&
-      client.backward_replies == server_counters.backward_replies;
-  if (!agree) {
+  if (!PrintCounters(client_counters, server_counters)) {
     std::printf("\n  FAILED: the two sides' counters disagree\n");
     all_ok = false;
   }
