@@ -117,41 +117,38 @@ Sample Ping(rpcrdma::Channel& channel, uint32_t seq, uint32_t xid,
   return sample;
 }
 
-int Run(const std::string& uri) {
-  const bool json = absl::GetFlag(FLAGS_json);
-  const uint32_t count = absl::GetFlag(FLAGS_count);
-  const absl::Duration interval = absl::GetFlag(FLAGS_interval);
-  const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
-  if (interval < absl::ZeroDuration() || timeout <= absl::ZeroDuration()) {
-    return Usage("--interval must not be negative, --timeout must be positive");
-  }
-  absl::StatusOr<rpcrdma::config::TransportConfig> config =
-      rpcrdma::tools::LoadConfig(absl::GetFlag(FLAGS_config));
-  if (!config.ok()) {
-    std::cerr << "rpcrdma-ping: " << config.status() << "\n";
-    return kExitFailure;
-  }
-  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(timeout), *config);
-  absl::StatusOr<std::unique_ptr<rpcrdma::Channel>> channel =
-      rpcrdma::Channel::Create(uri, *config);
-  if (!channel.ok()) {
-    std::cerr << "rpcrdma-ping: cannot connect to " << uri << ": "
-              << channel.status() << "\n";
-    return kExitFailure;
-  }
-  const rpcrdma::ConnectionInfo info = (*channel)->connection_info();
-  const uint32_t size = absl::GetFlag(FLAGS_size);
-  if (!json) {
-    std::cout << "RPCRDMA-PING " << uri << ": "
-              << (size == 0 ? std::string("NULL calls")
-                            : absl::StrCat("ECHO of ", size, " octets"))
-              << " to program 0x"
-              << absl::StrFormat("%08x", rpcrdma::perf::kProgram) << "\n"
-              << rpcrdma::tools::ConnectionInfoText(info) << std::flush;
-  }
+// What the run asks for, from the flags.
+struct Options {
+  uint32_t count = 0;
+  absl::Duration interval;
+  absl::Duration timeout;
+  uint32_t size = 0;  // 0: NULL calls
+  bool json = false;
+};
 
-  std::vector<uint8_t> argument(size);
-  std::vector<uint8_t> result(size);
+// The calls made, and how long making them took.
+struct Run {
+  std::vector<Sample> samples;
+  int64_t elapsed_ms = 0;
+};
+
+// Prints one call's line (text output only).
+void PrintSample(const Sample& s) {
+  if (s.status.ok()) {
+    std::cout << absl::StrFormat(
+        "seq=%u xid=0x%08x time=%.3f us\n", s.seq, s.xid,
+        rpcrdma::tools::Microseconds(static_cast<double>(s.rtt_ns)));
+  } else {
+    std::cout << absl::StrFormat("seq=%u xid=0x%08x failed: %s\n", s.seq, s.xid,
+                                 s.status.ToString());
+  }
+  std::cout << std::flush;
+}
+
+// Makes the calls, one per interval, until `count` or ^C.
+Run PingLoop(rpcrdma::Channel& channel, const Options& options) {
+  std::vector<uint8_t> argument(options.size);
+  std::vector<uint8_t> result(options.size);
   std::mt19937 random(std::random_device{}());
   for (uint8_t& octet : argument) octet = static_cast<uint8_t>(random());
   // XIDs start at a random value, as ONC RPC clients' do, so that two runs
@@ -159,12 +156,14 @@ int Run(const std::string& uri) {
   const uint32_t first_xid = static_cast<uint32_t>(random());
 
   std::signal(SIGINT, OnInterrupt);
-  std::vector<Sample> samples;
+  Run run;
   const auto start = std::chrono::steady_clock::now();
-  for (uint32_t seq = 1; (count == 0 || seq <= count) && !interrupted; ++seq) {
+  for (uint32_t seq = 1;
+       (options.count == 0 || seq <= options.count) && !interrupted; ++seq) {
     if (seq > 1) {
       // Sleep in short steps so that ^C ends the run at once.
-      const auto due = start + absl::ToChronoNanoseconds(interval * (seq - 1));
+      const auto due =
+          start + absl::ToChronoNanoseconds(options.interval * (seq - 1));
       while (!interrupted && std::chrono::steady_clock::now() < due) {
         std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
             due - std::chrono::steady_clock::now(),
@@ -172,28 +171,23 @@ int Run(const std::string& uri) {
       }
       if (interrupted) break;
     }
-    samples.push_back(
-        Ping(**channel, seq, first_xid + seq, argument, result, timeout));
-    const Sample& s = samples.back();
-    if (json) continue;
-    if (s.status.ok()) {
-      std::cout << absl::StrFormat(
-          "seq=%u xid=0x%08x time=%.3f us\n", s.seq, s.xid,
-          rpcrdma::tools::Microseconds(static_cast<double>(s.rtt_ns)));
-    } else {
-      std::cout << absl::StrFormat("seq=%u xid=0x%08x failed: %s\n", s.seq,
-                                   s.xid, s.status.ToString());
-    }
-    std::cout << std::flush;
+    run.samples.push_back(
+        Ping(channel, seq, first_xid + seq, argument, result, options.timeout));
+    if (!options.json) PrintSample(run.samples.back());
   }
-  const int64_t elapsed_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - start)
-          .count();
+  run.elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return run;
+}
 
+// The summary: one JSON object, or ping(8)'s statistics lines. Returns the
+// exit status (every call answered, and at least one made).
+int Report(const std::string& uri, const Options& options,
+           const rpcrdma::ConnectionInfo& info, const Run& run) {
   std::vector<int64_t> rtts;
   nlohmann::json calls = nlohmann::json::array();
-  for (const Sample& s : samples) {
+  for (const Sample& s : run.samples) {
     nlohmann::json call = {
         {"seq", s.seq}, {"xid", s.xid}, {"ok", s.status.ok()}};
     if (s.status.ok()) {
@@ -205,21 +199,22 @@ int Run(const std::string& uri) {
     }
     calls.push_back(std::move(call));
   }
-  const size_t lost = samples.size() - rtts.size();
+  const size_t sent = run.samples.size();
+  const size_t lost = sent - rtts.size();
   const rpcrdma::tools::LatencySummary summary =
       rpcrdma::tools::Summarize(rtts);
-  if (json) {
+  if (options.json) {
     nlohmann::json out = {
         {"uri", uri},
         {"program", rpcrdma::perf::kProgram},
-        {"procedure", size == 0 ? "NULL" : "ECHO"},
-        {"size", size},
+        {"procedure", options.size == 0 ? "NULL" : "ECHO"},
+        {"size", options.size},
         {"connection", rpcrdma::tools::ConnectionInfoJson(info)},
         {"calls", std::move(calls)},
-        {"sent", samples.size()},
+        {"sent", sent},
         {"ok", rtts.size()},
         {"lost", lost},
-        {"time_ms", elapsed_ms},
+        {"time_ms", run.elapsed_ms},
         {"rtt", rpcrdma::tools::LatencyJson(summary)},
     };
     std::cout << out.dump() << "\n";
@@ -227,11 +222,11 @@ int Run(const std::string& uri) {
     std::cout << absl::StrFormat(
         "--- %s rpcrdma-ping statistics ---\n"
         "%u calls, %u ok, %u lost (%.0f%%), time %d ms\n",
-        uri, samples.size(), rtts.size(), lost,
-        samples.empty() ? 0.0
-                        : 100.0 * static_cast<double>(lost) /
-                              static_cast<double>(samples.size()),
-        elapsed_ms);
+        uri, sent, rtts.size(), lost,
+        sent == 0
+            ? 0.0
+            : 100.0 * static_cast<double>(lost) / static_cast<double>(sent),
+        run.elapsed_ms);
     if (!rtts.empty()) {
       using rpcrdma::tools::Microseconds;
       std::cout << absl::StrFormat(
@@ -243,7 +238,47 @@ int Run(const std::string& uri) {
           Microseconds(static_cast<double>(summary.p99_ns)));
     }
   }
-  return lost == 0 && !samples.empty() ? kExitOk : kExitFailure;
+  return lost == 0 && sent != 0 ? kExitOk : kExitFailure;
+}
+
+int PingUri(const std::string& uri) {
+  Options options;
+  options.json = absl::GetFlag(FLAGS_json);
+  options.count = absl::GetFlag(FLAGS_count);
+  options.interval = absl::GetFlag(FLAGS_interval);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  options.size = absl::GetFlag(FLAGS_size);
+  if (options.interval < absl::ZeroDuration() ||
+      options.timeout <= absl::ZeroDuration()) {
+    return Usage("--interval must not be negative, --timeout must be positive");
+  }
+  absl::StatusOr<rpcrdma::config::TransportConfig> config =
+      rpcrdma::tools::LoadConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) {
+    std::cerr << "rpcrdma-ping: " << config.status() << "\n";
+    return kExitFailure;
+  }
+  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(options.timeout),
+                               *config);
+  absl::StatusOr<std::unique_ptr<rpcrdma::Channel>> channel =
+      rpcrdma::Channel::Create(uri, *config);
+  if (!channel.ok()) {
+    std::cerr << "rpcrdma-ping: cannot connect to " << uri << ": "
+              << channel.status() << "\n";
+    return kExitFailure;
+  }
+  const rpcrdma::ConnectionInfo info = (*channel)->connection_info();
+  if (!options.json) {
+    std::cout << "RPCRDMA-PING " << uri << ": "
+              << (options.size == 0
+                      ? std::string("NULL calls")
+                      : absl::StrCat("ECHO of ", options.size, " octets"))
+              << " to program 0x"
+              << absl::StrFormat("%08x", rpcrdma::perf::kProgram) << "\n"
+              << rpcrdma::tools::ConnectionInfoText(info) << std::flush;
+  }
+  const Run run = PingLoop(**channel, options);
+  return Report(uri, options, info, run);
 }
 
 }  // namespace
@@ -259,5 +294,5 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (operands->size() != 1) return Usage("give exactly one URI");
-  return Run(operands->front());
+  return PingUri(operands->front());
 }
