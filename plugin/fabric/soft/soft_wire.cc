@@ -96,6 +96,140 @@ bool GetPrivateData(Reader& r, Frame& f) {
   return r.Take(len, f.data);
 }
 
+absl::Status DecodeConnect(Reader& r, Frame& f) {
+  uint32_t magic = 0;
+  uint8_t version = 0;
+  if (!(r.U32(magic) && r.U8(version) && r.U32(f.initiator_depth) &&
+        r.U32(f.responder_resources) && GetPrivateData(r, f))) {
+    return Truncated("CONNECT");
+  }
+  if (magic != kMagic || version != kVersion) {
+    return absl::InvalidArgumentError(
+        "soft frame: CONNECT with unknown magic or version");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeSend(Reader& r, Frame& f) {
+  uint8_t flags = 0;
+  uint32_t handle = 0;
+  if (!(r.U64(f.id) && r.U8(flags) && r.U32(handle))) {
+    return Truncated("SEND");
+  }
+  if ((flags & ~uint8_t{1}) != 0) {
+    return absl::InvalidArgumentError("soft frame: unknown SEND flags");
+  }
+  if ((flags & 1) != 0) f.invalidate = handle;
+  f.data = r.Rest();
+  if (f.data.size() > kMaxSendPayload) {
+    return absl::OutOfRangeError("soft frame: SEND payload too large");
+  }
+  return absl::OkStatus();
+}
+
+// The tail READ_RESP and WRITE share: the "last" flag, then the data.
+absl::Status DecodeLastAndData(Reader& r, Frame& f, absl::string_view name) {
+  uint8_t last = 0;
+  if (!r.U8(last)) return Truncated(name);
+  if (last > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("soft frame: bad ", name, " last"));
+  }
+  f.last = last == 1;
+  f.data = r.Rest();
+  if (f.data.size() > kMaxRdmaChunk) {
+    return absl::OutOfRangeError(
+        absl::StrCat("soft frame: ", name, " data too large"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeReadResponse(Reader& r, Frame& f) {
+  if (!(r.U64(f.id) && r.U8(f.status))) return Truncated("READ_RESP");
+  return DecodeLastAndData(r, f, "READ_RESP");
+}
+
+absl::Status DecodeWrite(Reader& r, Frame& f) {
+  if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address))) {
+    return Truncated("WRITE");
+  }
+  return DecodeLastAndData(r, f, "WRITE");
+}
+
+// READ_REQ_CMA and WRITE_CMA: the request, then its segment list.
+absl::Status DecodeCrossMemoryRequest(Reader& r, Frame& f) {
+  if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
+        r.U32(f.length))) {
+    return Truncated("cross-memory request");
+  }
+  if (r.remaining() % kCmaSegmentSize != 0) {
+    return absl::InvalidArgumentError(
+        "soft frame: cross-memory segment list of a partial segment");
+  }
+  const size_t count = r.remaining() / kCmaSegmentSize;
+  if (count > kMaxCmaSegments) {
+    return absl::OutOfRangeError(absl::StrCat("soft frame: ", count,
+                                              " cross-memory segments exceed ",
+                                              kMaxCmaSegments));
+  }
+  f.segments.resize(count);
+  for (CmaSegment& seg : f.segments) {
+    r.U64(seg.address);
+    r.U32(seg.length);
+  }
+  return absl::OkStatus();
+}
+
+// The body after the type octet, by type.
+absl::Status DecodeBody(uint8_t type, Reader& r, Frame& f) {
+  switch (static_cast<FrameType>(type)) {
+    case FrameType::kConnect:
+      return DecodeConnect(r, f);
+    case FrameType::kAccept:
+      if (!(r.U32(f.initiator_depth) && r.U32(f.responder_resources) &&
+            GetPrivateData(r, f))) {
+        return Truncated("ACCEPT");
+      }
+      return absl::OkStatus();
+    case FrameType::kReject:
+      if (!GetPrivateData(r, f)) return Truncated("REJECT");
+      return absl::OkStatus();
+    case FrameType::kSend:
+      return DecodeSend(r, f);
+    case FrameType::kAck:
+      if (!(r.U64(f.id) && r.U8(f.status))) return Truncated("ACK");
+      return absl::OkStatus();
+    case FrameType::kReadReq:
+      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
+            r.U32(f.length))) {
+        return Truncated("READ_REQ");
+      }
+      return absl::OkStatus();
+    case FrameType::kReadResp:
+      return DecodeReadResponse(r, f);
+    case FrameType::kWrite:
+      return DecodeWrite(r, f);
+    case FrameType::kDisconnect:
+      return absl::OkStatus();
+    case FrameType::kCmaOffer:
+      if (!(r.U64(f.address) && r.U64(f.cookie) && r.U32(f.gate_fd))) {
+        return Truncated("CMA_OFFER");
+      }
+      return absl::OkStatus();
+    case FrameType::kCmaAnswer:
+      if (!r.U8(f.status)) return Truncated("CMA_ANSWER");
+      if (f.status > 1) {
+        return absl::InvalidArgumentError("soft frame: bad CMA_ANSWER");
+      }
+      return absl::OkStatus();
+    case FrameType::kReadReqCma:
+    case FrameType::kWriteCma:
+      return DecodeCrossMemoryRequest(r, f);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("soft frame: unknown type ", type));
+}
+
 }  // namespace
 
 absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
@@ -117,123 +251,7 @@ absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
   uint8_t type = 0;
   r.U8(type);
   Frame& f = result.frame;
-  bool ok = true;
-  switch (static_cast<FrameType>(type)) {
-    case FrameType::kConnect: {
-      uint32_t magic = 0;
-      uint8_t version = 0;
-      ok = r.U32(magic) && r.U8(version) && r.U32(f.initiator_depth) &&
-           r.U32(f.responder_resources) && GetPrivateData(r, f);
-      if (!ok) return Truncated("CONNECT");
-      if (magic != kMagic || version != kVersion) {
-        return absl::InvalidArgumentError(
-            "soft frame: CONNECT with unknown magic or version");
-      }
-      break;
-    }
-    case FrameType::kAccept:
-      ok = r.U32(f.initiator_depth) && r.U32(f.responder_resources) &&
-           GetPrivateData(r, f);
-      if (!ok) return Truncated("ACCEPT");
-      break;
-    case FrameType::kReject:
-      if (!GetPrivateData(r, f)) return Truncated("REJECT");
-      break;
-    case FrameType::kSend: {
-      uint8_t flags = 0;
-      uint32_t handle = 0;
-      if (!(r.U64(f.id) && r.U8(flags) && r.U32(handle))) {
-        return Truncated("SEND");
-      }
-      if ((flags & ~uint8_t{1}) != 0) {
-        return absl::InvalidArgumentError("soft frame: unknown SEND flags");
-      }
-      if ((flags & 1) != 0) f.invalidate = handle;
-      f.data = r.Rest();
-      if (f.data.size() > kMaxSendPayload) {
-        return absl::OutOfRangeError("soft frame: SEND payload too large");
-      }
-      break;
-    }
-    case FrameType::kAck:
-      if (!(r.U64(f.id) && r.U8(f.status))) return Truncated("ACK");
-      break;
-    case FrameType::kReadReq:
-      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
-            r.U32(f.length))) {
-        return Truncated("READ_REQ");
-      }
-      break;
-    case FrameType::kReadResp: {
-      uint8_t last = 0;
-      if (!(r.U64(f.id) && r.U8(f.status) && r.U8(last))) {
-        return Truncated("READ_RESP");
-      }
-      if (last > 1) {
-        return absl::InvalidArgumentError("soft frame: bad READ_RESP last");
-      }
-      f.last = last == 1;
-      f.data = r.Rest();
-      if (f.data.size() > kMaxRdmaChunk) {
-        return absl::OutOfRangeError("soft frame: READ_RESP data too large");
-      }
-      break;
-    }
-    case FrameType::kWrite: {
-      uint8_t last = 0;
-      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) && r.U8(last))) {
-        return Truncated("WRITE");
-      }
-      if (last > 1) {
-        return absl::InvalidArgumentError("soft frame: bad WRITE last");
-      }
-      f.last = last == 1;
-      f.data = r.Rest();
-      if (f.data.size() > kMaxRdmaChunk) {
-        return absl::OutOfRangeError("soft frame: WRITE data too large");
-      }
-      break;
-    }
-    case FrameType::kDisconnect:
-      break;
-    case FrameType::kCmaOffer:
-      if (!(r.U64(f.address) && r.U64(f.cookie) && r.U32(f.gate_fd))) {
-        return Truncated("CMA_OFFER");
-      }
-      break;
-    case FrameType::kCmaAnswer:
-      if (!r.U8(f.status)) return Truncated("CMA_ANSWER");
-      if (f.status > 1) {
-        return absl::InvalidArgumentError("soft frame: bad CMA_ANSWER");
-      }
-      break;
-    case FrameType::kReadReqCma:
-    case FrameType::kWriteCma: {
-      if (!(r.U64(f.id) && r.U32(f.handle) && r.U64(f.address) &&
-            r.U32(f.length))) {
-        return Truncated("cross-memory request");
-      }
-      if (r.remaining() % kCmaSegmentSize != 0) {
-        return absl::InvalidArgumentError(
-            "soft frame: cross-memory segment list of a partial segment");
-      }
-      const size_t count = r.remaining() / kCmaSegmentSize;
-      if (count > kMaxCmaSegments) {
-        return absl::OutOfRangeError(
-            absl::StrCat("soft frame: ", count,
-                         " cross-memory segments exceed ", kMaxCmaSegments));
-      }
-      f.segments.resize(count);
-      for (CmaSegment& seg : f.segments) {
-        r.U64(seg.address);
-        r.U32(seg.length);
-      }
-      break;
-    }
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("soft frame: unknown type ", type));
-  }
+  if (absl::Status body = DecodeBody(type, r, f); !body.ok()) return body;
   if (r.remaining() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "soft frame: ", r.remaining(), " trailing octets after type ", type));
