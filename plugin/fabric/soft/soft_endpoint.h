@@ -169,6 +169,20 @@ class SoftEndpoint : public Endpoint {
   // Moves bytes: finishes the socket connect, reads and handles frames,
   // produces and writes output.
   void Progress();
+  // True when the socket's connect has finished; false while it is still
+  // going (the wait for it is armed) or when it failed (the endpoint is
+  // then closed).
+  bool FinishConnect();
+  // Reads slices of input up to kReadBudget, handling whole frames.
+  void ReadInput();
+  // Decodes and handles the whole frames in the input buffer.
+  void HandleInput();
+  // The socket ended or failed: how that ends the endpoint depends on
+  // where the connection was.
+  void StreamLost(std::string detail);
+  // Produces output and writes it until the socket is full, nothing is
+  // left, or what is left waits for the peer.
+  void WriteOutput();
   void HandleFrame(const Frame& frame);
   void HandleSend(const Frame& frame);
   void HandleAck(const Frame& frame);
@@ -203,6 +217,15 @@ class SoftEndpoint : public Endpoint {
   bool Produce();
   enum class Produced { kMore, kDone, kBlocked, kFailed };
   Produced ProduceOne(Outgoing& item);
+  Produced ProduceReadRequest(Outgoing& item);
+  Produced ProduceWrite(Outgoing& item);
+  Produced ProduceReadResponse(Outgoing& item);
+  // Sends `item` as a cross-memory request (READ_REQ_CMA or WRITE_CMA)
+  // naming `local` when the options, its length and the gate allow; false
+  // when it has to go through the socket.
+  template <typename T>
+  bool SendCrossMemoryRequest(FrameType type, const Outgoing& item,
+                              absl::Span<const absl::Span<T>> local);
   // Where a new whole frame goes so it stays in order behind queued
   // output.
   std::vector<uint8_t>& FrameBuffer();

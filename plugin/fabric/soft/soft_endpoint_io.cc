@@ -52,94 +52,106 @@ std::vector<uint8_t>& SoftEndpoint::FrameBuffer() {
 }
 
 SoftEndpoint::Produced SoftEndpoint::ProduceOne(Outgoing& item) {
-  std::vector<uint8_t>& out = stream_.output();
   switch (item.kind) {
-    case Outgoing::Kind::kFrames:
+    case Outgoing::Kind::kFrames: {
+      std::vector<uint8_t>& out = stream_.output();
       out.insert(out.end(), item.frames.begin(), item.frames.end());
       return Produced::kDone;
-    case Outgoing::Kind::kReadRequest: {
-      // Like a send queue, everything behind a read waits while the
-      // initiator depth is used up, and RDMA waits for the peer's answer
-      // to a cross-memory offer.
-      if (cma_awaiting_answer_ || reads_in_flight_ >= caps_.initiator_depth) {
-        return Produced::kBlocked;
-      }
-      ++reads_in_flight_;
-      auto it = pending_.find(item.id);
-      std::optional<std::vector<CmaSegment>> segments;
-      if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
-          it != pending_.end()) {
-        segments = SegmentsOf<uint8_t>(it->second.scatter);
-      }
-      if (segments.has_value() && ArmCrossMemory(item.id)) {
-        it->second.cross_memory = true;
-        ++cma_operations_;
-        AppendCmaRequest(out, FrameType::kReadReqCma, item.id, item.handle,
-                         item.address, static_cast<uint32_t>(item.length),
-                         *segments);
-      } else {
-        AppendReadReq(out, item.id, item.handle, item.address,
-                      static_cast<uint32_t>(item.length));
-      }
-      return Produced::kDone;
     }
-    case Outgoing::Kind::kWrite: {
-      if (item.done == 0) {
-        if (cma_awaiting_answer_) return Produced::kBlocked;
-        auto it = pending_.find(item.id);
-        std::optional<std::vector<CmaSegment>> segments;
-        if (cma_out_ && item.length >= fabric_.cross_memory_min_length &&
-            it != pending_.end()) {
-          segments = SegmentsOf<const uint8_t>(item.gather);
-        }
-        if (segments.has_value() && ArmCrossMemory(item.id)) {
-          it->second.cross_memory = true;
-          ++cma_operations_;
-          AppendCmaRequest(out, FrameType::kWriteCma, item.id, item.handle,
-                           item.address, static_cast<uint32_t>(item.length),
-                           *segments);
-          return Produced::kDone;
-        }
-      }
-      const uint64_t n =
-          std::min<uint64_t>(kMaxRdmaChunk, item.length - item.done);
-      std::vector<absl::Span<const uint8_t>> pieces;
-      uint64_t skip = item.done;
-      uint64_t want = n;
-      for (absl::Span<const uint8_t> sge : item.gather) {
-        if (want == 0) break;
-        if (skip >= sge.size()) {
-          skip -= sge.size();
-          continue;
-        }
-        const size_t take =
-            static_cast<size_t>(std::min<uint64_t>(want, sge.size() - skip));
-        pieces.push_back(sge.subspan(static_cast<size_t>(skip), take));
-        want -= take;
-        skip = 0;
-      }
-      const bool last = item.done + n == item.length;
-      AppendWrite(out, item.id, item.handle, item.address + item.done, last,
-                  pieces);
-      item.done += n;
-      return last ? Produced::kDone : Produced::kMore;
-    }
-    case Outgoing::Kind::kReadResponse: {
-      const uint64_t n =
-          std::min<uint64_t>(kMaxRdmaChunk, item.length - item.done);
-      const bool last = item.done + n == item.length;
-      // The window may have been invalidated since the request arrived.
-      std::optional<absl::Span<uint8_t>> bytes =
-          pd_->Access(item.handle, item.address + item.done, n, kRemoteRead);
-      if (!bytes.has_value()) return Produced::kFailed;
-      AppendReadResp(out, item.id, StatusByte(WorkStatus::kSuccess), last,
-                     *bytes);
-      item.done += n;
-      if (!last) return Produced::kMore;
-      --reads_answering_;
+    case Outgoing::Kind::kReadRequest:
+      return ProduceReadRequest(item);
+    case Outgoing::Kind::kWrite:
+      return ProduceWrite(item);
+    case Outgoing::Kind::kReadResponse:
+      return ProduceReadResponse(item);
+  }
+  return Produced::kDone;
+}
+
+template <typename T>
+bool SoftEndpoint::SendCrossMemoryRequest(
+    FrameType type, const Outgoing& item,
+    absl::Span<const absl::Span<T>> local) {
+  auto it = pending_.find(item.id);
+  if (!cma_out_ || item.length < fabric_.cross_memory_min_length ||
+      it == pending_.end()) {
+    return false;
+  }
+  std::optional<std::vector<CmaSegment>> segments = SegmentsOf<T>(local);
+  if (!segments.has_value() || !ArmCrossMemory(item.id)) return false;
+  it->second.cross_memory = true;
+  ++cma_operations_;
+  AppendCmaRequest(stream_.output(), type, item.id, item.handle, item.address,
+                   static_cast<uint32_t>(item.length), *segments);
+  return true;
+}
+
+SoftEndpoint::Produced SoftEndpoint::ProduceReadRequest(Outgoing& item) {
+  // Like a send queue, everything behind a read waits while the initiator
+  // depth is used up, and RDMA waits for the peer's answer to a
+  // cross-memory offer.
+  if (cma_awaiting_answer_ || reads_in_flight_ >= caps_.initiator_depth) {
+    return Produced::kBlocked;
+  }
+  ++reads_in_flight_;
+  auto it = pending_.find(item.id);
+  const bool cross_memory =
+      it != pending_.end() &&
+      SendCrossMemoryRequest<uint8_t>(
+          FrameType::kReadReqCma, item,
+          absl::Span<const absl::Span<uint8_t>>(it->second.scatter));
+  if (!cross_memory) {
+    AppendReadReq(stream_.output(), item.id, item.handle, item.address,
+                  static_cast<uint32_t>(item.length));
+  }
+  return Produced::kDone;
+}
+
+SoftEndpoint::Produced SoftEndpoint::ProduceWrite(Outgoing& item) {
+  if (item.done == 0) {
+    if (cma_awaiting_answer_) return Produced::kBlocked;
+    if (SendCrossMemoryRequest<const uint8_t>(
+            FrameType::kWriteCma, item,
+            absl::Span<const absl::Span<const uint8_t>>(item.gather))) {
       return Produced::kDone;
     }
   }
+  // Through the socket, a frame of at most kMaxRdmaChunk at a time.
+  const uint64_t n = std::min<uint64_t>(kMaxRdmaChunk, item.length - item.done);
+  std::vector<absl::Span<const uint8_t>> pieces;
+  uint64_t skip = item.done;
+  uint64_t want = n;
+  for (absl::Span<const uint8_t> sge : item.gather) {
+    if (want == 0) break;
+    if (skip >= sge.size()) {
+      skip -= sge.size();
+      continue;
+    }
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(want, sge.size() - skip));
+    pieces.push_back(sge.subspan(static_cast<size_t>(skip), take));
+    want -= take;
+    skip = 0;
+  }
+  const bool last = item.done + n == item.length;
+  AppendWrite(stream_.output(), item.id, item.handle, item.address + item.done,
+              last, pieces);
+  item.done += n;
+  return last ? Produced::kDone : Produced::kMore;
+}
+
+SoftEndpoint::Produced SoftEndpoint::ProduceReadResponse(Outgoing& item) {
+  const uint64_t n = std::min<uint64_t>(kMaxRdmaChunk, item.length - item.done);
+  const bool last = item.done + n == item.length;
+  // The window may have been invalidated since the request arrived.
+  std::optional<absl::Span<uint8_t>> bytes =
+      pd_->Access(item.handle, item.address + item.done, n, kRemoteRead);
+  if (!bytes.has_value()) return Produced::kFailed;
+  AppendReadResp(stream_.output(), item.id, StatusByte(WorkStatus::kSuccess),
+                 last, *bytes);
+  item.done += n;
+  if (!last) return Produced::kMore;
+  --reads_answering_;
   return Produced::kDone;
 }
 
@@ -169,20 +181,42 @@ bool SoftEndpoint::Produce() {
 }
 
 void SoftEndpoint::Progress() {
-  if (stream_.open() && connect_in_progress_) {
-    pollfd p{stream_.fd(), POLLOUT, 0};
-    if (poll(&p, 1, 0) <= 0) {
-      UpdateSignals();
-      return;
-    }
-    if (int err = SocketError(stream_.fd()); err != 0) {
-      Close(ConnectionEventType::kUnreachable,
-            absl::StrCat("connect: ", Errno(err)), /*orderly=*/false);
-      return;
-    }
-    connect_in_progress_ = false;
-    ArmAnswerDeadline();
+  if (stream_.open() && connect_in_progress_ && !FinishConnect()) return;
+  ReadInput();
+  // After the input: an answer that is there by the bound counts.
+  if (AnswerOverdue()) {
+    UpdateSignals();
+    return;
   }
+  if (stream_.open() && !connect_in_progress_ && state_ != State::kClosed) {
+    FlushAcks(/*force=*/false);
+  }
+  WriteOutput();
+  if (state_ == State::kClosed && stream_.open() && !write_shut_ &&
+      stream_.pending_output() == 0) {
+    shutdown(stream_.fd(), SHUT_WR);
+    write_shut_ = true;
+  }
+  UpdateSignals();
+}
+
+bool SoftEndpoint::FinishConnect() {
+  pollfd p{stream_.fd(), POLLOUT, 0};
+  if (poll(&p, 1, 0) <= 0) {
+    UpdateSignals();
+    return false;
+  }
+  if (int err = SocketError(stream_.fd()); err != 0) {
+    Close(ConnectionEventType::kUnreachable,
+          absl::StrCat("connect: ", Errno(err)), /*orderly=*/false);
+    return false;
+  }
+  connect_in_progress_ = false;
+  ArmAnswerDeadline();
+  return true;
+}
+
+void SoftEndpoint::ReadInput() {
   // Input is read and handled a slice at a time, so the input buffer stays
   // small; kReadBudget bounds one call.
   size_t budget = kReadBudget;
@@ -195,81 +229,69 @@ void SoftEndpoint::Progress() {
     // level-triggered wait reports anything that arrives later.
     const bool drained = read != FrameStream::IoResult::kOk;
     if (drained) input_ready_ = false;
-    while (stream_.open() || !stream_.input().empty()) {
-      if (state_ == State::kClosed) {
-        stream_.Consume(stream_.input().size());
-        break;
-      }
-      absl::StatusOr<DecodeResult> decoded = DecodeFrame(stream_.input());
-      if (state_ == State::kConnecting &&
-          (!decoded.ok() || (decoded->consumed != 0 &&
-                             decoded->frame.type != FrameType::kAccept &&
-                             decoded->frame.type != FrameType::kReject))) {
-        NotAHandshake(stream_.input());
-        break;
-      }
-      if (!decoded.ok()) {
-        ProtocolError(std::string(decoded.status().message()));
-        break;
-      }
-      if (decoded->consumed == 0) break;
-      HandleFrame(decoded->frame);
-      stream_.Consume(decoded->consumed);
-    }
-    if (read == FrameStream::IoResult::kEnd ||
-        read == FrameStream::IoResult::kError) {
-      if (state_ == State::kClosed) {
-        CloseSocket();
-      } else if (state_ == State::kConnecting) {
-        ClosedDuringHandshake();
-      } else {
-        Close(ConnectionEventType::kDisconnected,
-              read == FrameStream::IoResult::kEnd
-                  ? std::string("the peer closed the connection")
-                  : absl::StrCat("connection lost: ",
-                                 Errno(stream_.last_errno())),
-              /*orderly=*/false);
-      }
+    HandleInput();
+    if (read == FrameStream::IoResult::kEnd) {
+      StreamLost("the peer closed the connection");
+    } else if (read == FrameStream::IoResult::kError) {
+      StreamLost(
+          absl::StrCat("connection lost: ", Errno(stream_.last_errno())));
     }
     if (drained) break;
   }
-  // After the input: an answer that is there by the bound counts.
-  if (AnswerOverdue()) {
-    UpdateSignals();
-    return;
+}
+
+void SoftEndpoint::HandleInput() {
+  while (stream_.open() || !stream_.input().empty()) {
+    if (state_ == State::kClosed) {
+      stream_.Consume(stream_.input().size());
+      return;
+    }
+    absl::StatusOr<DecodeResult> decoded = DecodeFrame(stream_.input());
+    if (state_ == State::kConnecting &&
+        (!decoded.ok() ||
+         (decoded->consumed != 0 && decoded->frame.type != FrameType::kAccept &&
+          decoded->frame.type != FrameType::kReject))) {
+      NotAHandshake(stream_.input());
+      return;
+    }
+    if (!decoded.ok()) {
+      ProtocolError(std::string(decoded.status().message()));
+      return;
+    }
+    if (decoded->consumed == 0) return;
+    HandleFrame(decoded->frame);
+    stream_.Consume(decoded->consumed);
   }
-  if (stream_.open() && !connect_in_progress_ && state_ != State::kClosed) {
-    FlushAcks(/*force=*/false);
+}
+
+void SoftEndpoint::StreamLost(std::string detail) {
+  if (state_ == State::kClosed) {
+    CloseSocket();
+  } else if (state_ == State::kConnecting) {
+    ClosedDuringHandshake();
+  } else {
+    Close(ConnectionEventType::kDisconnected, std::move(detail),
+          /*orderly=*/false);
   }
+}
+
+void SoftEndpoint::WriteOutput() {
   while (stream_.open() && !connect_in_progress_) {
     const bool blocked = Produce();
-    if (!stream_.open()) break;
+    if (!stream_.open()) return;
     const FrameStream::IoResult w = stream_.Flush();
     if (w == FrameStream::IoResult::kError) {
-      if (state_ == State::kClosed) {
-        CloseSocket();
-      } else if (state_ == State::kConnecting) {
-        ClosedDuringHandshake();
-      } else {
-        Close(ConnectionEventType::kDisconnected,
-              absl::StrCat("connection lost: ", Errno(stream_.last_errno())),
-              /*orderly=*/false);
-      }
-      break;
+      StreamLost(
+          absl::StrCat("connection lost: ", Errno(stream_.last_errno())));
+      return;
     }
     // Stop when the socket is full, nothing is left, or what is left waits
     // for the peer (a read beyond the initiator depth).
     if (w == FrameStream::IoResult::kWouldBlock || outgoing_.empty() ||
         blocked) {
-      break;
+      return;
     }
   }
-  if (state_ == State::kClosed && stream_.open() && !write_shut_ &&
-      stream_.pending_output() == 0) {
-    shutdown(stream_.fd(), SHUT_WR);
-    write_shut_ = true;
-  }
-  UpdateSignals();
 }
 
 void SoftEndpoint::UpdateSignals() {
