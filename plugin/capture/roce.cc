@@ -197,8 +197,9 @@ std::optional<uint32_t> ComputeIcrc(absl::Span<const uint8_t> packet,
   return Crc32(packet.subspan(length), crc);
 }
 
-absl::StatusOr<std::vector<uint8_t>> BuildRoceV2Frame(
-    const RoceV2FrameSpec& spec) {
+namespace {
+
+absl::Status CheckFrameSpec(const RoceV2FrameSpec& spec) {
   if (spec.src_ip.v6 != spec.dst_ip.v6) {
     return absl::InvalidArgumentError(
         "source and destination must both be IPv4 or both IPv6");
@@ -213,21 +214,12 @@ absl::StatusOr<std::vector<uint8_t>> BuildRoceV2Frame(
     return absl::InvalidArgumentError(
         "a VLAN tag needs an Ethernet link and a 12-bit VLAN id");
   }
-  const bool v6 = spec.dst_ip.v6;
-  const size_t pad = (4 - (spec.payload.size() & 3)) & 3;
-  const size_t udp_length = kUdpHeaderLength + kBthLength +
-                            spec.extension_headers.size() +
-                            spec.payload.size() + pad + kIcrcLength;
-  const size_t ip_header = v6 ? kIpv6HeaderLength : kIpv4HeaderLength;
-  if (udp_length + (v6 ? 0 : ip_header) > 0xFFFF) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a ", spec.payload.size(),
-                     "-octet payload does not fit in one IP packet"));
-  }
-  const uint16_t ethertype = v6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+  return absl::OkStatus();
+}
 
-  std::vector<uint8_t> f;
-  f.reserve(kSll2HeaderLength + kVlanTagLength + ip_header + udp_length);
+// The link-layer header of `spec.link` for an IP packet of `ethertype`.
+void PutLinkHeader(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
+                   uint16_t ethertype) {
   switch (spec.link) {
     case LinkType::kEthernet:
       f.insert(f.end(), spec.dst_mac.begin(), spec.dst_mac.end());
@@ -259,8 +251,13 @@ absl::StatusOr<std::vector<uint8_t>> BuildRoceV2Frame(
     case LinkType::kRaw:
       break;
   }
+}
 
+// The IPv4 or IPv6 header of a packet carrying `udp_length` octets of UDP.
+void PutIpHeader(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
+                 size_t udp_length) {
   const size_t ip_at = f.size();
+  const bool v6 = spec.dst_ip.v6;
   if (v6) {
     Put32(f, (6u << 28) | (uint32_t{spec.traffic_class} << 20));
     Put16(f, static_cast<uint16_t>(udp_length));
@@ -282,42 +279,74 @@ absl::StatusOr<std::vector<uint8_t>> BuildRoceV2Frame(
            spec.dst_ip.bytes.begin() + static_cast<long>(spec.dst_ip.size()));
   if (!v6) {
     Set16(f, ip_at + 10,
-          Ipv4HeaderChecksum(absl::MakeConstSpan(f).subspan(ip_at, ip_header)));
+          Ipv4HeaderChecksum(
+              absl::MakeConstSpan(f).subspan(ip_at, kIpv4HeaderLength)));
   }
+}
 
-  const size_t udp_at = f.size();
+// The UDP header, the BTH (IBA Vol 1 §9.2), the extension headers and the
+// padded payload.
+void PutUdpAndTransport(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
+                        size_t udp_length, size_t pad) {
   Put16(f, spec.udp_src_port);
   Put16(f, kRoceV2UdpPort);
   Put16(f, static_cast<uint16_t>(udp_length));
-  Put16(f, 0);  // checksum: none over IPv4; IPv6 filled below
-
-  // BTH, IBA Vol 1 §9.2.
+  Put16(f, 0);  // checksum: none over IPv4; IPv6 filled at the end
   f.push_back(spec.opcode);
   f.push_back(static_cast<uint8_t>((spec.solicited ? 0x80 : 0) |
                                    (pad << 4)));  // SE, M=0, PadCnt, TVer=0
   Put16(f, spec.pkey);
   Put32(f, spec.dest_qp);  // resv8a = 0, then the QPN
   Put32(f, (spec.ack_request ? 0x80000000u : 0) | spec.psn);
-
   f.insert(f.end(), spec.extension_headers.begin(),
            spec.extension_headers.end());
   f.insert(f.end(), spec.payload.begin(), spec.payload.end());
   f.insert(f.end(), pad, 0);
+}
+
+// RFC 8200 §8.1: the UDP checksum over IPv6 (pseudo-header, then the UDP
+// datagram), which is mandatory there.
+void SetUdpChecksumOverIpv6(std::vector<uint8_t>& f, size_t ip_at,
+                            size_t udp_at, size_t udp_length) {
+  uint32_t sum = OnesSum(absl::MakeConstSpan(f).subspan(ip_at + 8, 32), 0);
+  sum += static_cast<uint32_t>(udp_length) + kIpProtoUdp;
+  sum = OnesSum(absl::MakeConstSpan(f).subspan(udp_at), sum);
+  const uint16_t check = static_cast<uint16_t>(~sum & 0xFFFF);
+  Set16(f, udp_at + 6, check == 0 ? 0xFFFF : check);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> BuildRoceV2Frame(
+    const RoceV2FrameSpec& spec) {
+  if (absl::Status valid = CheckFrameSpec(spec); !valid.ok()) return valid;
+  const bool v6 = spec.dst_ip.v6;
+  const size_t pad = (4 - (spec.payload.size() & 3)) & 3;
+  const size_t udp_length = kUdpHeaderLength + kBthLength +
+                            spec.extension_headers.size() +
+                            spec.payload.size() + pad + kIcrcLength;
+  const size_t ip_header = v6 ? kIpv6HeaderLength : kIpv4HeaderLength;
+  if (udp_length + (v6 ? 0 : ip_header) > 0xFFFF) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", spec.payload.size(),
+                     "-octet payload does not fit in one IP packet"));
+  }
+
+  std::vector<uint8_t> f;
+  f.reserve(kSll2HeaderLength + kVlanTagLength + ip_header + udp_length);
+  PutLinkHeader(f, spec, v6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
+  const size_t ip_at = f.size();
+  PutIpHeader(f, spec, udp_length);
+  const size_t udp_at = f.size();
+  PutUdpAndTransport(f, spec, udp_length, pad);
 
   std::optional<uint32_t> icrc =
       ComputeIcrc(absl::MakeConstSpan(f).subspan(ip_at), /*rocev2=*/true);
   if (!icrc) return absl::InternalError("ICRC over a malformed packet");
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     f.push_back(static_cast<uint8_t>(*icrc >> (8 * i)));
-
-  if (v6) {
-    // RFC 8200 §8.1 pseudo-header, then the UDP datagram.
-    uint32_t sum = OnesSum(absl::MakeConstSpan(f).subspan(ip_at + 8, 32), 0);
-    sum += static_cast<uint32_t>(udp_length) + kIpProtoUdp;
-    sum = OnesSum(absl::MakeConstSpan(f).subspan(udp_at), sum);
-    uint16_t check = static_cast<uint16_t>(~sum & 0xFFFF);
-    Set16(f, udp_at + 6, check == 0 ? 0xFFFF : check);
   }
+  if (v6) SetUdpChecksumOverIpv6(f, ip_at, udp_at, udp_length);
   return f;
 }
 
