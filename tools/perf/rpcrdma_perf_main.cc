@@ -371,59 +371,59 @@ void PrintProgress(Clock::duration elapsed, uint64_t calls, uint64_t latency_ns,
   std::cerr << line << std::endl;
 }
 
-int RunClient(const std::string& uri,
-              const rpcrdma::config::TransportConfig& config) {
-  const bool json = absl::GetFlag(FLAGS_json);
-  const bool quiet = json || absl::GetFlag(FLAGS_quiet);
-  const uint32_t connection_count = absl::GetFlag(FLAGS_connections);
-  const uint32_t inflight = absl::GetFlag(FLAGS_inflight);
-  const bool blocking = absl::GetFlag(FLAGS_blocking);
-  const uint32_t size = absl::GetFlag(FLAGS_size);
-  const absl::Duration duration =
-      absl::GetFlag(FLAGS_duration).value_or(absl::Seconds(5));
-  const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
-  if (connection_count == 0 || inflight == 0) {
-    return Usage("--connections and --inflight must be at least 1");
-  }
-  if (blocking && inflight != 1) {
-    return Usage("--blocking makes one call at a time: --inflight must be 1");
-  }
-  if (duration <= absl::ZeroDuration() || timeout <= absl::ZeroDuration()) {
-    return Usage("--duration and --timeout must be positive");
-  }
-  rpcrdma::config::TransportConfig bounded = config;
-  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(timeout), bounded);
+// What the client run asks for, from the flags.
+struct ClientOptions {
+  bool json = false;
+  bool quiet = false;
+  uint32_t connection_count = 0;
+  uint32_t inflight = 0;
+  bool blocking = false;
+  uint32_t size = 0;  // 0: NULL calls
+  absl::Duration duration;
+  absl::Duration timeout;
+};
 
-  std::atomic<bool> stop{false};
+// What the connections did, summed once they stopped.
+struct ClientResult {
+  double elapsed_s = 0;
+  rpcrdma::Counters counters;
+  uint64_t errors = 0;
+  absl::Status first_error;
+  rpcrdma::tools::LatencySummary latency;
+};
+
+using Connections = std::vector<std::unique_ptr<Connection>>;
+
+// Opens `options.connection_count` Channels to `uri`; nullopt (after
+// saying why) when one fails.
+std::optional<Connections> Connect(
+    const std::string& uri, const rpcrdma::config::TransportConfig& config,
+    const ClientOptions& options, std::atomic<bool>& stop) {
   std::mt19937 random(std::random_device{}());
-  std::vector<std::unique_ptr<Connection>> connections;
-  for (uint32_t i = 0; i < connection_count; ++i) {
+  Connections connections;
+  for (uint32_t i = 0; i < options.connection_count; ++i) {
     absl::StatusOr<std::unique_ptr<rpcrdma::Channel>> channel =
-        rpcrdma::Channel::Create(uri, bounded);
+        rpcrdma::Channel::Create(uri, config);
     if (!channel.ok()) {
       std::cerr << "rpcrdma-perf: cannot connect to " << uri << " (connection "
-                << i + 1 << " of " << connection_count
+                << i + 1 << " of " << options.connection_count
                 << "): " << channel.status() << "\n";
-      return kExitFailure;
+      return std::nullopt;
     }
     connections.push_back(std::make_unique<Connection>(
-        *std::move(channel), inflight, size, static_cast<uint32_t>(random()),
-        stop, timeout));
+        *std::move(channel), options.inflight, options.size,
+        static_cast<uint32_t>(random()), stop, options.timeout));
   }
-  const rpcrdma::ConnectionInfo info =
-      connections.front()->channel().connection_info();
-  if (!json) {
-    std::cout << "RPCRDMA-PERF " << uri << ": " << connection_count
-              << " connection(s) x " << inflight << " in flight, "
-              << (size == 0 ? std::string("NULL calls")
-                            : absl::StrFormat("ECHO of %u octets", size))
-              << " for " << absl::FormatDuration(duration) << "\n"
-              << rpcrdma::tools::ConnectionInfoText(info) << std::flush;
-  }
+  return connections;
+}
 
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point end = start + absl::ToChronoNanoseconds(duration);
-  for (auto& connection : connections) connection->Start(blocking);
+// Makes calls for `options.duration`, printing each second's figures
+// unless quiet.
+void RunFor(Connections& connections, const ClientOptions& options,
+            Clock::time_point start) {
+  const Clock::time_point end =
+      start + absl::ToChronoNanoseconds(options.duration);
+  for (auto& connection : connections) connection->Start(options.blocking);
   uint64_t last_calls = 0;
   uint64_t last_latency_ns = 0;
   Clock::time_point next_report = start + std::chrono::seconds(1);
@@ -437,95 +437,156 @@ int RunClient(const std::string& uri,
       calls += connection->completed();
       latency_ns += connection->latency_sum_ns();
     }
-    if (!quiet) {
+    if (!options.quiet) {
       PrintProgress(Clock::now() - start, calls - last_calls,
-                    latency_ns - last_latency_ns, size);
+                    latency_ns - last_latency_ns, options.size);
     }
     last_calls = calls;
     last_latency_ns = latency_ns;
   }
-  // Stop making calls and let the ones in flight finish (each within its
-  // deadline).
+}
+
+uint32_t Outstanding(const Connections& connections) {
+  uint32_t n = 0;
+  for (const auto& connection : connections) n += connection->outstanding();
+  return n;
+}
+
+// Stops making calls, lets the ones in flight finish (each within its
+// deadline), sums what the connections saw and closes them.
+ClientResult StopAndCollect(Connections& connections, std::atomic<bool>& stop,
+                            absl::Duration timeout, Clock::time_point start) {
   stop.store(true);
   const Clock::time_point drain_deadline = Clock::now() +
                                            absl::ToChronoNanoseconds(timeout) +
                                            std::chrono::seconds(1);
-  auto outstanding = [&connections] {
-    uint32_t n = 0;
-    for (auto& connection : connections) n += connection->outstanding();
-    return n;
-  };
-  while (outstanding() > 0 && Clock::now() < drain_deadline) {
+  while (Outstanding(connections) > 0 && Clock::now() < drain_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  const double elapsed_s = Seconds(Clock::now() - start);
-  rpcrdma::Counters counters;
-  uint64_t errors = 0;
-  absl::Status first_error;
-  if (const uint32_t stuck = outstanding(); stuck > 0) {
-    errors += stuck;
-    first_error = absl::DeadlineExceededError(absl::StrFormat(
+  ClientResult result;
+  result.elapsed_s = Seconds(Clock::now() - start);
+  if (const uint32_t stuck = Outstanding(connections); stuck > 0) {
+    result.errors += stuck;
+    result.first_error = absl::DeadlineExceededError(absl::StrFormat(
         "%u call(s) did not complete by their deadline", stuck));
   }
   std::vector<int64_t> samples;
   for (auto& connection : connections) {
-    counters += connection->channel().counters();
+    result.counters += connection->channel().counters();
     std::vector<int64_t> mine = connection->TakeSamples();
     samples.insert(samples.end(), mine.begin(), mine.end());
-    errors += connection->errors();
-    if (first_error.ok()) first_error = connection->first_error();
+    result.errors += connection->errors();
+    if (result.first_error.ok()) result.first_error = connection->first_error();
   }
   // Destroying the Channels completes calls still pending (after a
   // timeout): their callbacks need the Connections alive until then.
   for (auto& connection : connections) connection.reset();
+  result.latency = rpcrdma::tools::Summarize(samples);
+  return result;
+}
 
-  const rpcrdma::tools::LatencySummary latency =
-      rpcrdma::tools::Summarize(samples);
+void PrintJson(const std::string& uri, const ClientOptions& options,
+               const rpcrdma::ConnectionInfo& info, const ClientResult& r) {
   const double calls_per_second =
-      static_cast<double>(latency.count) / elapsed_s;
-  const double gigabytes_per_second = calls_per_second * size / 1e9;
-  if (json) {
-    nlohmann::json out = {
-        {"uri", uri},
-        {"connections", connection_count},
-        {"inflight", inflight},
-        {"blocking", blocking},
-        {"size", size},
-        {"procedure", size == 0 ? "NULL" : "ECHO"},
-        {"duration_s", elapsed_s},
-        {"calls", latency.count},
-        {"errors", errors},
-        {"calls_per_second", calls_per_second},
-        {"latency", rpcrdma::tools::LatencyJson(latency)},
-        {"connection", rpcrdma::tools::ConnectionInfoJson(info)},
-        {"counters", CountersJson(counters)},
-    };
-    if (size > 0) out["gigabytes_per_second_each_way"] = gigabytes_per_second;
-    if (!first_error.ok()) out["first_error"] = first_error.ToString();
-    std::cout << out.dump() << "\n";
-  } else {
-    using rpcrdma::tools::Microseconds;
-    std::cout << absl::StrFormat(
-        "%u calls in %.3f s: %.0f calls/s, %u errors\n"
-        "latency us: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
-        latency.count, elapsed_s, calls_per_second, errors,
-        Microseconds(static_cast<double>(latency.p50_ns)),
-        Microseconds(static_cast<double>(latency.p90_ns)),
-        Microseconds(static_cast<double>(latency.p99_ns)),
-        Microseconds(static_cast<double>(latency.p999_ns)),
-        Microseconds(static_cast<double>(latency.max_ns)));
-    if (size > 0) {
-      std::cout << absl::StrFormat(
-          "bandwidth: %.3f GB/s each way (%u read-chunk calls, %u write "
-          "chunks)\n",
-          gigabytes_per_second, counters.read_chunk_calls,
-          counters.write_chunks);
-    }
-    if (!first_error.ok()) {
-      std::cout << "first error: " << first_error.ToString() << "\n";
-    }
+      static_cast<double>(r.latency.count) / r.elapsed_s;
+  nlohmann::json out = {
+      {"uri", uri},
+      {"connections", options.connection_count},
+      {"inflight", options.inflight},
+      {"blocking", options.blocking},
+      {"size", options.size},
+      {"procedure", options.size == 0 ? "NULL" : "ECHO"},
+      {"duration_s", r.elapsed_s},
+      {"calls", r.latency.count},
+      {"errors", r.errors},
+      {"calls_per_second", calls_per_second},
+      {"latency", rpcrdma::tools::LatencyJson(r.latency)},
+      {"connection", rpcrdma::tools::ConnectionInfoJson(info)},
+      {"counters", CountersJson(r.counters)},
+  };
+  if (options.size > 0) {
+    out["gigabytes_per_second_each_way"] =
+        calls_per_second * options.size / 1e9;
   }
-  return errors == 0 && latency.count > 0 ? kExitOk : kExitFailure;
+  if (!r.first_error.ok()) out["first_error"] = r.first_error.ToString();
+  std::cout << out.dump() << "\n";
+}
+
+void PrintText(const ClientOptions& options, const ClientResult& r) {
+  using rpcrdma::tools::Microseconds;
+  const double calls_per_second =
+      static_cast<double>(r.latency.count) / r.elapsed_s;
+  std::cout << absl::StrFormat(
+      "%u calls in %.3f s: %.0f calls/s, %u errors\n"
+      "latency us: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
+      r.latency.count, r.elapsed_s, calls_per_second, r.errors,
+      Microseconds(static_cast<double>(r.latency.p50_ns)),
+      Microseconds(static_cast<double>(r.latency.p90_ns)),
+      Microseconds(static_cast<double>(r.latency.p99_ns)),
+      Microseconds(static_cast<double>(r.latency.p999_ns)),
+      Microseconds(static_cast<double>(r.latency.max_ns)));
+  if (options.size > 0) {
+    std::cout << absl::StrFormat(
+        "bandwidth: %.3f GB/s each way (%u read-chunk calls, %u write "
+        "chunks)\n",
+        calls_per_second * options.size / 1e9, r.counters.read_chunk_calls,
+        r.counters.write_chunks);
+  }
+  if (!r.first_error.ok()) {
+    std::cout << "first error: " << r.first_error.ToString() << "\n";
+  }
+}
+
+int RunClient(const std::string& uri,
+              const rpcrdma::config::TransportConfig& config) {
+  ClientOptions options;
+  options.json = absl::GetFlag(FLAGS_json);
+  options.quiet = options.json || absl::GetFlag(FLAGS_quiet);
+  options.connection_count = absl::GetFlag(FLAGS_connections);
+  options.inflight = absl::GetFlag(FLAGS_inflight);
+  options.blocking = absl::GetFlag(FLAGS_blocking);
+  options.size = absl::GetFlag(FLAGS_size);
+  options.duration = absl::GetFlag(FLAGS_duration).value_or(absl::Seconds(5));
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  if (options.connection_count == 0 || options.inflight == 0) {
+    return Usage("--connections and --inflight must be at least 1");
+  }
+  if (options.blocking && options.inflight != 1) {
+    return Usage("--blocking makes one call at a time: --inflight must be 1");
+  }
+  if (options.duration <= absl::ZeroDuration() ||
+      options.timeout <= absl::ZeroDuration()) {
+    return Usage("--duration and --timeout must be positive");
+  }
+  rpcrdma::config::TransportConfig bounded = config;
+  rpcrdma::tools::BoundConnect(absl::ToChronoNanoseconds(options.timeout),
+                               bounded);
+
+  std::atomic<bool> stop{false};
+  std::optional<Connections> connections = Connect(uri, bounded, options, stop);
+  if (!connections.has_value()) return kExitFailure;
+  const rpcrdma::ConnectionInfo info =
+      connections->front()->channel().connection_info();
+  if (!options.json) {
+    std::cout << "RPCRDMA-PERF " << uri << ": " << options.connection_count
+              << " connection(s) x " << options.inflight << " in flight, "
+              << (options.size == 0
+                      ? std::string("NULL calls")
+                      : absl::StrFormat("ECHO of %u octets", options.size))
+              << " for " << absl::FormatDuration(options.duration) << "\n"
+              << rpcrdma::tools::ConnectionInfoText(info) << std::flush;
+  }
+  const Clock::time_point start = Clock::now();
+  RunFor(*connections, options, start);
+  const ClientResult result =
+      StopAndCollect(*connections, stop, options.timeout, start);
+  if (options.json) {
+    PrintJson(uri, options, info, result);
+  } else {
+    PrintText(options, result);
+  }
+  return result.errors == 0 && result.latency.count > 0 ? kExitOk
+                                                        : kExitFailure;
 }
 
 }  // namespace
