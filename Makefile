@@ -26,7 +26,7 @@ COMPILERS := -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 DEVELOPER := -DRPCRDMA_WERROR=ON
 
 .PHONY: all deps build demo test test-sanitize test-gcc test-bazel package bench-vm-nfs3d \
-	install-check ci soak bench bench-vm format clean
+	install-check ci soak bench bench-hostile bench-vm format clean
 
 all: build
 
@@ -120,6 +120,12 @@ bench: build
 	$(BUILD_DIR)/bench/fabric_bench
 	$(BUILD_DIR)/bench/api/api_bench
 	$(BUILD_DIR)/bench/oncrpc/oncrpc_bench
+
+# What hostile peers make the servers hold (docs/hostile-peers.md): each
+# attack against a server in a process of its own, its resident size idle,
+# at its peak and after, and a legitimate call's latency meanwhile.
+bench-hostile: build
+	$(BUILD_DIR)/bench/hostile/hostile_figures
 
 # The same inside the Soft-RoCE VM, with the verbs fabric and perftest on
 # the same rxe device.
