@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace rpcrdma::nfs3d {
 namespace {
 
@@ -68,6 +70,17 @@ Identity IdentityOf(const svc_req* q, const ExportOptions& options) {
     }
   }
   return id;
+}
+
+bool AlreadyActsAs(const Identity& identity) {
+  if (FsUid() != identity.uid || FsGid() != identity.gid) return false;
+  std::vector<gid_t> wanted(identity.groups.begin(), identity.groups.end());
+  std::vector<gid_t> have = Groups();
+  for (std::vector<gid_t>* groups : {&wanted, &have}) {
+    std::sort(groups->begin(), groups->end());
+    groups->erase(std::unique(groups->begin(), groups->end()), groups->end());
+  }
+  return wanted == have;
 }
 
 ActingAs::ActingAs(const Identity& identity)

@@ -42,6 +42,12 @@ struct Identity {
 // The identity the call `q` acts as under `options`.
 Identity IdentityOf(const svc_req* q, const ExportOptions& options);
 
+// True when the calling thread's file system calls already act as
+// `identity`: the same file system uid and gid, and the same set of
+// supplementary groups (order and repeats aside, as the kernel keeps them
+// sorted). Such a thread needs no credential change to act as it.
+bool AlreadyActsAs(const Identity& identity);
+
 // Makes the calling thread act as `identity` for its file system calls
 // until destroyed, then as it did before. ok() is false when the thread
 // could not take the identity (the server lacks CAP_SETUID/CAP_SETGID):

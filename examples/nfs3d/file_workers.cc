@@ -25,6 +25,14 @@ FileWorkers::~FileWorkers() {
 
 bool FileWorkers::Run(const Identity& identity, void (*run)(void*),
                       void* context) {
+  // A caller the thread already acts as (a root caller of a root server
+  // under no_root_squash, say) runs here: no credential changes, so
+  // nothing that makes the thread unfit for the transport, and none of the
+  // two wake-ups a hand-off costs.
+  if (AlreadyActsAs(identity)) {
+    run(context);
+    return true;
+  }
   Call call;
   call.identity = &identity;
   call.run = run;

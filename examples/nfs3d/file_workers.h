@@ -13,7 +13,10 @@
 // their credentials. They hand the procedure to one of these
 // workers and wait for it; a worker acts as the caller for the procedure
 // alone, and never calls into the transport: it gets the decoded
-// arguments and fills the result, nothing else of the call.
+// arguments and fills the result, nothing else of the call. A call whose
+// identity is the one the dispatch thread already has (AlreadyActsAs)
+// changes no credentials: it runs on the dispatch thread, without the
+// hand-off.
 //
 // Bounded: a fixed number of workers, started with the server, and at
 // most a fixed number of calls waiting for one (a dispatch thread waits
@@ -45,9 +48,10 @@ class FileWorkers {
   FileWorkers(const FileWorkers&) = delete;
   FileWorkers& operator=(const FileWorkers&) = delete;
 
-  // Runs `work` on a worker acting as `identity`, and returns once it
-  // ran: true, or false without running it when the worker could not take
-  // the identity.
+  // Runs `work` acting as `identity`, and returns once it ran: on the
+  // calling thread when it already acts as `identity`, else on a worker;
+  // true, or false without running it when the worker could not take the
+  // identity.
   template <typename Work>
   bool Run(const Identity& identity, Work& work) {
     return Run(

@@ -1,6 +1,6 @@
 // READDIR and READDIRPLUS (RFC 1813 §3.3.16, §3.3.17): a directory read
-// from the cookie the client gives, as many entries as fit the sizes it
-// asks for.
+// from the cookie the client gives, as many entries as fit the reply size
+// it asks for (READDIRPLUS: maxcount, dircount being a hint).
 //
 // Cookies are the directory's own offsets (getdents64's d_off, given back
 // to lseek), as Linux's nfsd makes them: stable while the directory does
@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -36,14 +37,11 @@ struct Dirent64Head {
 size_t XdrString(size_t length) { return 4 + (length + 3) / 4 * 4; }
 
 // What one entry costs in the reply (RFC 1813 §3.3.16: the count bounds
-// the whole READDIR3resok; §3.3.17: dircount the entries' fileid, name and
-// cookie, maxcount everything).
-size_t DirectoryPart(size_t name_length) {
-  return 8 + XdrString(name_length) + 8;
+// the whole READDIR3resok; §3.3.17: maxcount the whole READDIRPLUS3resok),
+// with the value-follows word before it: its fileid, name and cookie.
+size_t EntrySize(size_t name_length) {
+  return 4 + 8 + XdrString(name_length) + 8;
 }
-
-// An entry the protocol lists, with the value-follows word before it.
-size_t EntrySize(size_t name_length) { return 4 + DirectoryPart(name_length); }
 
 void VerifierOf(const struct stat& st, cookieverf3 out) {
   const uint32_t seconds = static_cast<uint32_t>(st.st_ctim.tv_sec);
@@ -160,7 +158,12 @@ bool_t Nfs3Server::Readdirplus(const READDIRPLUS3args& a, READDIRPLUS3res& r) {
   ok.dir_attributes = PostOpAttributes(st, export_->fsid());
   VerifierOf(st, ok.cookieverf);
   size_t used = 4 + 4 + 84 + NFS3_COOKIEVERFSIZE + 4 + 4;
-  size_t directory_used = 0;
+  // RFC 1813 §3.3.17: dircount (the entries' fileid, name and cookie) is
+  // a hint; maxcount bounds the reply. Like Linux's nfsd, the reply is
+  // filled up to maxcount, so that a listing takes fewer calls (the Linux
+  // client asks for a dircount of an eighth of its maxcount), and never
+  // past what the server would READ at once, whatever the client asks.
+  const size_t maxcount = std::min<size_t>(a.maxcount, limits_.max_read);
   entryplus3** tail = &ok.reply.entries;
   *tail = nullptr;  // as in Readdir
   size_t listed = 0;
@@ -182,15 +185,13 @@ bool_t Nfs3Server::Readdirplus(const READDIRPLUS3args& a, READDIRPLUS3res& r) {
             (handle.handle_follows
                  ? XdrString(handle.post_op_fh3_u.handle.data.data_len)
                  : 0);
-        if (used + size > a.maxcount ||
-            directory_used + DirectoryPart(name_length) > a.dircount) {
+        if (used + size > maxcount) {
           xdr_free(reinterpret_cast<xdrproc_t>(
                        reinterpret_cast<void (*)()>(&xdr_post_op_fh3)),
                    &handle);
           return false;
         }
         used += size;
-        directory_used += DirectoryPart(name_length);
         auto* e = static_cast<entryplus3*>(calloc(1, sizeof(entryplus3)));
         e->fileid = inode;
         e->name = Copy(name);

@@ -14,10 +14,11 @@ bool_t nfsproc3_null_3_svc(void*, void*, struct svc_req*) { return TRUE; }
 // checks the caller's permissions, as nfsd has it check them. It runs on a
 // file worker (file_workers.h) while this thread, which dispatched the
 // call and sends its reply, keeps the credentials the transport's device
-// files were opened with. A call no worker could take the caller's
-// identity for does not run. The result starts cleared: rpcgen's
-// dispatcher hands it over as its stack left it, and a method fills in
-// only what it answers (and may free what it built on an error).
+// files were opened with (or here, when they already are the caller's). A call
+// no worker could take the caller's identity for does not run. The result
+// starts cleared: rpcgen's dispatcher hands it over as its stack left it, and a
+// method fills in only what it answers (and may free what it built on an
+// error).
 #define RPCRDMA_NFS3_PROCEDURE(name, Method, Args, Res)              \
   bool_t nfsproc3_##name##_3_svc(Args* args, Res* res, svc_req* q) { \
     Nfs3Server& server = Nfs3Server::Installed();                    \

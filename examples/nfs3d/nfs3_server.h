@@ -18,8 +18,9 @@
 // - each call acts as its caller, after the export's squashing
 //   (credentials.h): the file system checks its permissions, and ACCESS
 //   answers what the caller may do. The methods below run on a file
-//   worker (file_workers.h), never on the thread that dispatches the call,
-//   and get nothing of the call's transport;
+//   worker (file_workers.h), or on the thread that dispatches the call
+//   when that thread already is the caller, and get nothing of the call's
+//   transport;
 // - every errno maps to its nfsstat3 (attributes.h); a malformed request
 //   is the NFSv3 error for it, never a crash.
 #ifndef RPCRDMA_EXAMPLES_NFS3D_NFS3_SERVER_H_
@@ -61,10 +62,11 @@ class Nfs3Server {
   // Who each call acts as (credentials.h).
   const ExportOptions& options() const { return options_; }
 
-  // Runs `work` (a method below) on a file worker acting as the caller of
-  // `q`, and waits for it: false, without running it, when the worker
-  // could not take the caller's identity. Called by the thread that
-  // dispatches the call, which thus keeps its own credentials.
+  // Runs `work` (a method below) acting as the caller of `q` (on a file
+  // worker, unless this thread already is the caller), and waits for it:
+  // false, without running it, when the worker could not take the
+  // caller's identity. Called by the thread that dispatches the call,
+  // which thus keeps its own credentials.
   template <typename Work>
   bool AsCaller(const svc_req* q, Work& work) {
     return workers_.Run(IdentityOf(q, options_), work);

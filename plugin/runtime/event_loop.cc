@@ -339,10 +339,14 @@ void EventLoop::RunDeadlines(Clock::time_point now) {
   }
 }
 
+bool TimerNeedsArming(Clock::time_point armed, Clock::time_point next) {
+  return next < armed;
+}
+
 void EventLoop::ArmTimerFd(Clock::time_point now) {
   const Clock::time_point next =
       timers_.empty() ? Clock::time_point::max() : timers_.front()->due;
-  if (next == armed_for_) return;
+  if (!TimerNeedsArming(armed_for_, next)) return;
   armed_for_ = next;
   itimerspec spec{};
   if (next != Clock::time_point::max()) {

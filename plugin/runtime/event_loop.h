@@ -55,6 +55,15 @@ class Source {
   struct Registration* registration_ = nullptr;  // the loop's, while added
 };
 
+// Whether a loop without a thread sets its timer (the timerfd that makes
+// event_fd() readable when a deadline comes) again, armed for `armed`
+// (Clock::time_point::max(): not armed) while the earliest deadline is now
+// `next`: only for an earlier one. A later deadline (a connection's idle
+// deadline moves on with each call it serves) or none leaves the timer as
+// it is: it fires early at most once, and the round it wakes arms it for
+// the deadline then earliest. This saves a timerfd_settime in most rounds.
+bool TimerNeedsArming(Clock::time_point armed, Clock::time_point next);
+
 class EventLoop {
  public:
   using Task = std::function<void()>;
@@ -96,7 +105,8 @@ class EventLoop {
   bool has_thread() const { return thread_.joinable(); }
 
   // Loops without a thread: readable when RunOnce has work (a source is
-  // ready, a task was posted, a deadline came).
+  // ready, a task was posted, a deadline came), and at most once early
+  // after the earliest deadline moved later (TimerNeedsArming).
   int event_fd() const { return epoll_; }
   // Does the ready work, waiting for some at most `timeout` (zero: none).
   // Concurrent calls are serialised; a nested call (from a callback) does

@@ -31,6 +31,8 @@ class Nfs3Client {
   bool Start(unsigned threads = 2);
   // The server's transport (to register another program on it).
   SVCXPRT* transport() const { return xprt_; }
+  // The connected client (for a call with arguments of the test's own).
+  CLIENT* client() const { return client_; }
   Counters server_counters() const;
   // The credential of the calls that follow: AUTH_SYS with `uid`, `gid`
   // and `groups`, or AUTH_NONE (Start gives authunix_create_default).

@@ -193,6 +193,37 @@ TEST_F(Nfs3dTest, Rfc1813_3_3_16_TooSmallWhateverTheResultHeld) {
            &described);
 }
 
+// RFC 1813 §3.3.17: dircount is a hint, maxcount bounds the reply: as
+// Linux's nfsd does, a READDIRPLUS fills its reply up to maxcount, however
+// few entries' names and cookies the dircount would hold, so that a
+// listing takes fewer calls.
+TEST_F(Nfs3dTest, Rfc1813_3_3_17_ReaddirplusFillsUpToMaxcount) {
+  FileHandle dir;
+  ASSERT_EQ(client_->Mkdir(root_, "some", dir), NFS3_OK);
+  for (int i = 0; i < 40; ++i) {
+    std::ofstream(dir_ / "export" / "some" / ("entry-" + std::to_string(i)))
+        << i;
+  }
+  READDIRPLUS3args args{};
+  args.dir = AsNfsHandle(dir);
+  args.dircount = 64;  // the names and cookies of two or three entries
+  args.maxcount = 64 * 1024;
+  READDIRPLUS3res res{};
+  ASSERT_EQ(nfsproc3_readdirplus_3(&args, &res, client_->client()),
+            RPC_SUCCESS);
+  ASSERT_EQ(res.status, NFS3_OK);
+  size_t listed = 0;
+  for (const entryplus3* e = res.READDIRPLUS3res_u.resok.reply.entries;
+       e != nullptr; e = e->nextentry) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, 42u);  // the 40, "." and ".."
+  EXPECT_TRUE(res.READDIRPLUS3res_u.resok.reply.eof);
+  xdr_free(reinterpret_cast<xdrproc_t>(
+               reinterpret_cast<void (*)()>(&xdr_READDIRPLUS3res)),
+           &res);
+}
+
 TEST_F(Nfs3dTest, HandlesNeverLeaveTheExport) {
   // ".." of the root is the root.
   FileHandle up;
