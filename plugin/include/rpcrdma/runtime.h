@@ -75,7 +75,9 @@ class Runtime {
 
   // A runtime without loop threads: readable when RunReady() has work (a
   // connection is ready, a deadline has come, a reply was handed over from
-  // another thread). -1 for a runtime with loop threads.
+  // another thread); it may also be readable once with nothing to do (a
+  // deadline that moved later), and RunReady() then returns at once. -1 for
+  // a runtime with loop threads.
   int event_fd() const;
   // Does the work that is ready, waiting up to `timeout` for some when
   // there is none, and returns. Callbacks of this runtime's Channels and
