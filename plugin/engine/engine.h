@@ -171,6 +171,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "plugin/engine/engine_types.h"
+#include "plugin/engine/marshal_plan.h"
 #include "plugin/engine/version_two.h"
 #include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
@@ -340,6 +341,10 @@ class Engine {
   // that may mean the reply did not fit: the caller learns what to raise.
   absl::Status WithReplyRoom(const absl::Status& error,
                              const RequesterCall& c) const;
+  // What a reply to `c` completes it with, or why it fails the call.
+  absl::StatusOr<CompleteCall> ReplyOutcome(const wire::V1Decoded& decoded,
+                                            absl::Span<const uint8_t> bytes,
+                                            RequesterCall& c) const;
   enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
   struct ResponderCall {
     CallId id = 0;
@@ -372,6 +377,10 @@ class Engine {
   void HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out);
   void Dispatch(Actions& out);
   void SendCall(RequesterCall& c, Actions& out);
+  // Carries out PlanCall: exposes what the plan uses and queues the Send.
+  absl::Status MarshalCall(RequesterCall& c, Actions& out);
+  // A write chunk per result and, if `reply_chunk`, the reply chunk.
+  absl::Status ExposeReplyRoom(RequesterCall& c, bool reply_chunk);
   absl::StatusOr<std::vector<wire::Segment>> ExposeSpan(RequesterCall& c,
                                                         absl::Span<uint8_t> m,
                                                         uint32_t access);
@@ -455,6 +464,10 @@ class Engine {
   void Assemble(ResponderCall& c);
   void Deliver(ResponderCall& c, Actions& out);
   std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
+  // Carries out a PlanReply that conveys the reply: the RDMA Writes, then
+  // the Send.
+  void SendReply(ResponderCall& c, const ReplyPlan& plan, OutgoingReply& reply,
+                 Actions& out);
 
   OpId NextOp() { return next_op_++; }
   // An empty vector for a Send's bytes, with the capacity of a recycled

@@ -10,10 +10,46 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
+#include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
 #include "rpcrdma/xdr.h"
 
 namespace rpcrdma::engine {
+
+namespace {
+
+// What PlanCall decides from: the call's sizes and this connection's
+// thresholds and limits.
+CallPlanInput CallPlanInputFor(const OutgoingCall& call, uint32_t version,
+                               const wire::InlineThresholds& thresholds,
+                               const Config& config) {
+  CallPlanInput in;
+  in.version = version;
+  in.reduced_size = call.xdr.size();
+  for (const DdpArgument& a : call.arguments) {
+    in.argument_sizes.push_back(a.data.size());
+  }
+  for (absl::Span<uint8_t> r : call.results)
+    in.result_sizes.push_back(r.size());
+  in.max_reply_size = call.max_reply_size;
+  in.send_threshold = thresholds.send;
+  in.receive_threshold = thresholds.receive;
+  in.max_segment_size = config.max_segment_size;
+  in.max_header_segments = config.max_header_segments;
+  return in;
+}
+
+// The call with every DDP argument inserted, for the forms that carry it
+// whole.
+std::vector<uint8_t> WholeCall(const OutgoingCall& call) {
+  std::vector<Item> all;
+  all.reserve(call.arguments.size());
+  for (const DdpArgument& a : call.arguments)
+    all.push_back({a.position, a.data});
+  return InsertItems(call.xdr, all);
+}
+
+}  // namespace
 
 absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
   if (!requester_on_) {
@@ -103,123 +139,66 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   c.holds_credit = true;
   ++outstanding_;
   by_xid_[c.xid] = c.id;
-  auto fail = [&](absl::Status status) {
+  absl::Status sent = BackwardCallAllowed(c);
+  if (sent.ok()) sent = MarshalCall(c, out);
+  if (!sent.ok()) {
     ReleaseCredit(c);
-    Finish(c, FailCall{c.id, std::move(status)}, std::nullopt, out);
+    Finish(c, FailCall{c.id, std::move(sent)}, std::nullopt, out);
     Dispatch(out);
-  };
-  if (absl::Status allowed = BackwardCallAllowed(c); !allowed.ok()) {
-    return fail(std::move(allowed));
   }
-  auto segments_for = [&](size_t length) {
-    return std::max<size_t>(
-        1, (length + config_.max_segment_size - 1) / config_.max_segment_size);
-  };
+}
 
-  // Write chunks for DDP-eligible results (RFC 8166 §3.4.7).
-  for (absl::Span<uint8_t> result : c.call.results) {
-    auto segments = ExposeSpan(c, result, kRemoteWrite);
-    if (!segments.ok()) return fail(segments.status());
-    c.write_chunks.push_back(*std::move(segments));
+absl::Status Engine::MarshalCall(RequesterCall& c, Actions& out) {
+  const CallPlan plan =
+      PlanCall(CallPlanInputFor(c.call, version_, thresholds_, config_));
+  // The room for the reply is exposed even for a call that is refused:
+  // its handles are revoked like those of any failed call.
+  if (absl::Status offered = ExposeReplyRoom(c, plan.offers_reply_chunk);
+      !offered.ok()) {
+    return offered;
   }
-  // Reply chunk when the largest reply, with the header echoing the write
-  // list, may not fit the receive threshold (RFC 8166 §3.5.4).
-  wire::V1Header reply_header{c.xid, wire::kRpcRdmaVersion1, 0,
-                              wire::V1Msg{{{}, c.write_chunks, std::nullopt}}};
-  if (c.call.max_reply_size + HeaderSize(reply_header) > thresholds_.receive) {
-    // Not zero-filled: the peer writes what the reply holds, and only that
-    // much is handed over.
-    c.reply_buffer = Buffer(c.call.max_reply_size);
-    auto segments = ExposeSpan(c, c.reply_buffer.span(), kRemoteWrite);
-    if (!segments.ok()) return fail(segments.status());
-    c.reply_chunk = *std::move(segments);
-  }
-
-  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
-                        wire::V1Msg{{{}, c.write_chunks, c.reply_chunk}}};
-  // The call with every DDP item inserted; built only for the forms that
-  // carry it whole (a chunked call's items are never copied).
-  auto full_call = [&] {
-    std::vector<Item> all;
-    for (const DdpArgument& a : c.call.arguments) {
-      all.push_back({a.position, a.data});
-    }
-    return InsertItems(c.call.xdr, all);
-  };
-  size_t full_size = c.call.xdr.size();
-  for (const DdpArgument& a : c.call.arguments) {
-    full_size += XdrRoundUp(a.data.size());
-  }
-  const size_t send_limit = thresholds_.send;
-  // Segments the header names besides read segments (RFC 8166 §3.4).
-  size_t reply_segments = c.reply_chunk ? c.reply_chunk->size() : 0;
-  for (const auto& w : c.write_chunks) reply_segments += w.size();
-  std::vector<uint8_t> payload;
-  if (reply_segments > config_.max_header_segments) {
-    return fail(absl::ResourceExhaustedError(
-        absl::StrCat("the call's write and reply chunks need ", reply_segments,
-                     " segments in its transport header; at most ",
-                     config_.max_header_segments, " are allowed")));
-  }
-
-  // 1. Inline (RFC 8166 §3.5.1): header plus the whole call fit. Without
-  // items the reduced stream is the call, sent as it is.
-  bool send_xdr = false;
-  if (HeaderSize(header) + full_size <= send_limit) {
-    if (c.call.arguments.empty()) {
-      send_xdr = true;
-    } else {
-      payload = full_call();
-    }
-  } else {
-    // 2. DDP-eligible arguments as read chunks at their positions (RFC 8166
-    //    §3.4.5, no roundup in the chunk, §3.4.6). Size the header first so
-    //    nothing is exposed for a form that will not be used.
-    wire::ChunkLists sizing = std::get<wire::V1Msg>(header.body).chunks;
-    for (const DdpArgument& a : c.call.arguments) {
-      if (a.data.empty()) continue;
-      sizing.reads.resize(sizing.reads.size() + segments_for(a.data.size()));
-    }
-    wire::V1Header sized = header;
-    sized.body = wire::V1Msg{sizing};
-    if (!sizing.reads.empty() &&
-        HeaderSize(sized) + c.call.xdr.size() <= send_limit &&
-        sizing.reads.size() + reply_segments <= config_.max_header_segments) {
-      auto& chunks = std::get<wire::V1Msg>(header.body).chunks;
+  if (plan.form == CallForm::kRefused) return plan.refusal;
+  wire::ChunkLists lists{{}, c.write_chunks, c.reply_chunk};
+  // Without arguments the reduced stream is the call, sent as it is; a
+  // chunked call's arguments are never copied.
+  absl::Span<const uint8_t> payload = c.call.xdr;
+  std::vector<uint8_t> whole;
+  switch (plan.form) {
+    case CallForm::kInline:
+      if (!c.call.arguments.empty()) {
+        whole = WholeCall(c.call);
+        payload = whole;
+      }
+      break;
+    case CallForm::kReadChunks:
+      // No roundup in the chunk (RFC 8166 §3.4.6); an empty argument has
+      // no chunk, as the plan counted.
       for (const DdpArgument& a : c.call.arguments) {
         if (a.data.empty()) continue;
         auto segments = ExposeSpan(c, a.data, kRemoteRead);
-        if (!segments.ok()) return fail(segments.status());
+        if (!segments.ok()) return segments.status();
         for (const wire::Segment& s : *segments) {
-          chunks.reads.push_back({a.position, s});
+          lists.reads.push_back({a.position, s});
         }
       }
-      send_xdr = true;
-    } else {
-      // 3. Long call (RFC 8166 §3.5.3): RDMA_NOMSG with the whole call in a
-      //    position-zero read chunk.
-      wire::ChunkLists lists{{}, c.write_chunks, c.reply_chunk};
-      lists.reads.resize(segments_for(full_size));
-      if (lists.reads.size() + reply_segments > config_.max_header_segments) {
-        return fail(absl::ResourceExhaustedError(
-            absl::StrCat("the call needs ", lists.reads.size() + reply_segments,
-                         " segments in its transport header; at most ",
-                         config_.max_header_segments, " are allowed")));
-      }
-      wire::V1Header nomsg{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
-                           wire::V1NoMsg{lists}};
-      if (HeaderSize(nomsg) > send_limit) {
-        return fail(absl::ResourceExhaustedError(absl::StrCat(
-            "transport header of ", HeaderSize(nomsg),
-            " octets exceeds the send threshold of ", send_limit)));
-      }
-      c.long_call = full_call();
+      break;
+    case CallForm::kLongCall: {
+      c.long_call = WholeCall(c.call);
       auto segments = ExposeSpan(c, absl::MakeSpan(c.long_call), kRemoteRead);
-      if (!segments.ok()) return fail(segments.status());
-      lists.reads.clear();
+      if (!segments.ok()) return segments.status();
       for (const wire::Segment& s : *segments) lists.reads.push_back({0, s});
-      header.body = wire::V1NoMsg{std::move(lists)};
+      payload = {};
+      break;
     }
+    case CallForm::kRefused:
+      break;
+  }
+  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
+                        wire::V1Msg{}};
+  if (plan.form == CallForm::kLongCall) {
+    header.body = wire::V1NoMsg{std::move(lists)};
+  } else {
+    header.body = wire::V1Msg{std::move(lists)};
   }
   // Version two (§3, §6.2.3): the responder may invalidate one handle of
   // the call, every one of which was registered for this call alone.
@@ -228,10 +207,25 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
                                       !c.handles.empty()
                                   ? c.handles.front()
                                   : 0;
-  out.push_back(
-      MakeSend(NextOp(), header,
-               send_xdr ? absl::Span<const uint8_t>(c.call.xdr) : payload,
-               std::nullopt, inv_handle));
+  out.push_back(MakeSend(NextOp(), header, payload, std::nullopt, inv_handle));
+  return absl::OkStatus();
+}
+
+absl::Status Engine::ExposeReplyRoom(RequesterCall& c, bool reply_chunk) {
+  // Write chunks for DDP-eligible results (RFC 8166 §3.4.7).
+  for (absl::Span<uint8_t> result : c.call.results) {
+    auto segments = ExposeSpan(c, result, kRemoteWrite);
+    if (!segments.ok()) return segments.status();
+    c.write_chunks.push_back(*std::move(segments));
+  }
+  if (!reply_chunk) return absl::OkStatus();
+  // Not zero-filled: the peer writes what the reply holds, and only that
+  // much is handed over.
+  c.reply_buffer = Buffer(c.call.max_reply_size);
+  auto segments = ExposeSpan(c, c.reply_buffer.span(), kRemoteWrite);
+  if (!segments.ok()) return segments.status();
+  c.reply_chunk = *std::move(segments);
+  return absl::OkStatus();
 }
 
 void Engine::ReleaseCredit(RequesterCall& c) {
@@ -322,6 +316,80 @@ absl::Status Engine::WithReplyRoom(const absl::Status& error,
           "buffers"));
 }
 
+absl::StatusOr<CompleteCall> Engine::ReplyOutcome(
+    const wire::V1Decoded& decoded, absl::Span<const uint8_t> bytes,
+    RequesterCall& c) const {
+  const wire::V1Header& h = decoded.header;
+  if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
+    if (err->code == wire::V1ErrorCode::kVers) {
+      // RFC 8166 §4.5.1.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "RDMA_ERROR ERR_VERS: the peer supports RPC-over-RDMA versions ",
+          err->vers_low, " to ", err->vers_high));
+    }
+    // RFC 8166 §4.5.2.
+    return WithReplyRoom(
+        absl::InvalidArgumentError(
+            "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
+            "chunk lists or convey the reply in them"),
+        c);
+  }
+  if (h.proc() != wire::V1Proc::kMsg && h.proc() != wire::V1Proc::kNoMsg) {
+    return absl::DataLossError(absl::StrCat("reply with unexpected procedure ",
+                                            wire::V1ProcName(h.proc())));
+  }
+  const wire::ChunkLists& lists = *h.chunks();
+  if (!lists.reads.empty()) {
+    return absl::DataLossError("reply carries a read list");
+  }
+  if (lists.writes.size() > c.write_chunks.size()) {
+    return absl::DataLossError(
+        absl::StrCat("reply returns ", lists.writes.size(), " write chunks, ",
+                     c.write_chunks.size(), " offered"));
+  }
+  CompleteCall done{c.id, c.xid, {}, {}};
+  for (size_t i = 0; i < lists.writes.size(); ++i) {
+    auto n = ReturnedLength(lists.writes[i], c.write_chunks[i],
+                            absl::StrCat("write chunk ", i));
+    if (!n.ok()) return n.status();
+    done.result_lengths.push_back(*n);
+  }
+  uint32_t reply_length = 0;
+  if (lists.reply.has_value()) {
+    if (!c.reply_chunk.has_value()) {
+      return absl::DataLossError("reply returns a reply chunk never offered");
+    }
+    auto n = ReturnedLength(*lists.reply, *c.reply_chunk, "reply chunk");
+    if (!n.ok()) return n.status();
+    reply_length = *n;
+  }
+  if (h.proc() == wire::V1Proc::kMsg) {
+    if (reply_length != 0) {
+      return absl::DataLossError("RDMA_MSG reply also used the reply chunk");
+    }
+    auto payload = bytes.subspan(decoded.header_length);
+    // The caller sized its buffers for max_reply_size; a longer reduced
+    // reply is refused, not handed over (the Linux client likewise fails
+    // a reply larger than its receive buffer allows).
+    if (payload.size() > c.call.max_reply_size) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("inline reply of ", payload.size(),
+                       " octets exceeds the call's max_reply_size of ",
+                       c.call.max_reply_size));
+    }
+    done.reply = Buffer::CopyOf(payload);
+  } else {
+    // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.
+    if (!lists.reply.has_value() || reply_length == 0) {
+      return absl::DataLossError("RDMA_NOMSG reply without a used reply chunk");
+    }
+    // Handed over where the peer wrote it, without a copy.
+    done.reply = std::move(c.reply_buffer);
+    done.reply.Truncate(reply_length);
+  }
+  return done;
+}
+
 void Engine::HandleReply(const wire::V1Decoded& decoded,
                          absl::Span<const uint8_t> bytes, RequesterCall& c,
                          std::optional<uint32_t> invalidated, Actions& out) {
@@ -333,77 +401,7 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
   grant_ = std::clamp<uint32_t>(h.credits, 1, requester_limit_);
   ReleaseCredit(c);
 
-  auto reply_status = [&]() -> absl::StatusOr<CompleteCall> {
-    if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
-      if (err->code == wire::V1ErrorCode::kVers) {
-        // RFC 8166 §4.5.1.
-        return absl::FailedPreconditionError(absl::StrCat(
-            "RDMA_ERROR ERR_VERS: the peer supports RPC-over-RDMA versions ",
-            err->vers_low, " to ", err->vers_high));
-      }
-      // RFC 8166 §4.5.2.
-      return WithReplyRoom(
-          absl::InvalidArgumentError(
-              "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
-              "chunk lists or convey the reply in them"),
-          c);
-    }
-    if (h.proc() != wire::V1Proc::kMsg && h.proc() != wire::V1Proc::kNoMsg) {
-      return absl::DataLossError(absl::StrCat(
-          "reply with unexpected procedure ", wire::V1ProcName(h.proc())));
-    }
-    const wire::ChunkLists& lists = *h.chunks();
-    if (!lists.reads.empty()) {
-      return absl::DataLossError("reply carries a read list");
-    }
-    if (lists.writes.size() > c.write_chunks.size()) {
-      return absl::DataLossError(
-          absl::StrCat("reply returns ", lists.writes.size(), " write chunks, ",
-                       c.write_chunks.size(), " offered"));
-    }
-    CompleteCall done{c.id, c.xid, {}, {}};
-    for (size_t i = 0; i < lists.writes.size(); ++i) {
-      auto n = ReturnedLength(lists.writes[i], c.write_chunks[i],
-                              absl::StrCat("write chunk ", i));
-      if (!n.ok()) return n.status();
-      done.result_lengths.push_back(*n);
-    }
-    uint32_t reply_length = 0;
-    if (lists.reply.has_value()) {
-      if (!c.reply_chunk.has_value()) {
-        return absl::DataLossError("reply returns a reply chunk never offered");
-      }
-      auto n = ReturnedLength(*lists.reply, *c.reply_chunk, "reply chunk");
-      if (!n.ok()) return n.status();
-      reply_length = *n;
-    }
-    if (h.proc() == wire::V1Proc::kMsg) {
-      if (reply_length != 0) {
-        return absl::DataLossError("RDMA_MSG reply also used the reply chunk");
-      }
-      auto payload = bytes.subspan(decoded.header_length);
-      // The caller sized its buffers for max_reply_size; a longer reduced
-      // reply is refused, not handed over (the Linux client likewise fails
-      // a reply larger than its receive buffer allows).
-      if (payload.size() > c.call.max_reply_size) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("inline reply of ", payload.size(),
-                         " octets exceeds the call's max_reply_size of ",
-                         c.call.max_reply_size));
-      }
-      done.reply = Buffer::CopyOf(payload);
-    } else {
-      // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.
-      if (!lists.reply.has_value() || reply_length == 0) {
-        return absl::DataLossError(
-            "RDMA_NOMSG reply without a used reply chunk");
-      }
-      // Handed over where the peer wrote it, without a copy.
-      done.reply = std::move(c.reply_buffer);
-      done.reply.Truncate(reply_length);
-    }
-    return done;
-  }();
+  absl::StatusOr<CompleteCall> reply_status = ReplyOutcome(decoded, bytes, c);
   if (reply_status.ok()) {
     Finish(c, *std::move(reply_status), invalidated, out);
   } else {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
+#include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
 #include "rpcrdma/xdr.h"
 
@@ -44,6 +45,128 @@ std::string NoRoomForReply(absl::string_view what,
       "; the client should offer room for ", needed,
       " octets: raise its CallRequest::max_reply_size (rpcgen and Thrift "
       "clients: their DDP policy's reply size) or its result buffers");
+}
+
+// The version-two error for a reply planned ERR_CHUNK (draft-04 §6.2.4).
+wire::V2Error NoRoomError(const ReplyPlan& plan) {
+  wire::V2Error e;
+  e.code = plan.no_room == NoRoom::kWriteChunkTooSmall
+               ? wire::V2ErrorCode::kWriteResource
+               : wire::V2ErrorCode::kReplyResource;
+  if (plan.no_room == NoRoom::kWriteChunkTooSmall) {
+    e.chunk_index = static_cast<uint32_t>(plan.chunk_index);
+  }
+  e.length_needed = Clamp32(plan.length_needed);
+  return e;
+}
+
+// NoRoomForReply's words for a reply planned ERR_CHUNK.
+std::string WhyNoRoom(const ReplyPlan& plan, const wire::ChunkLists& chunks,
+                      uint32_t threshold) {
+  std::string what;
+  switch (plan.no_room) {
+    case NoRoom::kWriteChunkTooSmall:
+      what = absl::StrCat("result ", plan.chunk_index, " of the reply is ",
+                          plan.length_needed, " octets, more than write chunk ",
+                          plan.chunk_index, " holds");
+      break;
+    case NoRoom::kReplyTooLarge:
+      what = absl::StrCat(
+          "the reply is ", plan.stream_size, " octets (",
+          plan.header_size + plan.stream_size,
+          " inline with its transport header), too large for the inline "
+          "threshold and for the reply chunk");
+      break;
+    case NoRoom::kHeaderTooLarge:
+    case NoRoom::kNone:
+      what = absl::StrCat("the transport header returning the chunks is ",
+                          plan.header_size,
+                          " octets, more than the inline threshold");
+      break;
+  }
+  return NoRoomForReply(what, chunks, threshold, plan.length_needed);
+}
+
+// What PlanReply decides from: the reply's sizes, the chunks the call
+// offered and this connection's send threshold.
+ReplyPlanInput ReplyPlanInputFor(const wire::ChunkLists& offered,
+                                 const OutgoingReply& reply, uint32_t version,
+                                 uint32_t send_threshold) {
+  ReplyPlanInput in;
+  in.version = version;
+  in.reduced_size = reply.xdr.size();
+  for (const DdpResult& r : reply.results) {
+    in.result_sizes.push_back(r.data.size());
+  }
+  for (const wire::WriteChunk& w : offered.writes) {
+    in.write_chunks.push_back({ChunkLength(w), w.size()});
+  }
+  if (offered.reply) {
+    in.reply_chunk =
+        OfferedChunk{ChunkLength(*offered.reply), offered.reply->size()};
+  }
+  in.send_threshold = send_threshold;
+  return in;
+}
+
+// The reassembled call: its base stream (the inline payload, or the
+// position-zero chunk of RDMA_NOMSG) and its size with every chunk
+// inserted.
+struct CallLayout {
+  uint64_t base = 0;
+  uint64_t size = 0;
+};
+
+// The layout the call's lists describe, or nothing when they break RFC
+// 8166 §3.4.5-§3.5.4 and the call is answered ERR_CHUNK (§4.5.2).
+std::optional<CallLayout> LayoutOf(const wire::ChunkLists& lists, bool nomsg,
+                                   uint64_t inline_length) {
+  uint64_t base = nomsg ? 0 : inline_length;
+  uint64_t chunk_total = 0;
+  if (nomsg) {
+    // RFC 8166 §3.5.3: RDMA_NOMSG carries the call in a position-zero
+    // read chunk.
+    if (lists.reads.empty() || lists.reads.front().position != 0) {
+      return std::nullopt;
+    }
+  }
+  for (size_t i = 0; i < lists.reads.size(); ++i) {
+    const wire::ReadSegment& r = lists.reads[i];
+    if (r.position % 4 != 0) return std::nullopt;
+    if (i > 0 && r.position < lists.reads[i - 1].position) {
+      return std::nullopt;
+    }
+    if (r.position == 0) {
+      if (!nomsg) return std::nullopt;  // only RDMA_NOMSG uses position 0
+      base += r.target.length;
+    }
+  }
+  uint32_t last_position = 0;
+  uint64_t last_length = 0;
+  for (const wire::ReadSegment& r : lists.reads) {
+    if (r.position == 0) continue;
+    if (r.position > base) return std::nullopt;
+    if (r.position != last_position) {
+      chunk_total += XdrRoundUp(last_length);
+      last_length = 0;
+      last_position = r.position;
+    }
+    last_length += r.target.length;
+  }
+  chunk_total += XdrRoundUp(last_length);
+  // A write or reply chunk with no segments names no memory: no result or
+  // reply could ever be conveyed in it (RFC 8166 §3.4.7, §3.5.4), so the
+  // call would run only to be answered ERR_CHUNK. It is refused before it
+  // reaches a handler, as Linux's svcrdma now refuses it. Write and reply
+  // chunks allocate nothing here otherwise.
+  const auto without_segments = [](const wire::WriteChunk& chunk) {
+    return chunk.empty();
+  };
+  if (std::any_of(lists.writes.begin(), lists.writes.end(), without_segments) ||
+      (lists.reply.has_value() && without_segments(*lists.reply))) {
+    return std::nullopt;
+  }
+  return CallLayout{base, base + chunk_total};
 }
 
 }  // namespace
@@ -106,53 +229,11 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   const uint64_t inline_length = bytes.size() - decoded.header_length;
 
   // Validate every list before anything is allocated (RFC 8166 §4.5.2).
-  auto chunk_error = [&] { SendError(h.xid, wire::V1ErrorCode::kChunk, out); };
-  uint64_t base = nomsg ? 0 : inline_length;
-  uint64_t chunk_total = 0;
-  if (nomsg) {
-    // RFC 8166 §3.5.3: RDMA_NOMSG carries the call in a position-zero
-    // read chunk.
-    if (lists.reads.empty() || lists.reads.front().position != 0) {
-      return chunk_error();
-    }
-  }
-  for (size_t i = 0; i < lists.reads.size(); ++i) {
-    const wire::ReadSegment& r = lists.reads[i];
-    if (r.position % 4 != 0) return chunk_error();
-    if (i > 0 && r.position < lists.reads[i - 1].position) {
-      return chunk_error();
-    }
-    if (r.position == 0) {
-      if (!nomsg) return chunk_error();  // only RDMA_NOMSG uses position 0
-      base += r.target.length;
-    }
-  }
-  uint32_t last_position = 0;
-  uint64_t last_length = 0;
-  for (const wire::ReadSegment& r : lists.reads) {
-    if (r.position == 0) continue;
-    if (r.position > base) return chunk_error();
-    if (r.position != last_position) {
-      chunk_total += XdrRoundUp(last_length);
-      last_length = 0;
-      last_position = r.position;
-    }
-    last_length += r.target.length;
-  }
-  chunk_total += XdrRoundUp(last_length);
-  // A write or reply chunk with no segments names no memory: no result or
-  // reply could ever be conveyed in it (RFC 8166 §3.4.7, §3.5.4), so the
-  // call would run only to be answered ERR_CHUNK. It is refused before it
-  // reaches a handler, as Linux's svcrdma now refuses it. Write and reply
-  // chunks allocate nothing here otherwise.
-  const auto without_segments = [](const wire::WriteChunk& chunk) {
-    return chunk.empty();
-  };
-  if (std::any_of(lists.writes.begin(), lists.writes.end(), without_segments) ||
-      (lists.reply.has_value() && without_segments(*lists.reply))) {
-    return chunk_error();
-  }
-  const uint64_t size = base + chunk_total;
+  const std::optional<CallLayout> layout =
+      LayoutOf(lists, nomsg, inline_length);
+  if (!layout) return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+  const uint64_t base = layout->base;
+  const uint64_t size = layout->size;
   // Version two has no code for a call larger than this side accepts
   // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
   auto too_large = [&] {
@@ -493,41 +574,31 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
     EndIncoming(id, out);
     return absl::UnavailableError("connection lost before the reply");
   }
-  const auto& writes = c.chunks.writes;
-  // The reply cannot be conveyed: ERR_CHUNK instead (as Linux). The reply's
-  // memory is free at once (ReplySent), like the call's state.
-  // `v2`: the precise version-two error (draft-04 §6.2.4).
-  // `why`: NoRoomForReply's words for the log.
-  auto error_reply = [&](wire::V2Error v2, const std::string& why) {
+  const ReplyPlan plan =
+      PlanReply(ReplyPlanInputFor(c.chunks, reply, version_, thresholds_.send));
+  if (plan.form == ReplyForm::kErrChunk) {
+    // The reply cannot be conveyed: ERR_CHUNK instead (as Linux).
     ReleaseResponderCredit(c);
-    SendError(c.xid, wire::V1ErrorCode::kChunk, out, v2, why);
+    SendError(c.xid, wire::V1ErrorCode::kChunk, out, NoRoomError(plan),
+              WhyNoRoom(plan, c.chunks, thresholds_.send));
+    // The reply's memory is free at once, like the call's state.
     out.push_back(ReplySent{id});
     EndIncoming(id, out);
     return absl::OkStatus();
-  };
+  }
+  SendReply(c, plan, reply, out);
+  return absl::OkStatus();
+}
+
+void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
+                       OutgoingReply& reply, Actions& out) {
+  const auto& writes = c.chunks.writes;
   // Results with a write chunk go there; the rest stay inline.
   std::vector<Item> inline_items;
-  std::vector<wire::WriteChunk> returned;
-  for (size_t i = 0; i < reply.results.size(); ++i) {
-    if (i < writes.size()) {
-      // The Linux server answers ERR_CHUNK when a result exceeds its chunk.
-      if (reply.results[i].data.size() > ChunkLength(writes[i])) {
-        wire::V2Error e;
-        e.code = wire::V2ErrorCode::kWriteResource;
-        e.chunk_index = static_cast<uint32_t>(i);
-        e.length_needed = Clamp32(reply.results[i].data.size());
-        return error_reply(
-            e, NoRoomForReply(
-                   absl::StrCat("result ", i, " of the reply is ",
-                                reply.results[i].data.size(),
-                                " octets, more than write chunk ", i, " holds"),
-                   c.chunks, thresholds_.send, reply.results[i].data.size()));
-      }
-    } else {
-      inline_items.push_back(
-          {reply.results[i].position, reply.results[i].data});
-    }
+  for (size_t i = plan.results_in_write_list; i < reply.results.size(); ++i) {
+    inline_items.push_back({reply.results[i].position, reply.results[i].data});
   }
+  std::vector<wire::WriteChunk> returned;
   for (size_t i = 0; i < writes.size(); ++i) {
     size_t n = i < reply.results.size() ? reply.results[i].data.size() : 0;
     returned.push_back(FillChunk(writes[i], n));
@@ -535,40 +606,14 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   // Without inline items the reply stream is the caller's, as it is.
   c.reply_stream = inline_items.empty() ? std::move(reply.xdr)
                                         : InsertItems(reply.xdr, inline_items);
-
+  const bool use_reply_chunk = plan.form == ReplyForm::kReplyChunk;
   wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
-                   wire::V1Msg{{{}, returned, std::nullopt}}};
-  bool use_reply_chunk = false;
-  wire::V2Error no_room;
-  no_room.code = wire::V2ErrorCode::kReplyResource;
-  no_room.length_needed = Clamp32(c.reply_stream.size());
-  const size_t inline_size = HeaderSize(h) + c.reply_stream.size();
-  if (inline_size > thresholds_.send) {
+                   wire::V1Msg{{{}, std::move(returned), std::nullopt}}};
+  if (use_reply_chunk) {
     // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
-    if (!c.chunks.reply.has_value() ||
-        c.reply_stream.size() > ChunkLength(*c.chunks.reply)) {
-      return error_reply(
-          no_room,
-          NoRoomForReply(
-              absl::StrCat("the reply is ", c.reply_stream.size(), " octets (",
-                           inline_size,
-                           " inline with its transport header), too large "
-                           "for the inline threshold and for the reply chunk"),
-              c.chunks, thresholds_.send, c.reply_stream.size()));
-    }
-    h.body = wire::V1NoMsg{
-        {{}, returned, FillChunk(*c.chunks.reply, c.reply_stream.size())}};
-    if (HeaderSize(h) > thresholds_.send) {
-      return error_reply(
-          no_room,
-          NoRoomForReply(absl::StrCat("the transport header returning the "
-                                      "chunks is ",
-                                      HeaderSize(h),
-                                      " octets, more than the inline "
-                                      "threshold"),
-                         c.chunks, thresholds_.send, c.reply_stream.size()));
-    }
-    use_reply_chunk = true;
+    wire::ChunkLists& lists = std::get<wire::V1Msg>(h.body).chunks;
+    lists.reply = FillChunk(*c.chunks.reply, c.reply_stream.size());
+    h.body = wire::V1NoMsg{std::move(lists)};
   }
 
   // DDP results into the write chunks (no roundup, RFC 8166 §3.4.6), then
@@ -585,7 +630,7 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
       at += n;
     }
   };
-  for (size_t i = 0; i < writes.size() && i < reply.results.size(); ++i) {
+  for (size_t i = 0; i < plan.results_in_write_list; ++i) {
     write_out(reply.results[i].data, writes[i]);
   }
   if (use_reply_chunk) write_out(c.reply_stream, *c.chunks.reply);
@@ -601,7 +646,6 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
                              ? absl::Span<const uint8_t>()
                              : absl::Span<const uint8_t>(c.reply_stream),
                          InvalidateHandleFor(c)));
-  return absl::OkStatus();
 }
 
 void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
