@@ -135,7 +135,7 @@ void Listener::Stop() {
     if (server != nullptr) final_counters_ = server->counters();
   }
   server.reset();  // disconnects every connection and waits for them
-  std::map<uint64_t, std::shared_ptr<ConnectionState>> left;
+  std::map<ConnectionId, std::shared_ptr<ConnectionState>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(connections_);
@@ -158,7 +158,7 @@ std::shared_ptr<Server> Listener::server() const {
   return server_;
 }
 
-absl::Status Listener::Disconnect(uint64_t connection,
+absl::Status Listener::Disconnect(ConnectionId connection,
                                   absl::string_view reason) {
   std::shared_ptr<Server> server = this->server();
   if (server == nullptr) return absl::UnavailableError("server stopped");

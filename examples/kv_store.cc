@@ -227,7 +227,7 @@ class Store {
   }
 
   // KV_CB_CHANGED(key) to the client on `connection`, over the backchannel.
-  void NotifyChanged(uint64_t connection, const std::string& key) {
+  void NotifyChanged(rpcrdma::ConnectionId connection, const std::string& key) {
     rpcrdma::CallRequest request;
     request.xdr = CallHeader(next_callback_xid_++, kCallbackProgram, kChanged);
     AppendKey(request.xdr, key);

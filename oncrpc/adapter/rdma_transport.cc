@@ -222,7 +222,7 @@ CallIdentity DispatchState::IdentityOf(const Job& job) const {
   // Not `peer`, which falls back on the transport's own address.
   const std::optional<SocketAddress>& known = job.peer;
   return IdentifyCall(
-      job.call.connection,
+      job.call.connection.value(),
       known.has_value() ? absl::MakeConstSpan(
                               reinterpret_cast<const uint8_t*>(&known->storage),
                               known->length)
@@ -641,7 +641,7 @@ CallHandler RdmaTransport::Handler() {
     // from the queue once RunReady returns.
     // The peer now: kClosed, after which it is forgotten, comes after
     // the connection's last call reached this handler.
-    std::optional<SocketAddress> peer = KnownPeerOf(call.connection);
+    std::optional<SocketAddress> peer = KnownPeerOf(call.connection.value());
     queue_.Push(Job{std::move(call), std::move(responder), std::move(peer)},
                 /*wake=*/t_driving != this);
   };
@@ -694,7 +694,7 @@ uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
   if (request == nullptr || Of(request->rq_xprt) == nullptr) return 0;
   const auto& state =
       *static_cast<const DispatchState*>(request->rq_xprt->xp_p1);
-  return state.current.has_value() ? state.current->call.connection : 0;
+  return state.current.has_value() ? state.current->call.connection.value() : 0;
 }
 
 void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
@@ -702,16 +702,16 @@ void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
     std::lock_guard<std::mutex> lock(peers_mu_);
     ReplyCache* cache = cache_.load(std::memory_order_acquire);
     if (event.type == ServerConnectionEvent::Type::kClosed) {
-      peers_.erase(event.connection);
-      kept_replies_.Closed(event.connection);
+      peers_.erase(event.connection.value());
+      kept_replies_.Closed(event.connection.value());
       // From now on the cache lets a retransmission from a new connection
       // have this one's replies (reply_cache.h).
-      if (cache != nullptr) cache->Closed(event.connection);
+      if (cache != nullptr) cache->Closed(event.connection.value());
     } else {
       absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
-      peers_[event.connection] =
+      peers_[event.connection.value()] =
           address.ok() ? std::optional<SocketAddress>(*address) : std::nullopt;
-      if (cache != nullptr) cache->Opened(event.connection);
+      if (cache != nullptr) cache->Opened(event.connection.value());
     }
   }
   // After the adapter took note: whoever sees kClosed may count on its

@@ -261,7 +261,7 @@ class ChannelCore final : public runtime::Source,
   RepliesInFlight replies_;  // backward replies being sent
   absl::flat_hash_map<Channel::CallId, Pending> pending_;
   absl::flat_hash_map<engine::CallId, Channel::CallId> by_engine_;
-  Channel::CallId next_id_ = 1;
+  uint64_t next_id_ = 1;  // of the next Channel::CallId
   bool shutting_down_ = false;
   // The connection was closed for idleness (timeouts.idle_ms): no
   // reconnect until a call is made, and calls wait for it.

@@ -261,7 +261,7 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
   }
 
   // The Server's id of the Channel's connection, learned from one call.
-  uint64_t ConnectionId() {
+  ConnectionId ServerSideConnection() {
     CallRequest req;
     req.xdr = CallHeader(0xFFFF0001, kNull);
     req.max_reply_size = 64;

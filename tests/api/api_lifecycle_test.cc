@@ -108,7 +108,7 @@ TEST_P(ApiTest, CancelledCallCompletesWithCancelled) {
   EXPECT_EQ(r.status().message(), "channel: call cancelled");
   // Cancelling again, or an unknown call, changes nothing.
   channel_->Cancel(id);
-  channel_->Cancel(12345);
+  channel_->Cancel(CallId(12345));
   EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(),
                           [](uint8_t b) { return b == 0xEE; }));
   // The held call stays unanswered (held_ goes after the server): any

@@ -31,7 +31,7 @@ struct Line {
   LogSeverity severity;
   std::string message;
   std::string file;
-  uint64_t connection;
+  ConnectionId connection;
 };
 
 class CapturingSink : public LogSink {
@@ -126,11 +126,11 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   std::optional<Line> lost = sink_->Await({"channel to ", "connection lost: "});
   ASSERT_TRUE(lost) << "no loss line";
   EXPECT_EQ(lost->severity, LogSeverity::kWarning);
-  EXPECT_EQ(lost->connection, 1u);
+  EXPECT_EQ(lost->connection, ConnectionId(1));
   std::optional<Line> reconnected = sink_->Await({"reconnected"});
   ASSERT_TRUE(reconnected) << "no reconnect line";
   EXPECT_EQ(reconnected->severity, LogSeverity::kWarning);
-  EXPECT_EQ(reconnected->connection, 2u);
+  EXPECT_EQ(reconnected->connection, ConnectionId(2));
   // The cause travels with the reconnect line.
   EXPECT_TRUE(absl::StrContains(reconnected->message, "connection event"))
       << reconnected->message;
@@ -191,7 +191,7 @@ TEST_F(LogTest, SinkReceivesErrChunkSentAndReceived) {
       sink_->Await({"sent RDMA_ERROR ERR_CHUNK for XID 0xc4", "does not fit"});
   ASSERT_TRUE(sent) << "no sent line";
   EXPECT_EQ(sent->severity, LogSeverity::kWarning);
-  EXPECT_EQ(sent->connection, 1u);
+  EXPECT_EQ(sent->connection, ConnectionId(1));
   EXPECT_TRUE(absl::StartsWith(sent->message, "server soft+tcp://"))
       << sent->message;
   std::optional<Line> received =
@@ -290,7 +290,7 @@ TEST_F(LogTest, MinSeverityDropsRecordsBeforeTheSink) {
   std::vector<Line> lines = sink_->lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].message, "kept 42");
-  EXPECT_EQ(lines[0].connection, 7u);
+  EXPECT_EQ(lines[0].connection, ConnectionId(7));
   EXPECT_EQ(lines[0].file, "log_test.cc");
   EXPECT_EQ(MinLogSeverity(), LogSeverity::kError);
 }

@@ -79,7 +79,7 @@ void EchoNull(IncomingCall call, Responder responder) {
 TEST(ServerConnectionEvents, AcceptedBeforeTheFirstCallAndClosedOnce) {
   EventLog log;
   std::mutex mu;
-  std::vector<uint64_t> call_connections;
+  std::vector<ConnectionId> call_connections;
   size_t events_before_first_call = 0;
   ServerOptions options;
   options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
@@ -178,7 +178,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
   options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
   std::mutex mu;
   std::vector<Responder> held;
-  std::promise<uint64_t> held_on;
+  std::promise<ConnectionId> held_on;
   auto server = Server::Create(
       UnixUri("disconnect"), {},
       [&](IncomingCall call, Responder responder) {
@@ -194,7 +194,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
   auto other = Channel::Create((*server)->uri(), {});
   ASSERT_TRUE(closed.ok() && other.ok());
   std::future<absl::StatusOr<Reply>> pending = (*closed)->Call(NullCall(1));
-  const uint64_t connection = held_on.get_future().get();
+  const ConnectionId connection = held_on.get_future().get();
 
   EXPECT_TRUE((*server)->Disconnect(connection, "garbage in a call").ok());
   absl::StatusOr<Reply> failed = pending.get();
@@ -216,7 +216,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
       << gone->status;
   EXPECT_EQ((*server)->Disconnect(connection, "again").code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ((*server)->Disconnect(987654, "unknown").code(),
+  EXPECT_EQ((*server)->Disconnect(ConnectionId(987654), "unknown").code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE((*other)->Call(NullCall(2)).get().ok());
 }
@@ -293,7 +293,7 @@ TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
 // Both sides report the same settlement; the server finds it by the
 // connection its calls come on.
 TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
-  std::promise<uint64_t> connection;
+  std::promise<ConnectionId> connection;
   std::atomic<bool> once{false};
   auto server = Server::Create(
       UnixUri("info"), {}, [&](IncomingCall call, Responder responder) {
@@ -306,14 +306,17 @@ TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
   auto channel = Channel::Create((*server)->uri(), {});
   ASSERT_TRUE(channel.ok()) << channel.status();
   ASSERT_TRUE((*channel)->Call(NullCall(1)).get().ok());
-  const uint64_t id = connection.get_future().get();
+  const ConnectionId id = connection.get_future().get();
   absl::StatusOr<ConnectionInfo> seen = (*server)->connection_info(id);
   ASSERT_TRUE(seen.ok()) << seen.status();
   const ConnectionInfo mine = (*channel)->connection_info();
   EXPECT_EQ(seen->version, mine.version);
   EXPECT_EQ(seen->send_threshold, mine.receive_threshold);
   EXPECT_EQ(seen->receive_threshold, mine.send_threshold);
-  EXPECT_EQ((*server)->connection_info(id + 1000).status().code(),
+  EXPECT_EQ((*server)
+                ->connection_info(ConnectionId(id.value() + 1000))
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
   channel->reset();
   for (int i = 0; i < 500 && (*server)->connections() != 0; ++i) {

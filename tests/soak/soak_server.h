@@ -93,12 +93,12 @@ class SoakServer {
     // An answer due at `due`, or a backward call to make.
     std::unique_ptr<Responder> responder;
     ServerReply reply;
-    uint64_t connection = 0;
+    ConnectionId connection;
     uint32_t backward_size = 0;
   };
   void Handle(IncomingCall call, Responder responder);
   void Run();
-  void CallBackward(uint64_t connection, uint32_t size);
+  void CallBackward(ConnectionId connection, uint32_t size);
 
   SoakStats* stats_;
   absl::Status status_;

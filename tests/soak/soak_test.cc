@@ -150,7 +150,7 @@ std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
 // One Channel's call under way.
 struct Outstanding {
   std::shared_ptr<PlannedCall> call;
-  Channel::CallId id = 0;
+  Channel::CallId id;
 };
 
 class SoakTest : public ::testing::TestWithParam<Transport> {
