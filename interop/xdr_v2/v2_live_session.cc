@@ -51,8 +51,8 @@ std::vector<uint8_t> CallHeader(uint32_t xid) {
 }
 
 // Echo or bulk, with a 5000-octet result for a write chunk offered.
-ServerReply Answer(const IncomingCall& call) {
-  ServerReply reply;
+HandlerReply Answer(const IncomingCall& call) {
+  HandlerReply reply;
   for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
   absl::Span<const uint8_t> m = call.message;
   if (call.xid == kBulkXid || call.xid == kInlineReplyXid) {

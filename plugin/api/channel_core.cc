@@ -445,20 +445,20 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
 }
 
 absl::Status ChannelCore::SendReply(uint64_t generation, engine::CallId call,
-                                    ServerReply reply,
+                                    HandlerReply reply,
                                     Clock::time_point delivered_at) {
   return Answer(generation, call, std::move(reply), delivered_at, std::nullopt);
 }
 
 void ChannelCore::SendDroppedReply(uint64_t generation, engine::CallId call,
-                                   uint32_t xid, ServerReply reply,
+                                   uint32_t xid, HandlerReply reply,
                                    Clock::time_point delivered_at) {
   // A destructor's: nobody to tell of a refusal.
   (void)Answer(generation, call, std::move(reply), delivered_at, xid);
 }
 
 absl::Status ChannelCore::Answer(uint64_t generation, engine::CallId call,
-                                 ServerReply reply,
+                                 HandlerReply reply,
                                  Clock::time_point delivered_at,
                                  std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here

@@ -361,20 +361,21 @@ void ServerConnection::ResumeAwaitingMemory() {
 }
 
 absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
-                                         engine::CallId call, ServerReply reply,
+                                         engine::CallId call,
+                                         HandlerReply reply,
                                          Clock::time_point delivered_at) {
   return Answer(call, std::move(reply), delivered_at, std::nullopt);
 }
 
 void ServerConnection::SendDroppedReply(uint64_t /*generation*/,
                                         engine::CallId call, uint32_t xid,
-                                        ServerReply reply,
+                                        HandlerReply reply,
                                         Clock::time_point delivered_at) {
   // A destructor's: nobody to tell of a refusal.
   (void)Answer(call, std::move(reply), delivered_at, xid);
 }
 
-absl::Status ServerConnection::Answer(engine::CallId call, ServerReply reply,
+absl::Status ServerConnection::Answer(engine::CallId call, HandlerReply reply,
                                       Clock::time_point delivered_at,
                                       std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here

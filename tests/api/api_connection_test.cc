@@ -149,7 +149,7 @@ TEST_P(ApiTest, Rfc8167_3_1_BackwardCallsStayWithinBackchannelCredits) {
       backward_held_.clear();
     }
     for (Responder& r : batch) {
-      ServerReply reply;
+      HandlerReply reply;
       reply.xdr = ReplyHeader(0);  // the XID is the transport's concern
       EXPECT_TRUE(r.Send(std::move(reply)).ok());
       ++answered;

@@ -100,10 +100,10 @@ inline void PutOpaque(std::vector<uint8_t>& out,
 }
 
 // What the server answers to each procedure.
-inline ServerReply Answer(const IncomingCall& call) {
+inline HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
   uint32_t proc = Get(m, 20);
-  ServerReply reply;
+  HandlerReply reply;
   reply.xdr = ReplyHeader(call.xid);
   switch (proc) {
     case kEcho:

@@ -224,11 +224,11 @@ TEST_P(ApiTest, RFC5531Section9_MovedFromResponderDoesNotAnswerTwice) {
   absl::StatusOr<Reply> r1 = Wait(futures[0]);
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_EQ(r1->xdr, SystemErrReply(0xD501));
-  EXPECT_TRUE(a.Send(ServerReply(ReplyHeader(0xD502))).ok());
+  EXPECT_TRUE(a.Send(HandlerReply(ReplyHeader(0xD502))).ok());
   absl::StatusOr<Reply> r2 = Wait(futures[1]);
   ASSERT_TRUE(r2.ok()) << r2.status();
   EXPECT_EQ(r2->xdr, ReplyHeader(0xD502));
-  EXPECT_EQ(b.Send(ServerReply(ReplyHeader(0xD502))).code(),
+  EXPECT_EQ(b.Send(HandlerReply(ReplyHeader(0xD502))).code(),
             absl::StatusCode::kFailedPrecondition);
   { Responder gone = std::move(a); }  // replied already: nothing more
   CallRequest next;

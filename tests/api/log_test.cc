@@ -101,7 +101,7 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   const config::TransportConfig config = FastReconnect();
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         (void)r.Send(std::move(reply));
       });
@@ -151,7 +151,7 @@ OversizedResult CallWithOversizedResult(uint32_t xid) {
   const config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         reply.xdr.insert(reply.xdr.end(), {0, 0, 0, 200});
         reply.results.push_back({8, std::vector<uint8_t>(200, 7)});
@@ -211,7 +211,7 @@ TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkSaysSizesOfferedAndWhatToRaise) {
   const config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         reply.xdr.resize(30000, 9);
         (void)r.Send(std::move(reply));

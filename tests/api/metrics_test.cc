@@ -59,8 +59,8 @@ TEST(LatencyHistogram, CountSumAndPercentiles) {
   EXPECT_EQ(twice.buckets()[7], 20u);
 }
 
-ServerReply EchoXid(const IncomingCall& call) {
-  ServerReply reply;
+HandlerReply EchoXid(const IncomingCall& call) {
+  HandlerReply reply;
   reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
   return reply;
 }

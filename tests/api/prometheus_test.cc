@@ -46,7 +46,7 @@ TEST(PrometheusExporter, ScrapeOverHttpShowsCountersAndHistograms) {
   config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         (void)r.Send(std::move(reply));
       });

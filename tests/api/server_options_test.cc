@@ -1,7 +1,7 @@
 // What adapters build on besides calls: a Server's connection events
 // (ServerOptions::on_connection), closing one connection
 // (Server::Disconnect), reply items that lend the handler's memory
-// (ReplyItem::View with ServerReply::on_released), what a connection
+// (ReplyItem::Lent with HandlerReply::on_released), what a connection
 // settled as either side sees it (Server::connection_info,
 // ConnectionInfo::max_inline_reply) and the socket address of a URI
 // (rpcrdma/address.h). Over the soft fabric on Unix-domain sockets and on
@@ -73,7 +73,7 @@ CallRequest NullCall(uint32_t xid) {
 }
 
 void EchoNull(IncomingCall call, Responder responder) {
-  EXPECT_TRUE(responder.Send(ServerReply(ReplyHeader(call.xid))).ok());
+  EXPECT_TRUE(responder.Send(HandlerReply(ReplyHeader(call.xid))).ok());
 }
 
 TEST(ServerConnectionEvents, AcceptedBeforeTheFirstCallAndClosedOnce) {
@@ -241,8 +241,8 @@ TEST(BorrowedReplyItems, LentMemoryIsWrittenThenReleasedOnce) {
           for (int shift = 24; shift >= 0; shift -= 8) {
             xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
           }
-          ServerReply reply(std::move(xdr), {ReplyItem::View(position, lent)},
-                            [&released] { ++released; });
+          HandlerReply reply(std::move(xdr), {ReplyItem::Lent(position, lent)},
+                             [&released] { ++released; });
           EXPECT_TRUE(responder.Send(std::move(reply)).ok());
         });
     ASSERT_TRUE(server.ok()) << server.status();
@@ -283,8 +283,8 @@ TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
 
   std::atomic<int> released{0};
   std::vector<uint8_t> lent(64, 1);
-  ServerReply reply(ReplyHeader(12), {ReplyItem::View(28, lent)},
-                    [&released] { ++released; });
+  HandlerReply reply(ReplyHeader(12), {ReplyItem::Lent(28, lent)},
+                     [&released] { ++released; });
   EXPECT_EQ(responder.Send(std::move(reply)).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(released.load(), 1);  // at once, on this thread
@@ -300,7 +300,7 @@ TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
         if (!once.exchange(true)) {
           connection.set_value(call.connection);
         }
-        (void)responder.Send(ServerReply(ReplyHeader(call.xid)));
+        (void)responder.Send(HandlerReply(ReplyHeader(call.xid)));
       });
   ASSERT_TRUE(server.ok()) << server.status();
   auto channel = Channel::Create((*server)->uri(), {});
@@ -336,7 +336,7 @@ absl::StatusOr<std::unique_ptr<Server>> SizedReplyServer(
                           std::vector<uint8_t> xdr = ReplyHeader(call.xid);
                           xdr.resize(std::max(xdr.size(), reply_size.load()),
                                      0);
-                          (void)responder.Send(ServerReply(std::move(xdr)));
+                          (void)responder.Send(HandlerReply(std::move(xdr)));
                         });
 }
 

@@ -93,7 +93,7 @@ class VersionTwoApiTest : public ::testing::TestWithParam<Transport> {
                                     uint32_t{call.message.data()[26]} << 8 |
                                     uint32_t{call.message.data()[27]})
                                  : 0;
-          ServerReply reply;
+          HandlerReply reply;
           reply.xdr = Bulk(call.xid, n);
           EXPECT_TRUE(responder.Send(std::move(reply)).ok());
         },

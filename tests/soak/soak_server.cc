@@ -170,7 +170,7 @@ void SoakServer::Handle(IncomingCall call, Responder responder) {
     never_answered_.push_back(std::move(responder));
     return;
   }
-  ServerReply reply = Answer(call);
+  HandlerReply reply = Answer(call);
   if (backward != 0 || delay_ms != 0) {
     std::lock_guard<std::mutex> lock(mu_);
     if (backward != 0) {

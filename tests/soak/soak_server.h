@@ -92,7 +92,7 @@ class SoakServer {
     std::chrono::steady_clock::time_point due;
     // An answer due at `due`, or a backward call to make.
     std::unique_ptr<Responder> responder;
-    ServerReply reply;
+    HandlerReply reply;
     ConnectionId connection;
     uint32_t backward_size = 0;
   };

@@ -648,7 +648,7 @@ class DeferringServer {
       deferred.bulk_sizes = {0x7fffffffu};
       wire::EncodeDeferred(deferred, reply);
     }
-    (void)responder.Send(ServerReply(std::move(reply)));
+    (void)responder.Send(HandlerReply(std::move(reply)));
   }
 
   std::mutex mu_;

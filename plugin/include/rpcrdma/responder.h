@@ -62,7 +62,7 @@ class Responder {
   // or the Server (Channel) is gone. A reply for a connection that has been
   // lost meanwhile is dropped. A reply the offered chunks cannot carry is
   // answered with RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2).
-  absl::Status Send(ServerReply reply);
+  absl::Status Send(HandlerReply reply);
 
  private:
   friend class api_internal::ResponderAccess;
