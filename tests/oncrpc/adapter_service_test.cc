@@ -322,7 +322,7 @@ TEST_P(AdapterServiceTest, ConnectionEventsReachTheConfiguration) {
     EXPECT_EQ(events[0].connection.value(), connection);
   }
   absl::StatusOr<ConnectionInfo> settled =
-      ServerOf(xprt_)->connection_info(connection);
+      ServerOf(xprt_)->connection_info(ConnectionId(connection));
   ASSERT_TRUE(settled.ok()) << settled.status();
   EXPECT_EQ(settled->version, 1u);
   clnt_destroy(info);
