@@ -31,32 +31,32 @@ void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
       wire::DecodeCallHeader(call.message);
   if (!header.ok()) {
     (void)responder.Send(
-        ServerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
+        HandlerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
     return;
   }
   // RFC 5531 §9: another RPC version, and credentials the bridge does not
   // serve, are denied before anything else is looked at.
   if (header->rpc_version != 2) {
-    (void)responder.Send(ServerReply(wire::RpcMismatchReply(call.xid)));
+    (void)responder.Send(HandlerReply(wire::RpcMismatchReply(call.xid)));
     return;
   }
   if (uint32_t auth = wire::CheckCallAuth(*header); auth != wire::kAuthOk) {
-    (void)responder.Send(ServerReply(wire::AuthErrorReply(call.xid, auth)));
+    (void)responder.Send(HandlerReply(wire::AuthErrorReply(call.xid, auth)));
     return;
   }
   if (header->program != wire::kProgram) {
     (void)responder.Send(
-        ServerReply(wire::ReplyHeader(call.xid, wire::kProgUnavail)));
+        HandlerReply(wire::ReplyHeader(call.xid, wire::kProgUnavail)));
     return;
   }
   if (header->version != wire::kVersion) {
     (void)responder.Send(
-        ServerReply(wire::ReplyHeader(call.xid, wire::kProgMismatch)));
+        HandlerReply(wire::ReplyHeader(call.xid, wire::kProgMismatch)));
     return;
   }
   switch (static_cast<wire::Procedure>(header->procedure)) {
     case wire::Procedure::kNull:
-      (void)responder.Send(ServerReply(wire::ReplyHeader(call.xid)));
+      (void)responder.Send(HandlerReply(wire::ReplyHeader(call.xid)));
       return;
     case wire::Procedure::kCall: {
       QueuedCall queued;
@@ -90,7 +90,7 @@ void Dispatch(IncomingCall call, Responder responder, ReplyStash& stash,
       return;
   }
   (void)responder.Send(
-      ServerReply(wire::ReplyHeader(call.xid, wire::kProcUnavail)));
+      HandlerReply(wire::ReplyHeader(call.xid, wire::kProcUnavail)));
 }
 
 std::shared_ptr<ConnectionState>& CurrentConnectionState() {
@@ -135,7 +135,7 @@ void Listener::Stop() {
     if (server != nullptr) final_counters_ = server->counters();
   }
   server.reset();  // disconnects every connection and waits for them
-  std::map<uint64_t, std::shared_ptr<ConnectionState>> left;
+  std::map<ConnectionId, std::shared_ptr<ConnectionState>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(connections_);
@@ -158,7 +158,7 @@ std::shared_ptr<Server> Listener::server() const {
   return server_;
 }
 
-absl::Status Listener::Disconnect(uint64_t connection,
+absl::Status Listener::Disconnect(ConnectionId connection,
                                   absl::string_view reason) {
   std::shared_ptr<Server> server = this->server();
   if (server == nullptr) return absl::UnavailableError("server stopped");

@@ -67,7 +67,7 @@ class Listener;
 // One connection of a Listener.
 class ConnectionState {
  public:
-  ConnectionState(uint64_t connection, std::string client,
+  ConnectionState(ConnectionId connection, std::string client,
                   std::weak_ptr<Listener> owner)
       : id(connection),
         peer(std::move(client)),
@@ -75,7 +75,7 @@ class ConnectionState {
         stash(std::make_shared<ReplyStash>()),
         oneways(std::make_shared<OnewayBudget>()) {}
 
-  const uint64_t id;
+  const ConnectionId id;
   const std::string peer;
   const std::weak_ptr<Listener> listener;
   const std::shared_ptr<ReplyStash> stash;
@@ -119,7 +119,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   size_t connections() const;
   // The Server, for backward calls; null once stopped.
   std::shared_ptr<Server> server() const;
-  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
+  absl::Status Disconnect(ConnectionId connection, absl::string_view reason);
   // Every connection's transport, now and later, is interrupted.
   void InterruptChildren();
   // Connections accepted from now on get their calls refused.
@@ -137,7 +137,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   uint32_t header_segments_ = 8;
   mutable std::mutex mu_;
   std::shared_ptr<Server> server_;
-  std::map<uint64_t, std::shared_ptr<ConnectionState>> connections_;
+  std::map<ConnectionId, std::shared_ptr<ConnectionState>> connections_;
   Counters final_counters_;
   bool children_interrupted_ = false;
   bool refusing_ = false;

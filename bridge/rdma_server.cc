@@ -160,7 +160,7 @@ class PoolServer {
   std::unique_ptr<WorkerPool> pool_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<uint64_t, std::shared_ptr<TProcessor>> processors_;
+  std::map<ConnectionId, std::shared_ptr<TProcessor>> processors_;
   bool stopping_ = false;
 };
 
@@ -288,8 +288,8 @@ class CallbackTransport
     if (!isOpen()) {
       throw TTransportException(
           TTransportException::NOT_OPEN,
-          absl::StrCat("rpcrdma: connection ", state_->id, " to ", state_->peer,
-                       " is closed"));
+          absl::StrCat("rpcrdma: connection ", state_->id.value(), " to ",
+                       state_->peer, " is closed"));
     }
   }
 
@@ -394,7 +394,7 @@ std::shared_ptr<TRdmaConnection> TRdmaConnection::of(
   return nullptr;
 }
 
-uint64_t TRdmaConnection::id() const { return state_->id; }
+ConnectionId TRdmaConnection::id() const { return state_->id; }
 
 const std::string& TRdmaConnection::peer() const { return state_->peer; }
 

@@ -51,10 +51,10 @@ class SocketState final : public CallPort {
   void CheckOpen() const;
 
   Ticket Start(CallRequest request) override {
-    return channel_->StartCall(std::move(request));
+    return channel_->StartCall(std::move(request)).value();
   }
   absl::StatusOr<Reply> Await(Ticket ticket) override {
-    return channel_->Await(ticket);
+    return channel_->Await(Channel::CallId(ticket));
   }
   void Send(CallRequest request, Callback done) override {
     channel_->Call(std::move(request), std::move(done));

@@ -113,7 +113,7 @@ void ReplyStash::Fetch(const IncomingCall& call, Responder responder,
       absl::MakeConstSpan(call.message).subspan(args_offset));
   if (!args.ok()) {
     (void)responder.Send(
-        ServerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
+        HandlerReply(wire::ReplyHeader(call.xid, wire::kGarbageArgs)));
     return;
   }
   std::shared_ptr<Kept> kept;
@@ -138,7 +138,7 @@ void ReplyStash::Fetch(const IncomingCall& call, Responder responder,
     return;
   }
   const wire::OutgoingMessage& message = kept->message;
-  std::optional<ServerReply> reply =
+  std::optional<HandlerReply> reply =
       MessageReply(call.xid, message, std::move(kept),
                    call.write_chunk_capacities, args->max_reply);
   if (!reply.has_value()) {
@@ -153,11 +153,10 @@ void ReplyStash::Fetch(const IncomingCall& call, Responder responder,
 // ---- Replies
 // -----------------------------------------------------------------
 
-std::optional<ServerReply> MessageReply(uint32_t xid,
-                                        const wire::OutgoingMessage& message,
-                                        std::shared_ptr<void> owned,
-                                        absl::Span<const uint64_t> write_chunks,
-                                        uint64_t max_reply) {
+std::optional<HandlerReply> MessageReply(
+    uint32_t xid, const wire::OutgoingMessage& message,
+    std::shared_ptr<void> owned, absl::Span<const uint64_t> write_chunks,
+    uint64_t max_reply) {
   const size_t chunked = std::min(write_chunks.size(), message.bulk.size());
   for (size_t i = 0; i < chunked; ++i) {
     if (message.bulk[i].data.size() > write_chunks[i]) return std::nullopt;
@@ -165,28 +164,28 @@ std::optional<ServerReply> MessageReply(uint32_t xid,
   if (kReplyPrefix + wire::EncodedMessageSize(message, chunked) > max_reply) {
     return std::nullopt;
   }
-  ServerReply reply(ResultPrefix(xid, wire::Status::kOk));
+  HandlerReply reply(ResultPrefix(xid, wire::Status::kOk));
   std::vector<uint32_t> positions;
   wire::EncodeMessage(message, reply.xdr, positions);
   for (size_t i = 0; i < positions.size(); ++i) {
     reply.results.push_back(
-        ReplyItem::View(positions[i], message.bulk[i].data));
+        ReplyItem::Lent(positions[i], message.bulk[i].data));
   }
   // Owned runs live until the transport is done with them.
   reply.on_released = [owned = std::move(owned)] {};
   return reply;
 }
 
-ServerReply StatusReply(uint32_t xid, wire::Status status,
-                        absl::string_view reason) {
-  ServerReply reply(ResultPrefix(xid, status));
+HandlerReply StatusReply(uint32_t xid, wire::Status status,
+                         absl::string_view reason) {
+  HandlerReply reply(ResultPrefix(xid, status));
   if (status == wire::Status::kRefused) {
     wire::XdrWriter(reply.xdr).String(reason.substr(0, 4096));
   }
   return reply;
 }
 
-void SendReply(Responder& responder, ServerReply reply, bool wait) {
+void SendReply(Responder& responder, HandlerReply reply, bool wait) {
   if (!wait) {
     (void)responder.Send(std::move(reply));
     return;
@@ -229,7 +228,7 @@ bool ResponderCore::Begin(IncomingCall call, std::optional<Responder> responder,
                                            decoded.status().message()));
       } else {
         (void)responder_->Send(
-            ServerReply(wire::ReplyHeader(xid_, wire::kGarbageArgs)));
+            HandlerReply(wire::ReplyHeader(xid_, wire::kGarbageArgs)));
       }
       responder_.reset();
     }
@@ -263,7 +262,7 @@ void ResponderCore::Flush() {
   const wire::OutgoingMessage message = writer_.View();
   const bool borrows = writer_.borrows();
   std::shared_ptr<void> owned = writer_.TakeOwned();
-  std::optional<ServerReply> reply =
+  std::optional<HandlerReply> reply =
       MessageReply(xid_, message, owned, write_chunks_, max_reply_);
   if (reply.has_value()) {
     SendReply(responder, *std::move(reply), borrows);
@@ -287,7 +286,7 @@ void ResponderCore::Flush() {
   for (const wire::OutgoingMessage::Bulk& b : message.bulk) {
     deferred.bulk_sizes.push_back(static_cast<uint32_t>(b.data.size()));
   }
-  ServerReply answer(ResultPrefix(xid_, wire::Status::kDeferred));
+  HandlerReply answer(ResultPrefix(xid_, wire::Status::kDeferred));
   wire::EncodeDeferred(deferred, answer.xdr);
   (void)responder.Send(std::move(answer));
 }

@@ -67,18 +67,17 @@ class ReplyStash {
 // The reply carrying `message` to `xid`, if the chunks the call offered
 // (`write_chunks`, `max_reply`) can carry it; its items view the message's
 // memory, which `owned` keeps.
-std::optional<ServerReply> MessageReply(uint32_t xid,
-                                        const wire::OutgoingMessage& message,
-                                        std::shared_ptr<void> owned,
-                                        absl::Span<const uint64_t> write_chunks,
-                                        uint64_t max_reply);
+std::optional<HandlerReply> MessageReply(
+    uint32_t xid, const wire::OutgoingMessage& message,
+    std::shared_ptr<void> owned, absl::Span<const uint64_t> write_chunks,
+    uint64_t max_reply);
 // Sends `reply` and, when it lends memory (`wait`), returns once the
 // transport released it.
-void SendReply(Responder& responder, ServerReply reply, bool wait);
+void SendReply(Responder& responder, HandlerReply reply, bool wait);
 // A reply with a thrift_status and nothing else (NO_REPLY), or REFUSED
 // with its reason.
-ServerReply StatusReply(uint32_t xid, wire::Status status,
-                        absl::string_view reason = {});
+HandlerReply StatusReply(uint32_t xid, wire::Status status,
+                         absl::string_view reason = {});
 
 struct ResponderLimits {
   WriterLimits writer;

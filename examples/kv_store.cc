@@ -109,9 +109,9 @@ std::vector<uint8_t> ReplyHeader(uint32_t xid,
 
 // A reply that is only its header: an RFC 5531 refusal, or void results
 // (more results are appended to its xdr).
-rpcrdma::ServerReply HeaderOnly(uint32_t xid,
-                                AcceptStat status = AcceptStat::kSuccess) {
-  rpcrdma::ServerReply reply;
+rpcrdma::HandlerReply HeaderOnly(uint32_t xid,
+                                 AcceptStat status = AcceptStat::kSuccess) {
+  rpcrdma::HandlerReply reply;
   reply.xdr = ReplyHeader(xid, status);
   return reply;
 }
@@ -192,7 +192,7 @@ class Store {
       return;
     }
     values_[*key].assign(value.begin(), value.end());
-    rpcrdma::ServerReply reply = HeaderOnly(call.xid);
+    rpcrdma::HandlerReply reply = HeaderOnly(call.xid);
     AppendUint32(reply.xdr, kOk);
     (void)responder.Send(std::move(reply));
     NotifyChanged(call.connection, *key);
@@ -205,7 +205,7 @@ class Store {
       (void)responder.Send(HeaderOnly(call.xid, AcceptStat::kGarbageArgs));
       return;
     }
-    rpcrdma::ServerReply reply = HeaderOnly(call.xid);
+    rpcrdma::HandlerReply reply = HeaderOnly(call.xid);
     auto it = values_.find(*key);
     if (it == values_.end()) {
       AppendUint32(reply.xdr, kNoEnt);
@@ -227,7 +227,7 @@ class Store {
   }
 
   // KV_CB_CHANGED(key) to the client on `connection`, over the backchannel.
-  void NotifyChanged(uint64_t connection, const std::string& key) {
+  void NotifyChanged(rpcrdma::ConnectionId connection, const std::string& key) {
     rpcrdma::CallRequest request;
     request.xdr = CallHeader(next_callback_xid_++, kCallbackProgram, kChanged);
     AppendKey(request.xdr, key);

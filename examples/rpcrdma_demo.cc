@@ -60,8 +60,8 @@ constexpr uint32_t kBig = 1000000;
 // ---------------------------------------------------------------- server
 
 // Answers a forward call other than CALL_ME_BACK.
-rpcrdma::ServerReply Answer(uint32_t xid, demo::Call& call) {
-  rpcrdma::ServerReply reply;
+rpcrdma::HandlerReply Answer(uint32_t xid, demo::Call& call) {
+  rpcrdma::HandlerReply reply;
   absl::Span<const uint8_t> data;
   uint32_t n = 0;
   uint32_t seed = 0;
@@ -135,7 +135,7 @@ void CallBack(rpcrdma::Server& server, const rpcrdma::IncomingCall& call,
             (void)demo::ReadSizeAndChecksum(*results, &size, &checksum);
           }
         }
-        rpcrdma::ServerReply reply;
+        rpcrdma::HandlerReply reply;
         reply.xdr = ReplyHeader(xid);
         PutUint32(reply.xdr, size);
         PutUint32(reply.xdr, checksum);
@@ -145,7 +145,7 @@ void CallBack(rpcrdma::Server& server, const rpcrdma::IncomingCall& call,
 
 // The client's side of the backchannel: CB_CHECK answers with the length
 // and checksum of what it received.
-rpcrdma::ServerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
+rpcrdma::HandlerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
   absl::StatusOr<demo::Call> decoded = demo::DecodeCall(call.message);
   absl::Span<const uint8_t> data;
   if (!decoded.ok() || decoded->header.program != demo::kCallbackProgram ||
@@ -153,7 +153,7 @@ rpcrdma::ServerReply AnswerCallback(const rpcrdma::IncomingCall& call) {
       !decoded->args.ReadVarOpaque("data", demo::kMaxBulk, &data).ok()) {
     return {ReplyHeader(call.xid, AcceptStat::kGarbageArgs), {}};
   }
-  rpcrdma::ServerReply reply;
+  rpcrdma::HandlerReply reply;
   reply.xdr = ReplyHeader(call.xid);
   PutUint32(reply.xdr, static_cast<uint32_t>(data.size()));
   PutUint32(reply.xdr, Checksum(data));

@@ -33,7 +33,7 @@ int main() {
   auto server = rpcrdma::Server::Create(
       "soft+unix://@rpcrdma-consumer-" + std::to_string(getpid()), config,
       [](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
-        rpcrdma::ServerReply reply;
+        rpcrdma::HandlerReply reply;
         for (uint32_t word : {call.xid, 1u, 0u, 0u, 0u, 0u}) {
           Put(reply.xdr, word);
         }

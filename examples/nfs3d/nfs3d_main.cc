@@ -222,26 +222,26 @@ SVCXPRT* ServeTcp(const std::string& address, int port, rpcprog_t program,
 
 // The connections alive now, by listener (for what they settled).
 std::mutex connections_mu;
-std::map<uint64_t, std::string> connections;
+std::map<rpcrdma::ConnectionId, std::string> connections;
 
 void NoteConnection(const rpcrdma::ServerConnectionEvent& event) {
   std::lock_guard<std::mutex> lock(connections_mu);
   if (event.type == rpcrdma::ServerConnectionEvent::Type::kAccepted) {
     connections[event.connection] = event.peer;
     std::printf("nfs3d: connection %llu from %s\n",
-                static_cast<unsigned long long>(event.connection),
+                static_cast<unsigned long long>(event.connection.value()),
                 event.peer.c_str());
   } else {
     connections.erase(event.connection);
     std::printf("nfs3d: connection %llu closed: %s\n",
-                static_cast<unsigned long long>(event.connection),
+                static_cast<unsigned long long>(event.connection.value()),
                 event.status.ToString().c_str());
   }
   std::fflush(stdout);
 }
 
 void DropConnections(const std::vector<SVCXPRT*>& listeners) {
-  std::map<uint64_t, std::string> now;
+  std::map<rpcrdma::ConnectionId, std::string> now;
   {
     std::lock_guard<std::mutex> lock(connections_mu);
     now = connections;
@@ -266,10 +266,10 @@ void PrintCounters(const std::vector<SVCXPRT*>& listeners) {
             "peer_private_data=%d peer_send_size=%u peer_receive_size=%u "
             "peer_remote_invalidation=%d send_threshold=%u "
             "receive_threshold=%u remote_invalidation=%d\n",
-            static_cast<unsigned long long>(id), peer.c_str(), i->version,
-            i->peer_private_data, i->peer_send_size, i->peer_receive_size,
-            i->peer_remote_invalidation, i->send_threshold,
-            i->receive_threshold, i->remote_invalidation);
+            static_cast<unsigned long long>(id.value()), peer.c_str(),
+            i->version, i->peer_private_data, i->peer_send_size,
+            i->peer_receive_size, i->peer_remote_invalidation,
+            i->send_threshold, i->receive_threshold, i->remote_invalidation);
       }
     }
   }

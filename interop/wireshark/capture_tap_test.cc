@@ -81,9 +81,9 @@ void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
   out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
 }
 
-ServerReply Answer(const IncomingCall& call) {
+HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
-  ServerReply reply;
+  HandlerReply reply;
   for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
   if (Get(m, 20) == kDigest) {
     Put(reply.xdr, static_cast<uint32_t>(m.size()));

@@ -51,8 +51,8 @@ std::vector<uint8_t> CallHeader(uint32_t xid) {
 }
 
 // Echo or bulk, with a 5000-octet result for a write chunk offered.
-ServerReply Answer(const IncomingCall& call) {
-  ServerReply reply;
+HandlerReply Answer(const IncomingCall& call) {
+  HandlerReply reply;
   for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
   absl::Span<const uint8_t> m = call.message;
   if (call.xid == kBulkXid || call.xid == kInlineReplyXid) {
@@ -70,7 +70,7 @@ ServerReply Answer(const IncomingCall& call) {
 
 // The optional handler of both sides: the info reversed, the payload
 // echoed; info {0xEE} makes it fail (RDMA2_ERR_SYSTEM).
-absl::StatusOr<OptionalMessage> HandleOptional(uint64_t,
+absl::StatusOr<OptionalMessage> HandleOptional(ConnectionId,
                                                const OptionalMessage& m) {
   if (m.info == std::vector<uint8_t>{0xEE}) {
     return absl::InternalError("the live session's handler fails");
@@ -79,7 +79,7 @@ absl::StatusOr<OptionalMessage> HandleOptional(uint64_t,
 }
 
 // Grants values below 10, offers 9 for larger ones.
-std::optional<std::vector<uint8_t>> Decide(uint64_t,
+std::optional<std::vector<uint8_t>> Decide(ConnectionId,
                                            const TransportProperty& wanted) {
   if (!wanted.value.empty() && wanted.value[0] >= 10) {
     return std::vector<uint8_t>{9};
@@ -131,7 +131,7 @@ absl::Status RunV2LiveSession(const std::string& listen_uri,
   config::TransportConfig server_config = config;
   server_config.set_capture_path(capture_path);
 
-  std::atomic<uint64_t> connection{0};
+  std::atomic<ConnectionId> connection{ConnectionId()};
   ServerOptions server_options;
   server_options.version_two.properties = {{kServerProp, {1}}};
   server_options.version_two.optional_handlers[kType] = HandleOptional;

@@ -88,10 +88,10 @@ struct DispatchState {
   // first instance).
   bool ExecuteAfterCache(Job& job);
   // The copy the reply cache keeps (null when it keeps none).
-  std::shared_ptr<const CachedReply> CacheReply(const ServerReply& reply);
+  std::shared_ptr<const CachedReply> CacheReply(const HandlerReply& reply);
   // Keeps a copy of `reply` when it may be too large for what `job`'s
   // call offered (the Responder then answers ERR_CHUNK, RFC 8166 §4.5.2).
-  void KeepIfTooLarge(const Job& job, const ServerReply& reply);
+  void KeepIfTooLarge(const Job& job, const HandlerReply& reply);
   void KeepIfTooLarge(const Job& job,
                       const std::shared_ptr<const CachedReply>& reply);
   bool MayNotFit(const IncomingCall& call, size_t reduced_reply) const;
@@ -110,14 +110,13 @@ const XprtOps kOps = {&DispatchState::Receive,       &DispatchState::Status,
 const XprtOps2 kOps2 = {&DispatchState::Control};
 
 // The reply as the transport would send it, copied.
-std::shared_ptr<CachedReply> CopyOf(const ServerReply& reply) {
+std::shared_ptr<CachedReply> CopyOf(const HandlerReply& reply) {
   auto kept = std::make_shared<CachedReply>();
   kept->xdr = reply.xdr;
   for (const ReplyItem& item : reply.results) {
-    const absl::Span<const uint8_t> octets =
-        item.view.empty() ? absl::MakeConstSpan(item.data) : item.view;
+    const absl::Span<const uint8_t> octets = item.bytes();
     kept->items.emplace_back(
-        item.position, std::vector<uint8_t>(octets.begin(), octets.end()));
+        item.position(), std::vector<uint8_t>(octets.begin(), octets.end()));
   }
   return kept;
 }
@@ -222,7 +221,7 @@ CallIdentity DispatchState::IdentityOf(const Job& job) const {
   // Not `peer`, which falls back on the transport's own address.
   const std::optional<SocketAddress>& known = job.peer;
   return IdentifyCall(
-      job.call.connection,
+      job.call.connection.value(),
       known.has_value() ? absl::MakeConstSpan(
                               reinterpret_cast<const uint8_t*>(&known->storage),
                               known->length)
@@ -257,7 +256,7 @@ bool DispatchState::MayNotFit(const IncomingCall& call,
   return header + reduced_reply > info->send_threshold;
 }
 
-void DispatchState::KeepIfTooLarge(const Job& job, const ServerReply& reply) {
+void DispatchState::KeepIfTooLarge(const Job& job, const HandlerReply& reply) {
   if (!MayNotFit(job.call, reply.xdr.size())) return;
   KeepIfTooLarge(job, CopyOf(reply));
 }
@@ -291,7 +290,7 @@ bool DispatchState::ExecuteAfterCache(Job& job) {
 }
 
 std::shared_ptr<const CachedReply> DispatchState::CacheReply(
-    const ServerReply& reply) {
+    const HandlerReply& reply) {
   if (!cached_call.has_value()) return nullptr;
   std::shared_ptr<const CachedReply> kept = CopyOf(reply);
   std::vector<ReplyCache::Waiter> waiting =
@@ -329,7 +328,7 @@ void DispatchState::AnswerUndecodable(Job& job) {
   RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kReply);
   encoder.set_ddp(false);
   if (xdr_replymsg(encoder.xdr(), &reply)) {
-    (void)job.responder.Send(ServerReply(encoder.TakeStream()));
+    (void)job.responder.Send(HandlerReply(encoder.TakeStream()));
   }
 }
 
@@ -403,9 +402,9 @@ bool_t DispatchState::SendReply(SVCXPRT* xprt, rpc_msg* msg) {
       return FALSE;
     }
   }
-  ServerReply reply(encoder.TakeStream());
+  HandlerReply reply(encoder.TakeStream());
   for (const DdpItem& item : encoder.items()) {
-    reply.results.push_back(ReplyItem::View(item.position, item.data));
+    reply.results.push_back(ReplyItem::Lent(item.position, item.data));
   }
   const bool lends = !reply.results.empty();
   if (lends) {
@@ -641,7 +640,7 @@ CallHandler RdmaTransport::Handler() {
     // from the queue once RunReady returns.
     // The peer now: kClosed, after which it is forgotten, comes after
     // the connection's last call reached this handler.
-    std::optional<SocketAddress> peer = KnownPeerOf(call.connection);
+    std::optional<SocketAddress> peer = KnownPeerOf(call.connection.value());
     queue_.Push(Job{std::move(call), std::move(responder), std::move(peer)},
                 /*wake=*/t_driving != this);
   };
@@ -694,7 +693,7 @@ uint64_t RdmaTransport::ConnectionOf(const svc_req* request) {
   if (request == nullptr || Of(request->rq_xprt) == nullptr) return 0;
   const auto& state =
       *static_cast<const DispatchState*>(request->rq_xprt->xp_p1);
-  return state.current.has_value() ? state.current->call.connection : 0;
+  return state.current.has_value() ? state.current->call.connection.value() : 0;
 }
 
 void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
@@ -702,16 +701,16 @@ void RdmaTransport::OnConnection(const ServerConnectionEvent& event) {
     std::lock_guard<std::mutex> lock(peers_mu_);
     ReplyCache* cache = cache_.load(std::memory_order_acquire);
     if (event.type == ServerConnectionEvent::Type::kClosed) {
-      peers_.erase(event.connection);
-      kept_replies_.Closed(event.connection);
+      peers_.erase(event.connection.value());
+      kept_replies_.Closed(event.connection.value());
       // From now on the cache lets a retransmission from a new connection
       // have this one's replies (reply_cache.h).
-      if (cache != nullptr) cache->Closed(event.connection);
+      if (cache != nullptr) cache->Closed(event.connection.value());
     } else {
       absl::StatusOr<SocketAddress> address = ResolveUriAddress(event.peer);
-      peers_[event.connection] =
+      peers_[event.connection.value()] =
           address.ok() ? std::optional<SocketAddress>(*address) : std::nullopt;
-      if (cache != nullptr) cache->Opened(event.connection);
+      if (cache != nullptr) cache->Opened(event.connection.value());
     }
   }
   // After the adapter took note: whoever sees kClosed may count on its

@@ -69,10 +69,10 @@ size_t CachedReply::bytes() const {
   return n;
 }
 
-ServerReply CachedReply::ToSend(std::shared_ptr<const CachedReply> cached) {
-  ServerReply reply(cached->xdr);
+HandlerReply CachedReply::ToSend(std::shared_ptr<const CachedReply> cached) {
+  HandlerReply reply(cached->xdr);
   for (const auto& [position, data] : cached->items) {
-    reply.results.push_back(ReplyItem::View(position, data));
+    reply.results.push_back(ReplyItem::Lent(position, data));
   }
   // The lent octets live as long as the transport reads them, even if the
   // cache lets the entry go meanwhile.

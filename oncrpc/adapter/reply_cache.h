@@ -88,7 +88,7 @@ struct CachedReply {
   size_t bytes() const;
   // A reply to send: the items lent from this cached reply, kept alive
   // until the transport releases them.
-  static ServerReply ToSend(std::shared_ptr<const CachedReply> cached);
+  static HandlerReply ToSend(std::shared_ptr<const CachedReply> cached);
 };
 
 class ReplyCache {

@@ -23,14 +23,16 @@ class BackwardPath final : public CallPath {
       : server_(server), connection_(connection), client_(client) {}
 
   absl::StatusOr<Reply> Call(CallRequest request) override {
-    return server_.Call(connection_, std::move(request)).get();
+    return server_.Call(ConnectionId(connection_), std::move(request)).get();
   }
   void CallAsync(CallRequest request,
                  std::function<void(absl::StatusOr<Reply>)> done) override {
-    server_.Call(connection_, std::move(request), std::move(done));
+    server_.Call(ConnectionId(connection_), std::move(request),
+                 std::move(done));
   }
   uint32_t max_inline_reply() const override {
-    absl::StatusOr<ConnectionInfo> info = server_.connection_info(connection_);
+    absl::StatusOr<ConnectionInfo> info =
+        server_.connection_info(ConnectionId(connection_));
     return info.ok() ? info->max_inline_reply : 0;
   }
   std::optional<SocketAddress> server_address() const override {

@@ -82,7 +82,7 @@ absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
     auto it = started_.find(id);
     if (it == started_.end() || it->second->awaited) {
       return absl::NotFoundError(
-          absl::StrCat("channel: call ", id,
+          absl::StrCat("channel: call ", id.value(),
                        " was not started by StartCall, or is "
                        "already awaited"));
     }

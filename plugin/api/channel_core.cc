@@ -141,7 +141,7 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
   std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
-    if (v2_.Collect(a, /*connection=*/0, generation_, weak_from_this(),
+    if (v2_.Collect(a, ConnectionId(generation_), generation_, weak_from_this(),
                     o.jobs)) {
       continue;
     }
@@ -154,13 +154,13 @@ void ChannelCore::CollectUpcalls(Outcomes& o) {
     } else if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
       // Backward calls (RFC 8167); none are served once the Channel goes.
       if (shutting_down_ || backward_handler_ == nullptr) continue;
-      o.calls.push_back(
-          HandlerJob{&backward_handler_,
-                     IncomingCall{0, d->xid, std::move(d->message),
-                                  std::move(d->write_chunk_capacities),
-                                  d->reply_chunk_capacity},
-                     ResponderAccess::Make(shared_from_this(), generation_,
-                                           d->call, d->xid, Clock::now())});
+      o.calls.push_back(HandlerJob{
+          &backward_handler_,
+          IncomingCall{ConnectionId(generation_), d->xid, std::move(d->message),
+                       std::move(d->write_chunk_capacities),
+                       d->reply_chunk_capacity},
+          ResponderAccess::Make(shared_from_this(), generation_, d->call,
+                                d->xid, Clock::now())});
     } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
       if (auto released = replies_.Sent(*conn_, r->call)) {
         o.released.push_back(std::move(*released));
@@ -220,7 +220,7 @@ Channel::CallId ChannelCore::Submit(CallRequest request, Channel::Callback done,
   std::optional<Clock::time_point> wake;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    id = next_id_++;
+    id = Channel::CallId(next_id_++);
     // While the connection is down only calls that allow a retry wait.
     if (shutting_down_ ||
         (!connected_.load() && !idle_closed_ && !WaitsForConnection(request))) {
@@ -445,20 +445,20 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
 }
 
 absl::Status ChannelCore::SendReply(uint64_t generation, engine::CallId call,
-                                    ServerReply reply,
+                                    HandlerReply reply,
                                     Clock::time_point delivered_at) {
   return Answer(generation, call, std::move(reply), delivered_at, std::nullopt);
 }
 
 void ChannelCore::SendDroppedReply(uint64_t generation, engine::CallId call,
-                                   uint32_t xid, ServerReply reply,
+                                   uint32_t xid, HandlerReply reply,
                                    Clock::time_point delivered_at) {
   // A destructor's: nobody to tell of a refusal.
   (void)Answer(generation, call, std::move(reply), delivered_at, xid);
 }
 
 absl::Status ChannelCore::Answer(uint64_t generation, engine::CallId call,
-                                 ServerReply reply,
+                                 HandlerReply reply,
                                  Clock::time_point delivered_at,
                                  std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here

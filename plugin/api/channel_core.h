@@ -100,10 +100,10 @@ class ChannelCore final : public runtime::Source,
 
   // ReplyTarget: backward replies (RFC 8167).
   absl::Status SendReply(uint64_t generation, engine::CallId call,
-                         ServerReply reply,
+                         HandlerReply reply,
                          Clock::time_point delivered_at) override;
   void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
-                        ServerReply reply,
+                        HandlerReply reply,
                         Clock::time_point delivered_at) override;
 
  private:
@@ -113,7 +113,7 @@ class ChannelCore final : public runtime::Source,
   // unanswered: nothing is said when the Channel or the connection is gone,
   // a warning when it is sent.
   absl::Status Answer(uint64_t generation, engine::CallId call,
-                      ServerReply reply, Clock::time_point delivered_at,
+                      HandlerReply reply, Clock::time_point delivered_at,
                       std::optional<uint32_t> dropped_xid);
 
   struct Pending {
@@ -261,7 +261,7 @@ class ChannelCore final : public runtime::Source,
   RepliesInFlight replies_;  // backward replies being sent
   absl::flat_hash_map<Channel::CallId, Pending> pending_;
   absl::flat_hash_map<engine::CallId, Channel::CallId> by_engine_;
-  Channel::CallId next_id_ = 1;
+  uint64_t next_id_ = 1;  // of the next Channel::CallId
   bool shutting_down_ = false;
   // The connection was closed for idleness (timeouts.idle_ms): no
   // reconnect until a call is made, and calls wait for it.

@@ -80,7 +80,7 @@ void Connection::LogRdmaError(bool sent, uint32_t xid, absl::string_view what,
 
 ConnectionMetrics Connection::metrics() const {
   ConnectionMetrics m;
-  m.connection = log_id_;
+  m.connection = ConnectionId(log_id_);
   m.counters = counters();
   m.call_rtt = call_rtt_.Snapshot();
   m.reply_time = reply_time_.Snapshot();

@@ -38,12 +38,12 @@ void Responder::AnswerDropped() noexcept {
   std::shared_ptr<api_internal::ReplyTarget> target = std::move(target_);
   target_ = nullptr;
   target->SendDroppedReply(generation_, call_, xid_,
-                           ServerReply(wire::EncodeSystemErrReply(xid_)),
+                           HandlerReply(wire::EncodeSystemErrReply(xid_)),
                            api_internal::Clock::time_point(
                                api_internal::Clock::duration(delivered_ns_)));
 }
 
-absl::Status Responder::Send(ServerReply reply) {
+absl::Status Responder::Send(HandlerReply reply) {
   if (target_ == nullptr) {
     // Released on the way out, as types.h promises for a refused reply.
     api_internal::ReleasingReply refused(std::move(reply));
@@ -59,16 +59,14 @@ absl::Status Responder::Send(ServerReply reply) {
 namespace api_internal {
 
 absl::Status RepliesInFlight::Send(Connection& conn, engine::CallId call,
-                                   ServerReply reply,
+                                   HandlerReply reply,
                                    Clock::time_point delivered_at,
                                    std::optional<ReleasingReply>& refused) {
   engine::OutgoingReply outgoing;
   outgoing.xdr = std::move(reply.xdr);  // the items stay with the entry
   outgoing.results.reserve(reply.results.size());
   for (const ReplyItem& r : reply.results) {
-    outgoing.results.push_back(engine::DdpResult{
-        r.position,
-        r.view.empty() ? absl::Span<const uint8_t>(r.data) : r.view});
+    outgoing.results.push_back(engine::DdpResult{r.position(), r.bytes()});
   }
   auto [it, inserted] = replies_.try_emplace(
       call, Entry{ReleasingReply(std::move(reply)), delivered_at});

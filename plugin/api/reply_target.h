@@ -32,7 +32,7 @@ class ReplyTarget {
   // target has shut down; OK (and the reply released) when that
   // connection is gone.
   virtual absl::Status SendReply(uint64_t generation, engine::CallId call,
-                                 ServerReply reply,
+                                 HandlerReply reply,
                                  Clock::time_point delivered_at) = 0;
   // A Responder was dropped unanswered (responder.h): sends `reply` (its
   // SYSTEM_ERR answer to `xid`) as SendReply does and logs a warning naming
@@ -43,7 +43,7 @@ class ReplyTarget {
   // must not hold: the targets hand Responders over only after letting it
   // go (their Outcomes).
   virtual void SendDroppedReply(uint64_t generation, engine::CallId call,
-                                uint32_t xid, ServerReply reply,
+                                uint32_t xid, HandlerReply reply,
                                 Clock::time_point delivered_at) = 0;
 };
 
@@ -62,7 +62,7 @@ class ResponderAccess {
 class ReleasingReply {
  public:
   ReleasingReply() = default;
-  explicit ReleasingReply(ServerReply reply) : reply_(std::move(reply)) {}
+  explicit ReleasingReply(HandlerReply reply) : reply_(std::move(reply)) {}
   ReleasingReply(ReleasingReply&& other) noexcept
       : reply_(std::move(other.reply_)) {
     other.reply_.on_released = nullptr;
@@ -77,7 +77,7 @@ class ReleasingReply {
   }
   ~ReleasingReply() { Release(); }
 
-  ServerReply& get() { return reply_; }
+  HandlerReply& get() { return reply_; }
 
  private:
   void Release() {
@@ -87,7 +87,7 @@ class ReleasingReply {
       released();
     }
   }
-  ServerReply reply_;
+  HandlerReply reply_;
 };
 
 // The replies of one connection from their hand-over to the engine until
@@ -100,7 +100,7 @@ class RepliesInFlight {
   // the engine refuses goes to `refused`; the engine's status is returned
   // (INVALID_ARGUMENT for misplaced results; a connection lost meanwhile is
   // not an error of the caller's: OK).
-  absl::Status Send(Connection& conn, engine::CallId call, ServerReply reply,
+  absl::Status Send(Connection& conn, engine::CallId call, HandlerReply reply,
                     Clock::time_point delivered_at,
                     std::optional<ReleasingReply>& refused);
   // The engine sent the reply (ReplySent): it is returned for release, and

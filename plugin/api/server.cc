@@ -202,8 +202,10 @@ void ServerCore::Accept() {
       std::lock_guard<std::mutex> lock(mu_);
       conns_[id] = sc;
     }
-    Notify(ServerConnectionEvent{
-        ServerConnectionEvent::Type::kAccepted, id, peer_uri, {}});
+    Notify(ServerConnectionEvent{ServerConnectionEvent::Type::kAccepted,
+                                 ConnectionId(id),
+                                 peer_uri,
+                                 {}});
     if (absl::Status s = sc->Start(peer); !s.ok()) {
       RPCRDMA_LOG(kError, id, "server ", uri_, ": ", s.message());
       sc->ForceRetire();
@@ -293,30 +295,30 @@ size_t ServerCore::connections() const {
 }
 
 absl::StatusOr<ConnectionInfo> ServerCore::connection_info(
-    uint64_t connection) const {
+    ConnectionId connection) const {
   std::shared_ptr<ServerConnection> conn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = conns_.find(connection);
+    auto it = conns_.find(connection.value());
     if (it != conns_.end()) conn = it->second;
   }
   std::optional<ConnectionInfo> info;
   if (conn != nullptr) info = conn->info();
   if (!info.has_value()) {
     return absl::NotFoundError(
-        absl::StrCat("server: no connection ", connection));
+        absl::StrCat("server: no connection ", connection.value()));
   }
   return *info;
 }
 
-void ServerCore::Call(uint64_t connection, CallRequest request,
+void ServerCore::Call(ConnectionId connection, CallRequest request,
                       Server::Callback done) {
   std::shared_ptr<ServerConnection> conn;
   bool stopping;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping = stopping_;
-    auto it = conns_.find(connection);
+    auto it = conns_.find(connection.value());
     if (it != conns_.end()) conn = it->second;
   }
   if (stopping) {
@@ -330,23 +332,23 @@ void ServerCore::Call(uint64_t connection, CallRequest request,
   }
   if (conn == nullptr) {
     done(absl::NotFoundError(
-        absl::StrCat("server: no connection ", connection)));
+        absl::StrCat("server: no connection ", connection.value())));
     return;
   }
   conn->Call(std::move(request), std::move(done));
 }
 
-absl::Status ServerCore::Disconnect(uint64_t connection,
+absl::Status ServerCore::Disconnect(ConnectionId connection,
                                     absl::string_view reason) {
   std::shared_ptr<ServerConnection> conn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = conns_.find(connection);
+    auto it = conns_.find(connection.value());
     if (it != conns_.end()) conn = it->second;
   }
   if (conn == nullptr || !conn->Close(reason)) {
     return absl::NotFoundError(
-        absl::StrCat("server: no connection ", connection));
+        absl::StrCat("server: no connection ", connection.value()));
   }
   return absl::OkStatus();
 }
@@ -394,15 +396,15 @@ Metrics Server::metrics() const { return core_->metrics(); }
 size_t Server::connections() const { return core_->connections(); }
 
 absl::StatusOr<ConnectionInfo> Server::connection_info(
-    uint64_t connection) const {
+    ConnectionId connection) const {
   return core_->connection_info(connection);
 }
 
-void Server::Call(uint64_t connection, CallRequest request, Callback done) {
+void Server::Call(ConnectionId connection, CallRequest request, Callback done) {
   core_->Call(connection, std::move(request), std::move(done));
 }
 
-std::future<absl::StatusOr<Reply>> Server::Call(uint64_t connection,
+std::future<absl::StatusOr<Reply>> Server::Call(ConnectionId connection,
                                                 CallRequest request) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<Reply>>>();
   std::future<absl::StatusOr<Reply>> future = promise->get_future();
@@ -412,7 +414,8 @@ std::future<absl::StatusOr<Reply>> Server::Call(uint64_t connection,
   return future;
 }
 
-absl::Status Server::Disconnect(uint64_t connection, absl::string_view reason) {
+absl::Status Server::Disconnect(ConnectionId connection,
+                                absl::string_view reason) {
   return core_->Disconnect(connection, reason);
 }
 

@@ -144,7 +144,8 @@ void ServerConnection::RunOutcomes(Outcomes& o) {
   for (std::function<void()>& job : o.jobs) job();
   if (o.closed) {
     server_->Notify(ServerConnectionEvent{ServerConnectionEvent::Type::kClosed,
-                                          id_, "", std::move(*o.closed)});
+                                          ConnectionId(id_), "",
+                                          std::move(*o.closed)});
   }
   // Replies in o.released and o.dropped are released as `o` goes.
 }
@@ -206,18 +207,19 @@ void ServerConnection::CollectUpcalls(Outcomes& o) {
   std::vector<engine::Action>& upcalls = upcall_scratch_;
   conn_->TakeUpcalls(upcalls);
   for (engine::Action& a : upcalls) {
-    if (v2_.Collect(a, id_, /*generation=*/0, weak_from_this(), o.jobs)) {
+    if (v2_.Collect(a, ConnectionId(id_), /*generation=*/0, weak_from_this(),
+                    o.jobs)) {
       continue;
     }
     if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
       ++calls_in_progress_;
-      o.calls.push_back(
-          HandlerJob{&server_->handler(),
-                     IncomingCall{id_, d->xid, std::move(d->message),
-                                  std::move(d->write_chunk_capacities),
-                                  d->reply_chunk_capacity},
-                     ResponderAccess::Make(shared_from_this(), /*generation=*/0,
-                                           d->call, d->xid, Clock::now())});
+      o.calls.push_back(HandlerJob{
+          &server_->handler(),
+          IncomingCall{ConnectionId(id_), d->xid, std::move(d->message),
+                       std::move(d->write_chunk_capacities),
+                       d->reply_chunk_capacity},
+          ResponderAccess::Make(shared_from_this(), /*generation=*/0, d->call,
+                                d->xid, Clock::now())});
     } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
       if (calls_in_progress_ > 0) --calls_in_progress_;
       if (auto released = replies_.Sent(*conn_, r->call)) {
@@ -359,20 +361,21 @@ void ServerConnection::ResumeAwaitingMemory() {
 }
 
 absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
-                                         engine::CallId call, ServerReply reply,
+                                         engine::CallId call,
+                                         HandlerReply reply,
                                          Clock::time_point delivered_at) {
   return Answer(call, std::move(reply), delivered_at, std::nullopt);
 }
 
 void ServerConnection::SendDroppedReply(uint64_t /*generation*/,
                                         engine::CallId call, uint32_t xid,
-                                        ServerReply reply,
+                                        HandlerReply reply,
                                         Clock::time_point delivered_at) {
   // A destructor's: nobody to tell of a refusal.
   (void)Answer(call, std::move(reply), delivered_at, xid);
 }
 
-absl::Status ServerConnection::Answer(engine::CallId call, ServerReply reply,
+absl::Status ServerConnection::Answer(engine::CallId call, HandlerReply reply,
                                       Clock::time_point delivered_at,
                                       std::optional<uint32_t> dropped_xid) {
   Outcomes o;  // a refused reply, released here
@@ -473,7 +476,7 @@ ConnectionMetrics ServerConnection::metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (conn_ != nullptr) return conn_->metrics();
   ConnectionMetrics m;
-  m.connection = id_;
+  m.connection = ConnectionId(id_);
   m.counters = final_counters_;
   return m;
 }

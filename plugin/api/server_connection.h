@@ -85,10 +85,10 @@ class ServerConnection final
 
   // ReplyTarget
   absl::Status SendReply(uint64_t generation, engine::CallId call,
-                         ServerReply reply,
+                         HandlerReply reply,
                          Clock::time_point delivered_at) override;
   void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
-                        ServerReply reply,
+                        HandlerReply reply,
                         Clock::time_point delivered_at) override;
 
   // Version two (server_v2.cc; server.h): UpdateProperties,
@@ -126,7 +126,7 @@ class ServerConnection final
   // SendReply's work; with `dropped_xid`, the answer of a Responder dropped
   // unanswered: nothing is said when the Server or the connection is gone,
   // a warning when it is sent.
-  absl::Status Answer(engine::CallId call, ServerReply reply,
+  absl::Status Answer(engine::CallId call, HandlerReply reply,
                       Clock::time_point delivered_at,
                       std::optional<uint32_t> dropped_xid);
   // The loop waits for what the endpoint now waits for (mu_ held).

@@ -41,12 +41,13 @@ class ServerCore {
   Counters counters() const;
   Metrics metrics() const;
   size_t connections() const;
-  absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
-  void Call(uint64_t connection, CallRequest request, Server::Callback done);
-  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
+  absl::StatusOr<ConnectionInfo> connection_info(ConnectionId connection) const;
+  void Call(ConnectionId connection, CallRequest request,
+            Server::Callback done);
+  absl::Status Disconnect(ConnectionId connection, absl::string_view reason);
   // Version two on one connection (server_v2.cc); NOT_FOUND without it.
   absl::StatusOr<std::shared_ptr<ServerConnection>> Find(
-      uint64_t connection) const;
+      ConnectionId connection) const;
   const std::shared_ptr<const VersionTwoOptions>& version_two() const {
     return v2_options_;
   }

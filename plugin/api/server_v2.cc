@@ -65,12 +65,12 @@ absl::Status ServerConnection::OnConnection(
 }
 
 absl::StatusOr<std::shared_ptr<ServerConnection>> ServerCore::Find(
-    uint64_t connection) const {
+    ConnectionId connection) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = conns_.find(connection);
+  auto it = conns_.find(connection.value());
   if (it == conns_.end()) {
     return absl::NotFoundError(
-        absl::StrCat("server: no connection ", connection));
+        absl::StrCat("server: no connection ", connection.value()));
   }
   return it->second;
 }
@@ -81,7 +81,7 @@ template class VersionTwoOperations<ServerConnection>;
 
 }  // namespace api_internal
 
-absl::Status Server::UpdateReceiveSize(uint64_t connection, uint32_t octets,
+absl::Status Server::UpdateReceiveSize(ConnectionId connection, uint32_t octets,
                                        std::chrono::milliseconds timeout) {
   return UpdateProperties(
       connection,
@@ -90,7 +90,7 @@ absl::Status Server::UpdateReceiveSize(uint64_t connection, uint32_t octets,
       timeout);
 }
 
-absl::Status Server::UpdateProperties(uint64_t connection,
+absl::Status Server::UpdateProperties(ConnectionId connection,
                                       std::vector<TransportProperty> properties,
                                       std::chrono::milliseconds timeout) {
   auto conn = core_->Find(connection);
@@ -99,7 +99,7 @@ absl::Status Server::UpdateProperties(uint64_t connection,
 }
 
 absl::StatusOr<PropertyAnswer> Server::RequestPeerProperties(
-    uint64_t connection, std::vector<TransportProperty> properties,
+    ConnectionId connection, std::vector<TransportProperty> properties,
     std::chrono::milliseconds timeout) {
   auto conn = core_->Find(connection);
   if (!conn.ok()) return conn.status();
@@ -107,7 +107,7 @@ absl::StatusOr<PropertyAnswer> Server::RequestPeerProperties(
 }
 
 absl::StatusOr<OptionalMessage> Server::SendOptional(
-    uint64_t connection, OptionalMessage message,
+    ConnectionId connection, OptionalMessage message,
     std::chrono::milliseconds timeout) {
   auto conn = core_->Find(connection);
   if (!conn.ok()) return conn.status();

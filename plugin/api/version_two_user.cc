@@ -124,7 +124,7 @@ bool VersionTwoUser::Forget(uint32_t xid) {
   return property_waits_.erase(xid) + optional_waits_.erase(xid) > 0;
 }
 
-bool VersionTwoUser::Collect(engine::Action& action, uint64_t connection,
+bool VersionTwoUser::Collect(engine::Action& action, ConnectionId connection,
                              uint64_t generation,
                              std::weak_ptr<VersionTwoTarget> target,
                              std::vector<std::function<void()>>& jobs) {
@@ -159,7 +159,8 @@ bool VersionTwoUser::Collect(engine::Action& action, uint64_t connection,
                     std::move(answer->payload)})
               : answer.status();
       if (!answer.ok()) {
-        RPCRDMA_LOG(kWarning, connection, "optional message of type ", d.type,
+        RPCRDMA_LOG(kWarning, connection.value(), "optional message of type ",
+                    d.type,
                     ": the handler failed (answered RDMA2_ERR_SYSTEM): ",
                     answer.status().message());
       }
@@ -169,8 +170,8 @@ bool VersionTwoUser::Collect(engine::Action& action, uint64_t connection,
         return c.AnswerOptional(d.xid, std::move(reply));
       });
       if (!sent.ok() && !absl::IsUnavailable(sent)) {
-        RPCRDMA_LOG(kWarning, connection, "optional message of type ", d.type,
-                    ": ", sent.message());
+        RPCRDMA_LOG(kWarning, connection.value(), "optional message of type ",
+                    d.type, ": ", sent.message());
       }
     });
     return true;
@@ -193,7 +194,8 @@ bool VersionTwoUser::Collect(engine::Action& action, uint64_t connection,
         return c.DecideProperties(r.xid, std::move(decisions));
       });
       if (!sent.ok() && !absl::IsUnavailable(sent)) {
-        RPCRDMA_LOG(kWarning, connection, "property request: ", sent.message());
+        RPCRDMA_LOG(kWarning, connection.value(),
+                    "property request: ", sent.message());
       }
     });
     return true;

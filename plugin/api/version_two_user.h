@@ -64,8 +64,8 @@ class VersionTwoUser {
   // Takes a version-two upcall (false for any other): answers go to their
   // waits; the user's handlers and decisions become `jobs`, to run outside
   // the lock, which answer through `target`.
-  bool Collect(engine::Action& action, uint64_t connection, uint64_t generation,
-               std::weak_ptr<VersionTwoTarget> target,
+  bool Collect(engine::Action& action, ConnectionId connection,
+               uint64_t generation, std::weak_ptr<VersionTwoTarget> target,
                std::vector<std::function<void()>>& jobs);
 
   // What an answer means to the caller (any thread).

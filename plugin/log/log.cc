@@ -33,7 +33,7 @@ std::string FormatLine(const LogRecord& record) {
   std::string line = absl::StrFormat(
       "%s.%06dZ %s %s:%d ", stamp, static_cast<int>(micros.count()),
       LogSeverityName(record.severity), record.file, record.line);
-  if (record.connection != 0) {
+  if (record.connection != ConnectionId()) {
     absl::StrAppendFormat(&line, "[conn %d] ", record.connection);
   }
   absl::StrAppend(&line, record.message, "\n");
@@ -148,7 +148,7 @@ void Write(LogSeverity severity, const char* file, int line,
   record.message = message;
   record.file = BaseName(file);
   record.line = line;
-  record.connection = connection;
+  record.connection = ConnectionId(connection);
   // Outside the lock: a slow sink does not hold up SetLogSink or other
   // threads' records.
   sink->Write(record);

@@ -131,7 +131,8 @@ class Collector {
         for (const ConnectionMetrics& conn : m.connections) {
           ClientMetric c;
           c.label = labels;
-          c.label.push_back({"connection", absl::StrCat(conn.connection)});
+          c.label.push_back(
+              {"connection", absl::StrCat(conn.connection.value())});
           c.histogram = ToPrometheus(conn.*field);
           metrics->push_back(std::move(c));
         }

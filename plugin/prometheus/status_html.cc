@@ -195,8 +195,8 @@ void AppendHistogram(std::string& out, absl::string_view name,
 
 void AppendConnection(std::string& out, const StatusConnection& c) {
   absl::StrAppend(&out, "<div class=\"connection\" data-connection=\"",
-                  c.metrics.connection, "\"><h3>Connection ",
-                  c.metrics.connection, "</h3><div class=\"row\">");
+                  c.metrics.connection.value(), "\"><h3>Connection ",
+                  c.metrics.connection.value(), "</h3><div class=\"row\">");
   if (c.settled.has_value()) {
     AppendSettled(out, *c.settled);
   } else {

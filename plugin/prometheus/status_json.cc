@@ -100,7 +100,7 @@ void WriteSettled(JsonWriter& json, const ConnectionInfo& info) {
 void WriteConnection(JsonWriter& json, const StatusConnection& connection) {
   json.BeginObject();
   json.Key("id");
-  json.Number(connection.metrics.connection);
+  json.Number(connection.metrics.connection.value());
   json.Key("settled");
   if (connection.settled.has_value()) {
     WriteSettled(json, *connection.settled);

@@ -16,7 +16,7 @@ namespace {
 TEST_P(ApiTest, Rfc8167_ServerCallsClientInline) {
   StartServer(Config());
   ConnectWithBackchannel(Config());
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   CallRequest req;
   req.xdr = CallHeader(0xB001, kEcho);
   PutOpaque(req.xdr, Pattern(21, 3));
@@ -44,12 +44,32 @@ TEST_P(ApiTest, Rfc8167_ServerCallsClientInline) {
   EXPECT_EQ(client.calls, 1u);
 }
 
+// A backward call on a Channel names the Channel's connection as its log
+// records and metrics do (rpcrdma/ids.h): its first connection is 1.
+TEST_P(ApiTest, Rfc8167_BackwardCallNamesTheChannelsConnection) {
+  StartServer(Config());
+  ConnectWithBackchannel(Config());
+  CallRequest req;
+  req.xdr = CallHeader(0xB002, kNull);
+  req.max_reply_size = 64;
+  auto f = server_->Call(ServerSideConnection(), std::move(req));
+  absl::StatusOr<Reply> r = Wait(f);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Metrics metrics = channel_->metrics();
+  ASSERT_EQ(metrics.connections.size(), 1u);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(backward_received_.count(0xB002), 1u);
+  EXPECT_EQ(backward_received_.at(0xB002).connection, ConnectionId(1));
+  EXPECT_EQ(backward_received_.at(0xB002).connection,
+            metrics.connections[0].connection);
+}
+
 // RFC 8167 §4.3: chunks in the backward direction; here a read chunk for a
 // large argument and a write chunk for a DDP result.
 TEST_P(ApiTest, Rfc8167_4_3_BackwardCallWithReadAndWriteChunks) {
   StartServer(Config());
   ConnectWithBackchannel(Config());
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
 
   std::vector<uint8_t> big = Pattern(9000, 7);
   CallRequest echo;
@@ -89,7 +109,7 @@ TEST_P(ApiTest, Rfc8167_3_1_BackwardCallsStayWithinBackchannelCredits) {
   config.mutable_backchannel()->set_credits(2);
   StartServer(config);
   ConnectWithBackchannel(config);
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   // The first backward reply raises the grant from one to two.
   {
     CallRequest req;
@@ -129,7 +149,7 @@ TEST_P(ApiTest, Rfc8167_3_1_BackwardCallsStayWithinBackchannelCredits) {
       backward_held_.clear();
     }
     for (Responder& r : batch) {
-      ServerReply reply;
+      HandlerReply reply;
       reply.xdr = ReplyHeader(0);  // the XID is the transport's concern
       EXPECT_TRUE(r.Send(std::move(reply)).ok());
       ++answered;
@@ -147,7 +167,7 @@ TEST_P(ApiTest,
   off.mutable_backchannel()->clear_credits();
   StartServer(off);
   ConnectWithBackchannel(Config());
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   CallRequest req;
   req.xdr = CallHeader(0xB301, kNull);
   req.max_reply_size = 64;
@@ -160,7 +180,8 @@ TEST_P(ApiTest,
   channel_.reset();
   StartServer(Config());
   ConnectWithBackchannel(Config());
-  auto g = server_->Call(ConnectionId() + 100, req);
+  auto g =
+      server_->Call(ConnectionId(ServerSideConnection().value() + 100), req);
   r = Wait(g);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
 }
@@ -170,7 +191,7 @@ TEST_P(ApiTest,
 // its deadline.
 TEST_P(ApiTest, Rfc8167_ClientWithoutHandlerDropsBackwardCalls) {
   Start();
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   CallRequest req;
   req.xdr = CallHeader(0xB401, kNull);
   req.max_reply_size = 64;
@@ -180,7 +201,7 @@ TEST_P(ApiTest, Rfc8167_ClientWithoutHandlerDropsBackwardCalls) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
       << r.status();
   // The forward direction is unharmed.
-  EXPECT_EQ(ConnectionId(), connection);
+  EXPECT_EQ(ServerSideConnection(), connection);
 }
 
 // ---- Connection set-up: RFC 8797 and version negotiation --------------------
@@ -340,7 +361,7 @@ TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
   EXPECT_TRUE(std::equal(want.begin(), want.end(), buffer.begin()));
 
   // A backward call with a read chunk, in version two.
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   std::vector<uint8_t> big = Pattern(9000, 7);
   CallRequest back;
   back.xdr = CallHeader(0x7204, kEcho);

@@ -100,10 +100,10 @@ inline void PutOpaque(std::vector<uint8_t>& out,
 }
 
 // What the server answers to each procedure.
-inline ServerReply Answer(const IncomingCall& call) {
+inline HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
   uint32_t proc = Get(m, 20);
-  ServerReply reply;
+  HandlerReply reply;
   reply.xdr = ReplyHeader(call.xid);
   switch (proc) {
     case kEcho:
@@ -261,7 +261,7 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
   }
 
   // The Server's id of the Channel's connection, learned from one call.
-  uint64_t ConnectionId() {
+  ConnectionId ServerSideConnection() {
     CallRequest req;
     req.xdr = CallHeader(0xFFFF0001, kNull);
     req.max_reply_size = 64;

@@ -61,7 +61,7 @@ TEST_P(ApiTest, DeadlineExceededRevokesResultBuffer) {
   absl::StatusOr<Reply> r = Wait(f);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(WaitHeld(1));
-  ServerReply late;
+  HandlerReply late;
   late.xdr = ReplyHeader(0x8201);
   Put(late.xdr, 4000);
   late.results.push_back({kReplyHeaderSize + 4, std::vector<uint8_t>(4000, 1)});
@@ -108,7 +108,7 @@ TEST_P(ApiTest, CancelledCallCompletesWithCancelled) {
   EXPECT_EQ(r.status().message(), "channel: call cancelled");
   // Cancelling again, or an unknown call, changes nothing.
   channel_->Cancel(id);
-  channel_->Cancel(12345);
+  channel_->Cancel(CallId(12345));
   EXPECT_TRUE(std::all_of(buffer.begin(), buffer.end(),
                           [](uint8_t b) { return b == 0xEE; }));
   // The held call stays unanswered (held_ goes after the server): any
@@ -278,7 +278,7 @@ TEST_P(ApiTest, Rfc8166_3_3_1_RetryableCallsResentWithSameXidAfterRestart) {
   IncomingCall resent = Received(0xE001);
   EXPECT_EQ(resent.message, CallHeader(0xE001, kHold));
   EXPECT_EQ(resent.write_chunk_capacities, std::vector<uint64_t>{2000});
-  ServerReply reply;
+  HandlerReply reply;
   reply.xdr = ReplyHeader(0xE001);
   Put(reply.xdr, 1500);
   reply.results.push_back({kReplyHeaderSize + 4, Pattern(1500, 9)});

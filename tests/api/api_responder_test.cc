@@ -43,7 +43,7 @@ class WarningSink : public LogSink {
   // Containing(part), once it has at least `count` lines or 10 s have
   // passed: the responder's side logs after handing the reply over, which
   // may be after the requester has it.
-  std::vector<std::pair<std::string, uint64_t>> WaitContaining(
+  std::vector<std::pair<std::string, ConnectionId>> WaitContaining(
       absl::string_view part, size_t count) {
     std::unique_lock<std::mutex> lock(mu_);
     added_.wait_for(lock, std::chrono::seconds(10),
@@ -52,10 +52,10 @@ class WarningSink : public LogSink {
     return Containing(part);
   }
   // The lines containing `part`, with their connection.
-  std::vector<std::pair<std::string, uint64_t>> Containing(
+  std::vector<std::pair<std::string, ConnectionId>> Containing(
       absl::string_view part) {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::pair<std::string, uint64_t>> out;
+    std::vector<std::pair<std::string, ConnectionId>> out;
     for (const auto& line : lines_) {
       if (absl::StrContains(line.first, part)) out.push_back(line);
     }
@@ -71,7 +71,7 @@ class WarningSink : public LogSink {
 
   std::mutex mu_;
   std::condition_variable added_;
-  std::vector<std::pair<std::string, uint64_t>> lines_;
+  std::vector<std::pair<std::string, ConnectionId>> lines_;
 };
 
 // Installs a WarningSink until the default sink is restored.
@@ -100,7 +100,7 @@ TEST_P(ApiTest, RFC5531Section9_DroppedResponderAnswersSystemErr) {
   RestoreLogSink restore;
   std::shared_ptr<WarningSink> warnings = CaptureWarnings();
   Start();
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   const Clock::time_point start = Clock::now();
   auto f = channel_->Call(DropCall(0xD001, std::chrono::seconds(120)));
   absl::StatusOr<Reply> r = Wait(f);
@@ -117,8 +117,8 @@ TEST_P(ApiTest, RFC5531Section9_DroppedResponderAnswersSystemErr) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_TRUE(absl::StrContains(lines[0].first, "XID 0xd001"))
       << lines[0].first;
-  EXPECT_TRUE(absl::StrContains(lines[0].first,
-                                absl::StrCat("connection ", connection)))
+  EXPECT_TRUE(absl::StrContains(
+      lines[0].first, absl::StrCat("connection ", connection.value())))
       << lines[0].first;
   EXPECT_EQ(lines[0].second, connection);
 }
@@ -186,7 +186,7 @@ TEST_P(ApiTest, Rfc8167_DroppedBackwardResponderAnswersAndReturnsCredits) {
   config.mutable_backchannel()->set_credits(2);
   StartServer(config);
   ConnectWithBackchannel(config);
-  const uint64_t connection = ConnectionId();
+  const ConnectionId connection = ServerSideConnection();
   constexpr uint32_t kCalls = 10;
   std::vector<std::future<absl::StatusOr<Reply>>> futures;
   for (uint32_t i = 0; i < kCalls; ++i) {
@@ -224,11 +224,11 @@ TEST_P(ApiTest, RFC5531Section9_MovedFromResponderDoesNotAnswerTwice) {
   absl::StatusOr<Reply> r1 = Wait(futures[0]);
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_EQ(r1->xdr, SystemErrReply(0xD501));
-  EXPECT_TRUE(a.Send(ServerReply(ReplyHeader(0xD502))).ok());
+  EXPECT_TRUE(a.Send(HandlerReply(ReplyHeader(0xD502))).ok());
   absl::StatusOr<Reply> r2 = Wait(futures[1]);
   ASSERT_TRUE(r2.ok()) << r2.status();
   EXPECT_EQ(r2->xdr, ReplyHeader(0xD502));
-  EXPECT_EQ(b.Send(ServerReply(ReplyHeader(0xD502))).code(),
+  EXPECT_EQ(b.Send(HandlerReply(ReplyHeader(0xD502))).code(),
             absl::StatusCode::kFailedPrecondition);
   { Responder gone = std::move(a); }  // replied already: nothing more
   CallRequest next;

@@ -56,7 +56,7 @@ uint32_t XidOf(const Reply& reply) {
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {
-  EXPECT_TRUE(responder.Send(ServerReply(ReplyHeader(call.xid))).ok());
+  EXPECT_TRUE(responder.Send(HandlerReply(ReplyHeader(call.xid))).ok());
 }
 
 std::set<std::string> TaskIds() {
@@ -89,7 +89,7 @@ TEST(BlockingCall, ManyThreadsOnOneChannelEachGetTheirOwnReply) {
       UnixUri("threads"), {}, [](IncomingCall call, Responder responder) {
         std::thread([xid = call.xid, r = std::move(responder)]() mutable {
           std::this_thread::sleep_for(milliseconds(xid % 3));
-          EXPECT_TRUE(r.Send(ServerReply(ReplyHeader(xid))).ok());
+          EXPECT_TRUE(r.Send(HandlerReply(ReplyHeader(xid))).ok());
         }).detach();
       });
   ASSERT_TRUE(connected.ok()) << connected.status();
@@ -256,7 +256,7 @@ TEST(BlockingCall, LostConnectionEndsTheWait) {
 // (soft fabric: acknowledgements wait at most a moment for output to ride
 // on). A Channel whose blocking call read the reply, and which then sends
 // nothing more, must still acknowledge it: the server lends the reply's
-// memory until then (ServerReply::on_released), and a synchronous adapter
+// memory until then (HandlerReply::on_released), and a synchronous adapter
 // (svc_sendreply) waits for that.
 TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
   for (const std::string& uri :
@@ -271,9 +271,9 @@ TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
             xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
           }
           const uint32_t position = static_cast<uint32_t>(xdr.size());
-          (void)responder.Send(ServerReply(std::move(xdr),
-                                           {ReplyItem::View(position, lent)},
-                                           [&released] { ++released; }));
+          (void)responder.Send(HandlerReply(std::move(xdr),
+                                            {ReplyItem::Lent(position, lent)},
+                                            [&released] { ++released; }));
         });
     ASSERT_TRUE(server.ok()) << server.status();
     auto channel = Channel::Create((*server)->uri(), {});
@@ -349,7 +349,7 @@ TEST(StartCallAwait, ManyCallsInFlightAreAwaitedInAnyOrder) {
         if (held.size() < kCalls) return;
         for (auto it = held.rbegin(); it != held.rend(); ++it) {
           EXPECT_TRUE(
-              it->second.Send(ServerReply(ReplyHeader(it->first))).ok());
+              it->second.Send(HandlerReply(ReplyHeader(it->first))).ok());
         }
       });
   ASSERT_TRUE(connected.ok()) << connected.status();

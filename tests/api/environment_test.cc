@@ -157,7 +157,7 @@ class EnvironmentTest : public ::testing::Test {
   void Connect(const config::TransportConfig& config) {
     auto server = Server::Create(test_calls::UniqueUnixUri("env"), config,
                                  [](IncomingCall call, Responder r) {
-                                   ServerReply reply;
+                                   HandlerReply reply;
                                    reply.xdr.assign(call.message.begin(),
                                                     call.message.begin() + 4);
                                    (void)r.Send(std::move(reply));

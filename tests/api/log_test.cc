@@ -31,7 +31,7 @@ struct Line {
   LogSeverity severity;
   std::string message;
   std::string file;
-  uint64_t connection;
+  ConnectionId connection;
 };
 
 class CapturingSink : public LogSink {
@@ -101,7 +101,7 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   const config::TransportConfig config = FastReconnect();
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         (void)r.Send(std::move(reply));
       });
@@ -126,11 +126,11 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   std::optional<Line> lost = sink_->Await({"channel to ", "connection lost: "});
   ASSERT_TRUE(lost) << "no loss line";
   EXPECT_EQ(lost->severity, LogSeverity::kWarning);
-  EXPECT_EQ(lost->connection, 1u);
+  EXPECT_EQ(lost->connection, ConnectionId(1));
   std::optional<Line> reconnected = sink_->Await({"reconnected"});
   ASSERT_TRUE(reconnected) << "no reconnect line";
   EXPECT_EQ(reconnected->severity, LogSeverity::kWarning);
-  EXPECT_EQ(reconnected->connection, 2u);
+  EXPECT_EQ(reconnected->connection, ConnectionId(2));
   // The cause travels with the reconnect line.
   EXPECT_TRUE(absl::StrContains(reconnected->message, "connection event"))
       << reconnected->message;
@@ -151,7 +151,7 @@ OversizedResult CallWithOversizedResult(uint32_t xid) {
   const config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         reply.xdr.insert(reply.xdr.end(), {0, 0, 0, 200});
         reply.results.push_back({8, std::vector<uint8_t>(200, 7)});
@@ -191,7 +191,7 @@ TEST_F(LogTest, SinkReceivesErrChunkSentAndReceived) {
       sink_->Await({"sent RDMA_ERROR ERR_CHUNK for XID 0xc4", "does not fit"});
   ASSERT_TRUE(sent) << "no sent line";
   EXPECT_EQ(sent->severity, LogSeverity::kWarning);
-  EXPECT_EQ(sent->connection, 1u);
+  EXPECT_EQ(sent->connection, ConnectionId(1));
   EXPECT_TRUE(absl::StartsWith(sent->message, "server soft+tcp://"))
       << sent->message;
   std::optional<Line> received =
@@ -211,7 +211,7 @@ TEST_F(LogTest, Rfc8166_4_5_2_ErrChunkSaysSizesOfferedAndWhatToRaise) {
   const config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         reply.xdr.resize(30000, 9);
         (void)r.Send(std::move(reply));
@@ -290,7 +290,7 @@ TEST_F(LogTest, MinSeverityDropsRecordsBeforeTheSink) {
   std::vector<Line> lines = sink_->lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].message, "kept 42");
-  EXPECT_EQ(lines[0].connection, 7u);
+  EXPECT_EQ(lines[0].connection, ConnectionId(7));
   EXPECT_EQ(lines[0].file, "log_test.cc");
   EXPECT_EQ(MinLogSeverity(), LogSeverity::kError);
 }

@@ -59,8 +59,8 @@ TEST(LatencyHistogram, CountSumAndPercentiles) {
   EXPECT_EQ(twice.buckets()[7], 20u);
 }
 
-ServerReply EchoXid(const IncomingCall& call) {
-  ServerReply reply;
+HandlerReply EchoXid(const IncomingCall& call) {
+  HandlerReply reply;
   reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
   return reply;
 }
@@ -93,7 +93,8 @@ TEST(ApiMetrics, ChannelAndServerHistogramsCountEveryCall) {
     ASSERT_TRUE(f.get().ok());
   }
   // A backward call (RFC 8167) from the server to the channel.
-  const uint64_t connection = (*server)->metrics().connections.at(0).connection;
+  const ConnectionId connection =
+      (*server)->metrics().connections.at(0).connection;
   CallRequest back;
   back.xdr = CallStream(0xBAC);
   back.max_reply_size = 64;
@@ -106,7 +107,7 @@ TEST(ApiMetrics, ChannelAndServerHistogramsCountEveryCall) {
   EXPECT_EQ(cm.counters.calls, kCalls);
   ASSERT_EQ(cm.connections.size(), 1u);
   const ConnectionMetrics& c = cm.connections[0];
-  EXPECT_EQ(c.connection, 1u);
+  EXPECT_EQ(c.connection, ConnectionId(1));
   EXPECT_EQ(c.counters.calls, kCalls);
   EXPECT_EQ(c.call_rtt.count(), kCalls);
   EXPECT_GE(c.call_rtt.sum(), microseconds(200 * kCalls));

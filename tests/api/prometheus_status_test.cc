@@ -174,8 +174,8 @@ TEST_F(PrometheusStatus, JsonOverHttpHasEveryFieldAsTheApiReportsIt) {
   ExpectHistogram(channel_connection.at("reply_time"), 0);
 
   const json& server_connection = server.at("connections")[0];
-  const uint64_t id = peers_.server->metrics().connections.at(0).connection;
-  EXPECT_EQ(server_connection.at("id"), id);
+  const ConnectionId id = peers_.server->metrics().connections.at(0).connection;
+  EXPECT_EQ(server_connection.at("id"), id.value());
   auto server_info = peers_.server->connection_info(id);
   ASSERT_TRUE(server_info.ok()) << server_info.status();
   ExpectSettled(server_connection.at("settled"), *server_info);

@@ -46,7 +46,7 @@ TEST(PrometheusExporter, ScrapeOverHttpShowsCountersAndHistograms) {
   config::TransportConfig config;
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
-        ServerReply reply;
+        HandlerReply reply;
         reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
         (void)r.Send(std::move(reply));
       });
@@ -75,7 +75,8 @@ TEST(PrometheusExporter, ScrapeOverHttpShowsCountersAndHistograms) {
 
   // The server counts a reply when its Send is posted and records its
   // reply time when the Send has completed: wait for both.
-  const uint64_t connection = (*server)->metrics().connections.at(0).connection;
+  const uint64_t connection =
+      (*server)->metrics().connections.at(0).connection.value();
   const std::string server_replies =
       "rpcrdma_replies_total{listener=\"main\",role=\"server\"}";
   const std::string server_reply_times = absl::StrCat(

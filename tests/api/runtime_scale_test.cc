@@ -99,7 +99,7 @@ bool RaiseDescriptorLimit(rlim_t needed) {
   auto server = Server::Create(
       uri, config,
       [](IncomingCall call, Responder responder) {
-        (void)responder.Send(ServerReply(ReplyHeader(call.xid)));
+        (void)responder.Send(HandlerReply(ReplyHeader(call.xid)));
       },
       options);
   if (!server.ok()) _exit(3);

@@ -44,7 +44,7 @@ std::string UnixUri(absl::string_view what) {
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {
-  EXPECT_TRUE(responder.Send(ServerReply(ReplyHeader(call.xid))).ok());
+  EXPECT_TRUE(responder.Send(HandlerReply(ReplyHeader(call.xid))).ok());
 }
 
 absl::StatusOr<Reply> Wait(std::future<absl::StatusOr<Reply>>& f) {
@@ -271,7 +271,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
   for (size_t i = 0; i < kSize; ++i) lent[i] = static_cast<uint8_t>(i * 7 + 1);
   auto server = Server::Create(
       UnixUri("sixteen"), {}, [&](IncomingCall call, Responder responder) {
-        ServerReply reply(ReplyHeader(call.xid));
+        HandlerReply reply(ReplyHeader(call.xid));
         const uint32_t proc = call.message[23];
         if (proc == 1) {
           // Echo the argument through the write chunk the call offered.
@@ -280,7 +280,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
           for (int shift = 24; shift >= 0; shift -= 8) {
             reply.xdr.push_back(static_cast<uint8_t>(kSize >> shift));
           }
-          reply.results.push_back(ReplyItem::View(
+          reply.results.push_back(ReplyItem::Lent(
               position, call.message.span().subspan(28, kSize)));
           // The call's Buffer lives on in the release notification.
           auto keep = std::make_shared<Buffer>(std::move(call.message));

@@ -1,7 +1,7 @@
 // What adapters build on besides calls: a Server's connection events
 // (ServerOptions::on_connection), closing one connection
 // (Server::Disconnect), reply items that lend the handler's memory
-// (ReplyItem::View with ServerReply::on_released), what a connection
+// (ReplyItem::Lent with HandlerReply::on_released), what a connection
 // settled as either side sees it (Server::connection_info,
 // ConnectionInfo::max_inline_reply) and the socket address of a URI
 // (rpcrdma/address.h). Over the soft fabric on Unix-domain sockets and on
@@ -73,13 +73,13 @@ CallRequest NullCall(uint32_t xid) {
 }
 
 void EchoNull(IncomingCall call, Responder responder) {
-  EXPECT_TRUE(responder.Send(ServerReply(ReplyHeader(call.xid))).ok());
+  EXPECT_TRUE(responder.Send(HandlerReply(ReplyHeader(call.xid))).ok());
 }
 
 TEST(ServerConnectionEvents, AcceptedBeforeTheFirstCallAndClosedOnce) {
   EventLog log;
   std::mutex mu;
-  std::vector<uint64_t> call_connections;
+  std::vector<ConnectionId> call_connections;
   size_t events_before_first_call = 0;
   ServerOptions options;
   options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
@@ -178,7 +178,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
   options.on_connection = [&](const ServerConnectionEvent& e) { log.Add(e); };
   std::mutex mu;
   std::vector<Responder> held;
-  std::promise<uint64_t> held_on;
+  std::promise<ConnectionId> held_on;
   auto server = Server::Create(
       UnixUri("disconnect"), {},
       [&](IncomingCall call, Responder responder) {
@@ -194,7 +194,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
   auto other = Channel::Create((*server)->uri(), {});
   ASSERT_TRUE(closed.ok() && other.ok());
   std::future<absl::StatusOr<Reply>> pending = (*closed)->Call(NullCall(1));
-  const uint64_t connection = held_on.get_future().get();
+  const ConnectionId connection = held_on.get_future().get();
 
   EXPECT_TRUE((*server)->Disconnect(connection, "garbage in a call").ok());
   absl::StatusOr<Reply> failed = pending.get();
@@ -216,7 +216,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
       << gone->status;
   EXPECT_EQ((*server)->Disconnect(connection, "again").code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ((*server)->Disconnect(987654, "unknown").code(),
+  EXPECT_EQ((*server)->Disconnect(ConnectionId(987654), "unknown").code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE((*other)->Call(NullCall(2)).get().ok());
 }
@@ -241,8 +241,8 @@ TEST(BorrowedReplyItems, LentMemoryIsWrittenThenReleasedOnce) {
           for (int shift = 24; shift >= 0; shift -= 8) {
             xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
           }
-          ServerReply reply(std::move(xdr), {ReplyItem::View(position, lent)},
-                            [&released] { ++released; });
+          HandlerReply reply(std::move(xdr), {ReplyItem::Lent(position, lent)},
+                             [&released] { ++released; });
           EXPECT_TRUE(responder.Send(std::move(reply)).ok());
         });
     ASSERT_TRUE(server.ok()) << server.status();
@@ -283,8 +283,8 @@ TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
 
   std::atomic<int> released{0};
   std::vector<uint8_t> lent(64, 1);
-  ServerReply reply(ReplyHeader(12), {ReplyItem::View(28, lent)},
-                    [&released] { ++released; });
+  HandlerReply reply(ReplyHeader(12), {ReplyItem::Lent(28, lent)},
+                     [&released] { ++released; });
   EXPECT_EQ(responder.Send(std::move(reply)).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(released.load(), 1);  // at once, on this thread
@@ -293,27 +293,30 @@ TEST(BorrowedReplyItems, DroppedRepliesAreReleased) {
 // Both sides report the same settlement; the server finds it by the
 // connection its calls come on.
 TEST(ConnectionInfo, ServerSeesWhatTheChannelSettled) {
-  std::promise<uint64_t> connection;
+  std::promise<ConnectionId> connection;
   std::atomic<bool> once{false};
   auto server = Server::Create(
       UnixUri("info"), {}, [&](IncomingCall call, Responder responder) {
         if (!once.exchange(true)) {
           connection.set_value(call.connection);
         }
-        (void)responder.Send(ServerReply(ReplyHeader(call.xid)));
+        (void)responder.Send(HandlerReply(ReplyHeader(call.xid)));
       });
   ASSERT_TRUE(server.ok()) << server.status();
   auto channel = Channel::Create((*server)->uri(), {});
   ASSERT_TRUE(channel.ok()) << channel.status();
   ASSERT_TRUE((*channel)->Call(NullCall(1)).get().ok());
-  const uint64_t id = connection.get_future().get();
+  const ConnectionId id = connection.get_future().get();
   absl::StatusOr<ConnectionInfo> seen = (*server)->connection_info(id);
   ASSERT_TRUE(seen.ok()) << seen.status();
   const ConnectionInfo mine = (*channel)->connection_info();
   EXPECT_EQ(seen->version, mine.version);
   EXPECT_EQ(seen->send_threshold, mine.receive_threshold);
   EXPECT_EQ(seen->receive_threshold, mine.send_threshold);
-  EXPECT_EQ((*server)->connection_info(id + 1000).status().code(),
+  EXPECT_EQ((*server)
+                ->connection_info(ConnectionId(id.value() + 1000))
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
   channel->reset();
   for (int i = 0; i < 500 && (*server)->connections() != 0; ++i) {
@@ -333,7 +336,7 @@ absl::StatusOr<std::unique_ptr<Server>> SizedReplyServer(
                           std::vector<uint8_t> xdr = ReplyHeader(call.xid);
                           xdr.resize(std::max(xdr.size(), reply_size.load()),
                                      0);
-                          (void)responder.Send(ServerReply(std::move(xdr)));
+                          (void)responder.Send(HandlerReply(std::move(xdr)));
                         });
 }
 

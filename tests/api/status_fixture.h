@@ -41,7 +41,7 @@ inline Peers Connect(const std::string& name) {
       Server::Create(absl::StrCat("soft+unix://@rpcrdma-status-", name, "-",
                                   testing::ProcessTag(), "-", serial++),
                      config, [](IncomingCall call, Responder r) {
-                       ServerReply reply;
+                       HandlerReply reply;
                        reply.xdr = test_calls::ReplyHeader(call.xid);
                        (void)r.Send(std::move(reply));
                      });

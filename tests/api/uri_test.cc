@@ -143,7 +143,7 @@ void ExpectRoundTrip(const std::string& listen, const std::string& uri_prefix,
                      const std::string& connect_host) {
   config::TransportConfig c;
   auto server = Server::Create(listen, c, [](IncomingCall call, Responder r) {
-    ServerReply reply;
+    HandlerReply reply;
     reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
     EXPECT_TRUE(r.Send(std::move(reply)).ok());
   });

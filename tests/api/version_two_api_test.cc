@@ -93,7 +93,7 @@ class VersionTwoApiTest : public ::testing::TestWithParam<Transport> {
                                     uint32_t{call.message.data()[26]} << 8 |
                                     uint32_t{call.message.data()[27]})
                                  : 0;
-          ServerReply reply;
+          HandlerReply reply;
           reply.xdr = Bulk(call.xid, n);
           EXPECT_TRUE(responder.Send(std::move(reply)).ok());
         },
@@ -121,7 +121,7 @@ class VersionTwoApiTest : public ::testing::TestWithParam<Transport> {
 
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;
-  std::atomic<uint64_t> connection_{0};
+  std::atomic<ConnectionId> connection_{ConnectionId()};
 };
 
 // §5.3.4 with §5.2.1: the Channel raises its receive buffer size while
@@ -224,7 +224,10 @@ TEST_P(VersionTwoApiTest, V2Draft_5_3_4_ServerRaisesItsReceiveSize) {
   const Counters after = channel_->counters();
   EXPECT_EQ(after.inline_calls, before.inline_calls + 1);
   EXPECT_EQ(after.long_calls, before.long_calls);
-  EXPECT_EQ(server_->UpdateReceiveSize(connection_ + 100, 16384).code(),
+  EXPECT_EQ(server_
+                ->UpdateReceiveSize(
+                    ConnectionId(connection_.load().value() + 100), 16384)
+                .code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -257,7 +260,7 @@ TEST_P(VersionTwoApiTest, V2Draft_5_4_2_ExperimentalPropertiesBothWays) {
 // property is decided by the peer's PropertyDecider: as asked, another
 // value (rdma_other), or rejected; both roles ask.
 TEST_P(VersionTwoApiTest, V2Draft_5_4_2_RequestsDecidedByThePeer) {
-  auto decider = [](uint64_t, const TransportProperty& wanted)
+  auto decider = [](ConnectionId, const TransportProperty& wanted)
       -> std::optional<std::vector<uint8_t>> {
     if (wanted.value == std::vector<uint8_t>{0xFF}) return std::nullopt;
     if (wanted.value.at(0) >= 10) return std::vector<uint8_t>{9};
@@ -302,7 +305,7 @@ TEST_P(VersionTwoApiTest, V2Draft_5_4_2_RequestsDecidedByThePeer) {
 // (RDMA2_ERR_SYSTEM), one of Table 2's types INVALID_ARGUMENT.
 TEST_P(VersionTwoApiTest, V2Draft_4_1_OptionalMessagesBothWays) {
   auto handler =
-      [](uint64_t,
+      [](ConnectionId,
          const OptionalMessage& m) -> absl::StatusOr<OptionalMessage> {
     if (m.info == std::vector<uint8_t>{0xEE}) {
       return absl::InternalError("the handler fails");
@@ -354,7 +357,7 @@ TEST_P(VersionTwoApiTest, V2Draft_5_4_2_OptionsCheckedAndVersionOneRefused) {
       << bad.status();
   ServerOptions options;
   options.version_two.optional_handlers[1] =
-      [](uint64_t, const OptionalMessage& m) { return m; };
+      [](ConnectionId, const OptionalMessage& m) { return m; };
   auto bad_server = Server::Create(
       GetParam().listen_uri(), v1, [](IncomingCall, Responder) {}, options);
   EXPECT_EQ(bad_server.status().code(), absl::StatusCode::kInvalidArgument);

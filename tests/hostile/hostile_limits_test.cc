@@ -40,7 +40,7 @@ class Echo {
         swallowed_.push_back(std::move(r));
         return;
       }
-      ServerReply reply;
+      HandlerReply reply;
       for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put32(reply.xdr, w);
       EXPECT_TRUE(r.Send(std::move(reply)).ok());
     };

@@ -53,7 +53,7 @@ class HostileServer : public ::testing::Test {
             held_calls_.push_back(std::move(call));
             held_.push_back(std::move(r));
           } else {
-            ServerReply reply;
+            HandlerReply reply;
             reply.xdr = {
                 call.message.data(),
                 call.message.data() + std::min<size_t>(4, call.message.size())};

@@ -212,7 +212,7 @@ absl::StatusOr<std::unique_ptr<Server>> ServerAnsweringWith(
             reply.push_back(static_cast<uint8_t>(word >> shift));
           }
         }
-        (void)responder.Send(ServerReply(std::move(reply)));
+        (void)responder.Send(HandlerReply(std::move(reply)));
       });
 }
 

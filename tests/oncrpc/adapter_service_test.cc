@@ -319,10 +319,10 @@ TEST_P(AdapterServiceTest, ConnectionEventsReachTheConfiguration) {
     std::lock_guard<std::mutex> lock(mu);
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].type, ServerConnectionEvent::Type::kAccepted);
-    EXPECT_EQ(events[0].connection, connection);
+    EXPECT_EQ(events[0].connection.value(), connection);
   }
   absl::StatusOr<ConnectionInfo> settled =
-      ServerOf(xprt_)->connection_info(connection);
+      ServerOf(xprt_)->connection_info(ConnectionId(connection));
   ASSERT_TRUE(settled.ok()) << settled.status();
   EXPECT_EQ(settled->version, 1u);
   clnt_destroy(info);

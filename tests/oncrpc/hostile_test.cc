@@ -136,7 +136,7 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
 
   // A client on a connection of its own; `*connection` its id on the
   // server's side.
-  std::unique_ptr<Channel> Connect(uint64_t* connection = nullptr) {
+  std::unique_ptr<Channel> Connect(ConnectionId* connection = nullptr) {
     size_t known = 0;
     {
       std::lock_guard<std::mutex> lock(events_mu_);
@@ -160,7 +160,7 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
 
   // Once the adapter has seen `connection` closed (the configuration's
   // on_connection hears of it after the adapter).
-  bool WaitClosed(uint64_t connection) {
+  bool WaitClosed(ConnectionId connection) {
     std::unique_lock<std::mutex> lock(events_mu_);
     return events_changed_.wait_for(lock, std::chrono::seconds(30), [&] {
       return std::find(closed_.begin(), closed_.end(), connection) !=
@@ -224,8 +224,8 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
   SVCXPRT* xprt_ = nullptr;
   std::mutex events_mu_;
   std::condition_variable events_changed_;
-  std::vector<uint64_t> accepted_;
-  std::vector<uint64_t> closed_;
+  std::vector<ConnectionId> accepted_;
+  std::vector<ConnectionId> closed_;
 };
 
 // Over soft+unix every client has the same (empty) name and over soft+tcp
@@ -260,7 +260,7 @@ TEST_P(AdapterHostileTest, ReplyCacheKeepsClientsThatShareAnXidApart) {
 // arguments is another call.
 TEST_P(AdapterHostileTest,
        ReplyCacheAnswersARetransmissionAfterItsConnectionWasLost) {
-  uint64_t lost = 0;
+  ConnectionId lost;
   std::unique_ptr<Channel> first = Connect(&lost);
   ASSERT_NE(first, nullptr);
   const std::vector<uint8_t> argument = ArgumentOf(1000, 'a');
@@ -283,7 +283,7 @@ TEST_P(AdapterHostileTest,
 // that call and gets its reply.
 TEST_P(AdapterHostileTest,
        ReplyCacheRetransmissionWaitsForTheCallOfALostConnection) {
-  uint64_t lost = 0;
+  ConnectionId lost;
   std::unique_ptr<Channel> first = Connect(&lost);
   ASSERT_NE(first, nullptr);
   const std::vector<uint8_t> argument = ArgumentOf(1000, 'a');

@@ -242,9 +242,9 @@ std::string CheckReply(const PlannedCall& call, const Reply& reply) {
   return "";
 }
 
-ServerReply Answer(const IncomingCall& call) {
+HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
-  ServerReply reply;
+  HandlerReply reply;
   reply.xdr = ReplyHeader(call.xid);
   if (m.size() < kCallHeaderSize + kControlSize) return reply;
   if (Get(m, 20) == kEcho) {

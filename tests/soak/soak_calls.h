@@ -83,7 +83,7 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
 std::string CheckReply(const PlannedCall& call, const Reply& reply);
 
 // The answer to a call (forward or backward) of this program.
-ServerReply Answer(const IncomingCall& call);
+HandlerReply Answer(const IncomingCall& call);
 
 // A backward call: kEcho of `size` random octets.
 void PlanBackward(PlannedCall& call, uint32_t xid, uint32_t size,

@@ -99,7 +99,7 @@ SoakServer::SoakServer(const config::TransportConfig& config,
   // Version two: optional messages of the soak type come back as sent.
   ServerOptions options;
   options.version_two.optional_handlers[kSoakOptionalType] =
-      [](uint64_t,
+      [](ConnectionId,
          const OptionalMessage& m) -> absl::StatusOr<OptionalMessage> {
     return m;
   };
@@ -170,7 +170,7 @@ void SoakServer::Handle(IncomingCall call, Responder responder) {
     never_answered_.push_back(std::move(responder));
     return;
   }
-  ServerReply reply = Answer(call);
+  HandlerReply reply = Answer(call);
   if (backward != 0 || delay_ms != 0) {
     std::lock_guard<std::mutex> lock(mu_);
     if (backward != 0) {
@@ -225,7 +225,7 @@ void SoakServer::Run() {
   }
 }
 
-void SoakServer::CallBackward(uint64_t connection, uint32_t size) {
+void SoakServer::CallBackward(ConnectionId connection, uint32_t size) {
   auto call = std::make_shared<PlannedCall>();
   PlanBackward(*call, next_backward_xid_++, size, rng_);
   call->request.deadline =

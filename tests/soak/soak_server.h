@@ -92,13 +92,13 @@ class SoakServer {
     std::chrono::steady_clock::time_point due;
     // An answer due at `due`, or a backward call to make.
     std::unique_ptr<Responder> responder;
-    ServerReply reply;
-    uint64_t connection = 0;
+    HandlerReply reply;
+    ConnectionId connection;
     uint32_t backward_size = 0;
   };
   void Handle(IncomingCall call, Responder responder);
   void Run();
-  void CallBackward(uint64_t connection, uint32_t size);
+  void CallBackward(ConnectionId connection, uint32_t size);
 
   SoakStats* stats_;
   absl::Status status_;

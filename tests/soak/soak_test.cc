@@ -150,7 +150,7 @@ std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
 // One Channel's call under way.
 struct Outstanding {
   std::shared_ptr<PlannedCall> call;
-  Channel::CallId id = 0;
+  Channel::CallId id;
 };
 
 class SoakTest : public ::testing::TestWithParam<Transport> {
@@ -304,7 +304,7 @@ void SoakTest::Drive(int index, std::string uri) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       call->serial = next_serial_++;
-      outstanding_[index][call->serial] = Outstanding{call, 0};
+      outstanding_[index][call->serial] = Outstanding{call, Channel::CallId()};
     }
     ++stats_.calls;
     ++stats_.shapes[static_cast<int>(shape)];
@@ -322,7 +322,8 @@ void SoakTest::Drive(int index, std::string uri) {
       if (cancel_one && !outstanding_[index].empty()) {
         auto victim = outstanding_[index].begin();
         std::advance(victim, rng() % outstanding_[index].size());
-        if (victim->second.id != 0) to_cancel.push_back(victim->second.id);
+        if (victim->second.id != Channel::CallId())
+          to_cancel.push_back(victim->second.id);
       }
     }
     for (Channel::CallId c : to_cancel) channel->Cancel(c);

@@ -266,7 +266,7 @@ TEST(ProcessingFailure, FailingFactoryEndsTheConnectionNotTheProcess) {
 // with a std::runtime_error).
 TEST(ProcessingFailure, TransportFailuresReachThriftAsTransportExceptions) {
   auto state = std::make_shared<internal::ConnectionState>(
-      1, "peer", std::weak_ptr<internal::Listener>());
+      ConnectionId(1), "peer", std::weak_ptr<internal::Listener>());
   internal::ConnectionTransport transport(
       state, internal::ResponderLimits{},
       std::make_shared<apache::thrift::TConfiguration>(),
@@ -648,7 +648,7 @@ class DeferringServer {
       deferred.bulk_sizes = {0x7fffffffu};
       wire::EncodeDeferred(deferred, reply);
     }
-    (void)responder.Send(ServerReply(std::move(reply)));
+    (void)responder.Send(HandlerReply(std::move(reply)));
   }
 
   std::mutex mu_;

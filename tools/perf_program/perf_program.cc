@@ -194,7 +194,7 @@ void ServeCall(IncomingCall call, Responder responder) {
         {ReplyHeader(call.xid, AcceptStat::kProgMismatch), {}});
     return;
   }
-  ServerReply reply;
+  HandlerReply reply;
   switch (decoded->procedure) {
     case kNullProcedure:
       reply.xdr = ReplyHeader(call.xid, AcceptStat::kSuccess);
@@ -214,7 +214,7 @@ void ServeCall(IncomingCall call, Responder responder) {
       // transport is done with it (no copy in the RPC layer).
       const absl::Span<const uint8_t> data = args.Rest().first(*length);
       reply.results.push_back(
-          ReplyItem::View(static_cast<uint32_t>(reply.xdr.size()), data));
+          ReplyItem::Lent(static_cast<uint32_t>(reply.xdr.size()), data));
       reply.on_released =
           [kept = std::make_shared<Buffer>(std::move(call.message))] {};
       break;

@@ -77,6 +77,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "rpcrdma/config.pb.h"
+#include "rpcrdma/ids.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/responder.h"
 #include "rpcrdma/runtime.h"
@@ -110,7 +111,8 @@ struct ChannelOptions {
 
 class Channel {
  public:
-  using CallId = uint64_t;
+  // rpcrdma/ids.h; kept here for code that names Channel::CallId.
+  using CallId = ::rpcrdma::CallId;
   using Callback = std::function<void(absl::StatusOr<Reply>)>;
 
   // Connects to `uri` and returns once the connection is established:

@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
+#include "rpcrdma/ids.h"
 
 namespace rpcrdma {
 
@@ -42,10 +43,10 @@ struct LogRecord {
   // Where in the library the record was made (file name without folders).
   absl::string_view file;
   int line = 0;
-  // The connection the record is about: IncomingCall::connection on a
-  // Server, the connection's ordinal (1 for the first, one more per
-  // reconnect) on a Channel; 0 when it concerns none.
-  uint64_t connection = 0;
+  // The connection the record is about, within the Server or Channel that
+  // made the record (rpcrdma/ids.h: a Server's in accept order, a Channel's
+  // one more per reconnect); ConnectionId() when it concerns none.
+  ConnectionId connection;
 };
 
 class LogSink {

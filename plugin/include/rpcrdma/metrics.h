@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "rpcrdma/ids.h"
 #include "rpcrdma/types.h"
 
 namespace rpcrdma {
@@ -58,9 +59,9 @@ class LatencyHistogram {
 
 // One connection's metrics.
 struct ConnectionMetrics {
-  // IncomingCall::connection on a Server; on a Channel the connection's
-  // ordinal (1 for the first, one more per reconnect), as in log records.
-  uint64_t connection = 0;
+  // The connection within its Server or Channel (rpcrdma/ids.h), as in
+  // IncomingCall::connection and log records.
+  ConnectionId connection;
   // This connection's counters alone (types.h).
   Counters counters;
   // Calls this side made on the connection, from handing the call to the

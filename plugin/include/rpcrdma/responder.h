@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "rpcrdma/buffer.h"
+#include "rpcrdma/ids.h"
 #include "rpcrdma/types.h"
 
 namespace rpcrdma {
@@ -22,9 +23,10 @@ class ResponderAccess;
 
 // A call delivered to a handler.
 struct IncomingCall {
-  // Identifies the connection within the Server (a Server handler; pass it
-  // to Server::Call for backward calls); 0 for a Channel's backward calls.
-  uint64_t connection = 0;
+  // The connection the call came on (rpcrdma/ids.h): on a Server, pass it
+  // to Server::Call for backward calls; on a Channel (a backward call),
+  // the Channel's current connection.
+  ConnectionId connection;
   uint32_t xid = 0;
   Buffer message;  // the complete RPC call stream
   // Octets the requester offered per write chunk, and for a reply chunk
@@ -60,7 +62,7 @@ class Responder {
   // or the Server (Channel) is gone. A reply for a connection that has been
   // lost meanwhile is dropped. A reply the offered chunks cannot carry is
   // answered with RDMA_ERROR ERR_CHUNK (RFC 8166 §4.5.2).
-  absl::Status Send(ServerReply reply);
+  absl::Status Send(HandlerReply reply);
 
  private:
   friend class api_internal::ResponderAccess;

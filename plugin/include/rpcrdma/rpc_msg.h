@@ -2,7 +2,7 @@
 // the procedure's arguments and the reply header up to the procedure's
 // results, with the AUTH_NONE and AUTH_SYS (RFC 5531 Appendix A) flavors.
 // rpcrdma carries whole RPC messages (CallRequest::xdr and
-// IncomingCall::message, ServerReply::xdr and Reply::xdr); a program builds
+// IncomingCall::message, HandlerReply::xdr and Reply::xdr); a program builds
 // and reads their headers with these and its arguments and results with
 // <rpcrdma/xdr.h>.
 //

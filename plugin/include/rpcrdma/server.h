@@ -50,6 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "rpcrdma/config.pb.h"
+#include "rpcrdma/ids.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/responder.h"
 #include "rpcrdma/runtime.h"
@@ -73,7 +74,7 @@ struct ServerConnectionEvent {
     kClosed,
   };
   Type type = Type::kAccepted;
-  uint64_t connection = 0;  // as in IncomingCall::connection
+  ConnectionId connection;  // as in IncomingCall::connection
   // Where the client connects from, as a URI of the Server's scheme
   // (soft+tcp://127.0.0.1:40522, rdma://192.0.2.1:37214); for a Unix-domain
   // client, which has no name, the Server's own URI.
@@ -132,9 +133,9 @@ class Server {
   // NOT_FOUND for an unknown or lost connection, UNAVAILABLE when the
   // connection is lost before the reply. retry_on_reconnect is ignored: a
   // client's new connection is a new connection.
-  void Call(uint64_t connection, CallRequest request, Callback done);
+  void Call(ConnectionId connection, CallRequest request, Callback done);
   // The same, completing a future instead.
-  std::future<absl::StatusOr<Reply>> Call(uint64_t connection,
+  std::future<absl::StatusOr<Reply>> Call(ConnectionId connection,
                                           CallRequest request);
 
   // Closes the connection `connection` (an IncomingCall::connection), as a
@@ -145,7 +146,7 @@ class Server {
   // a new connection). kClosed follows with UNAVAILABLE "connection
   // closed: closed by the server: <reason>". NOT_FOUND for an unknown
   // connection or one already closing.
-  absl::Status Disconnect(uint64_t connection, absl::string_view reason);
+  absl::Status Disconnect(ConnectionId connection, absl::string_view reason);
 
   // The URI clients connect to.
   std::string uri() const;
@@ -159,23 +160,23 @@ class Server {
   // set up, as Channel::connection_info() reports it on the client's side
   // (seen from this side: its thresholds, the client's private data).
   // NOT_FOUND for an unknown connection or one that is gone.
-  absl::StatusOr<ConnectionInfo> connection_info(uint64_t connection) const;
+  absl::StatusOr<ConnectionInfo> connection_info(ConnectionId connection) const;
 
   // Version two on `connection` (rpcrdma/version_two.h), as the Channel
   // methods of the same names describe them with the roles swapped;
   // NOT_FOUND for an unknown connection or one that is gone. Must not be
   // called from a handler or callback of this Server.
   absl::Status UpdateReceiveSize(
-      uint64_t connection, uint32_t octets,
+      ConnectionId connection, uint32_t octets,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   absl::Status UpdateProperties(
-      uint64_t connection, std::vector<TransportProperty> properties,
+      ConnectionId connection, std::vector<TransportProperty> properties,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   absl::StatusOr<PropertyAnswer> RequestPeerProperties(
-      uint64_t connection, std::vector<TransportProperty> properties,
+      ConnectionId connection, std::vector<TransportProperty> properties,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   absl::StatusOr<OptionalMessage> SendOptional(
-      uint64_t connection, OptionalMessage message,
+      ConnectionId connection, OptionalMessage message,
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:

@@ -38,6 +38,7 @@
 #include <functional>
 #include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -95,33 +96,55 @@ struct Reply {
   std::vector<uint32_t> result_lengths;
 };
 
-// A DDP-eligible reply item: the octets of one opaque result, sent into the
-// call's write chunk for it (RFC 8166 §3.4.7) or inline at its position.
-// Either the transport owns them (`data`, kept until the reply has been
-// sent) or the handler lends them (`view`, when not empty: sent without a
-// copy, read by the transport until ServerReply::on_released runs).
-struct ReplyItem {
-  ReplyItem() = default;
-  ReplyItem(uint32_t item_position, std::vector<uint8_t> owned)
-      : position(item_position), data(std::move(owned)) {}
-  // An item lending the handler's memory (see `view`).
-  static ReplyItem View(uint32_t position, absl::Span<const uint8_t> view) {
+// A DDP-eligible reply item: the octets of one opaque result at an XDR
+// position in the reduced reply stream, sent into the call's write chunk
+// for it (RFC 8166 §3.4.7) or inline at that position. The octets are
+// either the transport's (Owned: moved in, kept until the reply has been
+// sent) or the handler's (Lent: sent without a copy, read by the transport
+// until HandlerReply::on_released runs); an item is one or the other,
+// never both.
+class ReplyItem {
+ public:
+  static ReplyItem Owned(uint32_t position, std::vector<uint8_t> octets) {
+    return ReplyItem(position, std::move(octets));
+  }
+  static ReplyItem Lent(uint32_t position, absl::Span<const uint8_t> octets) {
     ReplyItem item;
-    item.position = position;
-    item.view = view;
+    item.position_ = position;
+    item.octets_ = octets;
     return item;
   }
+  // The same as Owned, so that `{position, octets}` makes an item.
+  ReplyItem(uint32_t position, std::vector<uint8_t> octets)
+      : position_(position), octets_(std::move(octets)) {}
 
-  uint32_t position = 0;  // XDR position in the reduced reply stream
-  std::vector<uint8_t> data;
-  absl::Span<const uint8_t> view;
+  uint32_t position() const { return position_; }
+  // The item's octets, owned or lent.
+  absl::Span<const uint8_t> bytes() const {
+    if (const auto* lent = std::get_if<absl::Span<const uint8_t>>(&octets_)) {
+      return *lent;
+    }
+    return std::get<std::vector<uint8_t>>(octets_);
+  }
+  bool lent() const {
+    return std::holds_alternative<absl::Span<const uint8_t>>(octets_);
+  }
+
+ private:
+  ReplyItem() = default;
+  uint32_t position_ = 0;
+  std::variant<std::vector<uint8_t>, absl::Span<const uint8_t>> octets_;
 };
 
-struct ServerReply {
-  ServerReply() = default;
-  ServerReply(std::vector<uint8_t> reply_xdr,
-              std::vector<ReplyItem> reply_results = {},
-              std::function<void()> released = nullptr)
+// The reply a CallHandler sends with Responder::Send (responder.h): a
+// Server's handler answering a forward call, or a Channel's backward
+// handler answering a backward call (RFC 8167). Not to be confused with
+// Reply, what a call made by this side yields.
+struct HandlerReply {
+  HandlerReply() = default;
+  HandlerReply(std::vector<uint8_t> reply_xdr,
+               std::vector<ReplyItem> reply_results = {},
+               std::function<void()> released = nullptr)
       : xdr(std::move(reply_xdr)),
         results(std::move(reply_results)),
         on_released(std::move(released)) {}
@@ -129,13 +152,16 @@ struct ServerReply {
   std::vector<uint8_t> xdr;  // the reduced RPC reply stream
   std::vector<ReplyItem> results;
   // When set, runs exactly once when the transport will read no more of
-  // the memory the ReplyItem views lend: after the reply's Send (and the
-  // RDMA Writes before it) completed, or when the reply is dropped (its
+  // the memory the Lent items lend: after the reply's Send (and the RDMA
+  // Writes before it) completed, or when the reply is dropped (its
   // connection lost, its Server or Channel gone, or Responder::Send
   // refusing it). It runs on a loop thread, or on the thread calling
   // Responder::Send when the reply is refused at once; it must not block.
   std::function<void()> on_released;
 };
+
+// The former name of HandlerReply.
+using ServerReply [[deprecated("use rpcrdma::HandlerReply")]] = HandlerReply;
 
 // Counters taken from the RPC-over-RDMA transport headers this side sends
 // and receives. "Calls" are the forward calls a Channel sent or a Server

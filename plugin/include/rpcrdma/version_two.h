@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rpcrdma/ids.h"
 
 namespace rpcrdma {
 
@@ -45,17 +46,20 @@ struct OptionalMessage {
 // RDMA2_OPTIONAL of the same type with rdma_optdir REPLY and the message's
 // XID (§6.2.2; its `type` is ignored), or an error, which the peer gets as
 // RDMA2_ERR_SYSTEM (§6.2.4). Runs on the connection's loop thread: it must
-// not block. `connection`: the Server's connection id, 0 on a Channel.
+// not block. `connection`: the connection the message came on
+// (rpcrdma/ids.h): one of the Server's, or on a Channel its current
+// connection (a Channel has one at a time: nothing to tell apart, but the
+// id says which connect of the Channel it was, as its log records do).
 using OptionalHandler = std::function<absl::StatusOr<OptionalMessage>(
-    uint64_t connection, const OptionalMessage& message)>;
+    ConnectionId connection, const OptionalMessage& message)>;
 
 // Decides the peer's request (RDMA2_REQPROP, §5.3.2) to change one of this
 // side's experimental properties: returns the value in effect afterwards
 // (the value asked for: done; another: sent back in rdma_other, a partial
 // grant, §5.3.3), or nullopt to reject the change. Runs on the loop
-// thread.
+// thread. `connection` as for OptionalHandler.
 using PropertyDecider = std::function<std::optional<std::vector<uint8_t>>(
-    uint64_t connection, const TransportProperty& wanted)>;
+    ConnectionId connection, const TransportProperty& wanted)>;
 
 struct VersionTwoOptions {
   // Experimental properties (ids from kFirstExperimentalPropertyId, each

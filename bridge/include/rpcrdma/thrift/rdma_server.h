@@ -50,6 +50,7 @@
 #include <mutex>
 #include <string>
 
+#include "rpcrdma/ids.h"
 #include "rpcrdma/thrift/rdma_server_socket.h"
 
 namespace rpcrdma::thrift {
@@ -103,7 +104,8 @@ class TRdmaConnection {
 
   explicit TRdmaConnection(std::shared_ptr<internal::ConnectionState> state);
 
-  uint64_t id() const;
+  // The connection within the server (rpcrdma/ids.h).
+  ConnectionId id() const;
   // The client's address, as a URI of the server's scheme.
   const std::string& peer() const;
   bool isOpen() const;
