@@ -31,7 +31,7 @@ void SetBlockingReadBoundForTesting(
 
 void ChannelCore::BlockingCompletion::operator()(
     absl::StatusOr<Reply> result) const {
-  std::lock_guard<std::mutex> lock(core->mu_);
+  std::lock_guard<std::mutex> lock(core->driver_.mu());
   slot->result = std::move(result);
   slot->done = true;
   core->WakeBlockingCalls();
@@ -50,7 +50,7 @@ void ChannelCore::WakeBlockingCalls() {
 }
 
 absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
-  if (loop_->InLoopThread()) {
+  if (driver_.loop()->InLoopThread()) {
     return absl::FailedPreconditionError(
         "channel: BlockingCall from a callback of the Channel's own loop");
   }
@@ -66,19 +66,19 @@ Channel::CallId ChannelCore::StartCall(CallRequest request) {
   BlockingSlot* const filled = slot.get();
   const Channel::CallId id = Submit(
       std::move(request), BlockingCompletion{this, filled}, /*blocking=*/true);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(driver_.mu());
   started_.emplace(id, std::move(slot));
   return id;
 }
 
 absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
-  if (loop_->InLoopThread()) {
+  if (driver_.loop()->InLoopThread()) {
     return absl::FailedPreconditionError(
         "channel: Await from a callback of the Channel's own loop");
   }
   BlockingSlot* slot = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(driver_.mu());
     auto it = started_.find(id);
     if (it == started_.end() || it->second->awaited) {
       return absl::NotFoundError(
@@ -90,13 +90,13 @@ absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
     slot->awaited = true;
   }
   absl::StatusOr<Reply> result = WaitForBlockingSlot(*slot);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(driver_.mu());
   started_.erase(id);
   return result;
 }
 
 absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(driver_.mu());
   if (!RuntimeAccess::Loops(*runtime_).threads()) {
     // A runtime its user drives: this thread drives it while it waits.
     while (!slot.done) {
@@ -107,7 +107,8 @@ absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
   }
   while (!slot.done) {
     if (!reading_for_blocking_calls_ && conn_watch_ != nullptr &&
-        conn_ != nullptr && !conn_->disconnected() && !shutting_down_) {
+        driver_.conn() != nullptr && !driver_.conn()->disconnected() &&
+        !shutting_down_) {
       ReadForBlockingCalls(lock, slot);
       continue;
     }
@@ -119,9 +120,10 @@ absl::StatusOr<Reply> ChannelCore::WaitForBlockingSlot(BlockingSlot& slot) {
   // reply, which completes the server's Send and returns the memory it
   // lent) is the loop's now: it does not watch a parked connection.
   const std::optional<Clock::time_point> due =
-      conn_ != nullptr ? conn_->poll_deadline() : std::nullopt;
+      driver_.conn() != nullptr ? driver_.conn()->poll_deadline()
+                                : std::nullopt;
   lock.unlock();
-  if (due) WakeBy(*due);
+  if (due) driver_.WakeBy(*due);
   return *std::move(slot.result);
 }
 
@@ -131,17 +133,17 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
   reading_for_blocking_calls_ = true;
   blocking_reader_ = std::this_thread::get_id();
   waking_reader_ = &wake;
-  Connection* const conn = conn_.get();
+  Connection* const conn = driver_.conn().get();
   runtime::FdWatch* const watch = conn_watch_.get();
-  loop_->Modify(watch, 0);  // (if not parked) the loop stops watching
-  while (!slot.done && conn_.get() == conn && !conn->disconnected()) {
+  driver_.loop()->Modify(watch, 0);  // (if not parked) the loop stops watching
+  while (!slot.done && driver_.conn().get() == conn && !conn->disconnected()) {
     // With busy polling configured the waiting thread polls the connection
     // itself first, the way perftest waits for its completion.
-    if (busy_poll_us_ > 0 && SpinForBlockingCall(lock, conn)) {
+    if (driver_.busy_poll_us() > 0 && SpinForBlockingCall(lock, conn)) {
       RunBlockingOutcomes(lock);
       continue;
     }
-    if (conn_.get() != conn || slot.done) continue;
+    if (driver_.conn().get() != conn || slot.done) continue;
     const int fd = conn->endpoint().event_fd();
     const uint32_t events = conn->endpoint().event_fd_events();
     // Bounded, so that the reading thread looks again even if a change
@@ -168,7 +170,7 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
     // conditions above say which.
     if (polled > 0 && p[1].revents != 0) wake.Drain();
     lock.lock();
-    if (conn_.get() != conn || (!ready && !due.has_value())) continue;
+    if (driver_.conn().get() != conn || (!ready && !due.has_value())) continue;
     conn->Poll(/*readable=*/ready);
     RunBlockingOutcomes(lock);
   }
@@ -180,8 +182,10 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
   // any time (draft-04 §5.3, §4.1), some awaiting this side's answer.
   parked_for_blocking_calls_ =
       backward_handler_ == nullptr &&
-      (conn_ == nullptr || conn_->engine().version() != wire::kRpcRdmaVersion2);
-  if (conn_.get() == conn && conn_watch_.get() == watch) UpdateInterest();
+      (driver_.conn() == nullptr ||
+       driver_.conn()->engine().version() != wire::kRpcRdmaVersion2);
+  if (driver_.conn().get() == conn && conn_watch_.get() == watch)
+    UpdateInterest();
   // Whoever waits takes the reading over.
   blocking_cv_.notify_all();
 }
@@ -191,13 +195,13 @@ void ChannelCore::ReadForBlockingCalls(std::unique_lock<std::mutex>& lock,
 bool ChannelCore::SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
                                       Connection* conn) {
   const Clock::time_point until =
-      Clock::now() + std::chrono::microseconds(busy_poll_us_);
+      Clock::now() + std::chrono::microseconds(driver_.busy_poll_us());
   do {
     if (conn->Spin()) return true;
     // Other threads may be waiting for the lock to send their calls.
     lock.unlock();
     lock.lock();
-    if (conn_.get() != conn || conn->disconnected()) return false;
+    if (driver_.conn().get() != conn || conn->disconnected()) return false;
   } while (Clock::now() < until);
   return false;
 }
@@ -207,7 +211,7 @@ bool ChannelCore::SpinForBlockingCall(std::unique_lock<std::mutex>& lock,
 // belongs to the loop.
 void ChannelCore::RunBlockingOutcomes(std::unique_lock<std::mutex>& lock) {
   Outcomes o;
-  CollectUpcalls(o);
+  driver_.CollectUpcalls(o);
   Outcomes mine;
   for (auto it = o.completions.begin(); it != o.completions.end();) {
     if (it->first.target<BlockingCompletion>() != nullptr) {
@@ -218,8 +222,8 @@ void ChannelCore::RunBlockingOutcomes(std::unique_lock<std::mutex>& lock) {
     }
   }
   lock.unlock();
-  RunOutcomes(mine);
-  Defer(std::move(o));
+  driver_.RunOutcomes(mine);
+  driver_.Defer(std::move(o));
   lock.lock();
 }
 

@@ -54,13 +54,13 @@ absl::Status ChannelCore::Start(absl::string_view uri,
   backoff_max_ = resolved.reconnect_backoff_max;
   backoff_ = backoff_initial_;
   idle_timeout_ = resolved.idle_timeout;
-  busy_poll_us_ = resolved.busy_poll_us;
+  driver_.set_busy_poll_us(resolved.busy_poll_us);
   abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
   address_ = parsed->address;
   uri_ = std::string(uri);
   ecfg_ =
       EngineConfigFor(resolved, Role::kRequester, backward_handler_ != nullptr);
-  v2_.Configure(ecfg_);
+  driver_.version_two().Configure(ecfg_);
   if (resolved.inline_settings.cm_private_data) {
     engine::Engine probe(ecfg_, nullptr);
     auto pd = probe.LocalPrivateData();
@@ -109,27 +109,24 @@ absl::Status ChannelCore::Start(absl::string_view uri,
         reason ? ": the server says: " : "", reason ? *reason : ""));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    conn_ = MakeConnection(std::move(*ep));
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    driver_.conn() = MakeConnection(std::move(*ep));
     idle_.emplace(idle_timeout_, Clock::now());
-    conn_->Connected(ev->private_data, DrawXid());
+    driver_.conn()->Connected(ev->private_data, DrawXid());
   }
   if (absl::Status s = AwaitVersion(uri, until); !s.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    conn_->Disconnect();
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    driver_.conn()->Disconnect();
     return s;
   }
   // Joins the loop: from here on the loop and callers share the state.
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Status s = loop_->Add(this, -1); !s.ok()) return s;
-    registered_ = true;
-    Watch(conn_watch_, conn_->endpoint());
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    if (absl::Status s = driver_.loop()->Add(&driver_, -1); !s.ok()) return s;
+    driver_.set_registered(true);
+    Watch(conn_watch_, driver_.conn()->endpoint());
   }
-  std::weak_ptr<ChannelCore> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (std::shared_ptr<ChannelCore> self = weak.lock()) self->Work(false);
-  });
+  driver_.PostWork();
   return absl::OkStatus();
 }
 
@@ -137,26 +134,27 @@ absl::Status ChannelCore::Start(absl::string_view uri,
 // Create returns once the peer has answered the probe.
 absl::Status ChannelCore::AwaitVersion(absl::string_view uri,
                                        Clock::time_point until) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(driver_.mu());
   // Not on a loop yet: nobody else touches the connection.
-  while (conn_->engine().negotiating() && !conn_->disconnected()) {
-    if (!WaitForEndpoint(conn_->endpoint(), until)) {
+  while (driver_.conn()->engine().negotiating() &&
+         !driver_.conn()->disconnected()) {
+    if (!WaitForEndpoint(driver_.conn()->endpoint(), until)) {
       return absl::DeadlineExceededError(absl::StrCat(
           "connect to ", uri, ": no answer to the version-two probe"));
     }
-    conn_->Poll();
+    driver_.conn()->Poll();
   }
-  if (conn_->disconnected()) {
+  if (driver_.conn()->disconnected()) {
     return absl::UnavailableError(absl::StrCat(
         "connect to ", uri, ": connection lost during version negotiation"));
   }
-  const absl::Status& st = conn_->engine().negotiation_status();
+  const absl::Status& st = driver_.conn()->engine().negotiation_status();
   if (!st.ok()) {
     return absl::Status(st.code(),
                         absl::StrCat("connect to ", uri, ": ", st.message()));
   }
   // §7.2: a peer that answered ERR_VERS is not asked again on a reconnect.
-  ecfg_.offered_version = conn_->engine().version();
+  ecfg_.offered_version = driver_.conn()->engine().version();
   return absl::OkStatus();
 }
 
@@ -175,20 +173,21 @@ std::unique_ptr<Connection> ChannelCore::MakeConnection(
   AttachCapture(capture_, Role::kRequester, hooks);
   auto conn = std::make_unique<Connection>(std::move(endpoint), ecfg_,
                                            Role::kRequester, std::move(hooks));
-  conn->SetLogContext(++generation_, absl::StrCat("channel to ", uri_));
+  conn->SetLogContext(driver_.NextGeneration(),
+                      absl::StrCat("channel to ", uri_));
   return conn;
 }
 
 // The lost connection has drained (or the guard ran out): its endpoint,
 // and with it every registration and handle of it, goes away.
 void ChannelCore::Retire(Clock::time_point now, Outcomes& o) {
-  past_ += conn_->counters();
-  last_loss_ = conn_->lost_reason();
-  last_info_ = conn_->info();
+  past_ += driver_.conn()->counters();
+  last_loss_ = driver_.conn()->lost_reason();
+  last_info_ = driver_.conn()->info();
   Unwatch(conn_watch_);
-  for (ReleasingReply& r : replies_.TakeAll())
+  for (ReleasingReply& r : driver_.replies().TakeAll())
     o.dropped.push_back(std::move(r));
-  conn_.reset();
+  driver_.conn().reset();
   by_engine_.clear();
   lost_since_.reset();
   std::vector<std::pair<Channel::CallId, absl::Status>> failed;
@@ -221,8 +220,9 @@ absl::Status ChannelCore::NotConnectedError(Clock::time_point now) const {
             .count(),
         " ms");
   }
-  // While the lost connection drains it is still conn_.
-  const std::string why = conn_ != nullptr ? conn_->lost_reason() : last_loss_;
+  // While the lost connection drains it is still driver_.conn().
+  const std::string why =
+      driver_.conn() != nullptr ? driver_.conn()->lost_reason() : last_loss_;
   return absl::UnavailableError(absl::StrCat(
       "channel to ", uri_, ": connection lost (",
       why.empty() ? "cause unknown" : why, "); reconnecting, ", next,
@@ -270,21 +270,21 @@ void ChannelCore::Reconnect(Clock::time_point now, Outcomes& o) {
                               ev->detail.empty() ? "" : ": ", ev->detail));
     return;
   }
-  conn_ = MakeConnection(std::move(connecting_));
+  driver_.conn() = MakeConnection(std::move(connecting_));
   idle_.emplace(idle_timeout_, now);
   abandoned_.Reset();
   ++reconnects_;
-  RPCRDMA_LOG(kWarning, generation_, "channel to ", uri_,
+  RPCRDMA_LOG(kWarning, driver_.generation(), "channel to ", uri_,
               ": reconnected after the connection was lost (",
               last_loss_.empty() ? "cause unknown" : last_loss_,
               "); calls waiting to be sent again: ", pending_.size());
   connected_.store(true);
   idle_closed_ = false;
-  Watch(conn_watch_, conn_->endpoint());
+  Watch(conn_watch_, driver_.conn()->endpoint());
   // A fresh engine: credits restart at one and the inline thresholds are
   // negotiated again from this connection's private data (RFC 8166
   // §3.3.1, RFC 8797 §4.2).
-  conn_->Connected(ev->private_data, DrawXid());
+  driver_.conn()->Connected(ev->private_data, DrawXid());
   std::vector<Channel::CallId> held;
   for (const auto& [id, p] : pending_) {
     if (!p.engine_id) held.push_back(id);

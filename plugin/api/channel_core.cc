@@ -26,9 +26,8 @@ constexpr auto kDrainPoll = std::chrono::milliseconds(10);
 ChannelCore::ChannelCore(std::shared_ptr<Runtime> runtime,
                          CallHandler backward_handler)
     : runtime_(std::move(runtime)),
-      backward_handler_(std::move(backward_handler)) {
-  loop_ = RuntimeAccess::Loops(*runtime_).Next();
-}
+      backward_handler_(std::move(backward_handler)),
+      driver_(*this, RuntimeAccess::Loops(*runtime_).Next()) {}
 
 ChannelCore::~ChannelCore() = default;
 
@@ -36,81 +35,37 @@ void ChannelCore::Watch(std::unique_ptr<runtime::FdWatch>& watch,
                         fabric::Endpoint& endpoint) {
   if (&watch == &conn_watch_) parked_for_blocking_calls_ = false;
   watch = std::make_unique<runtime::FdWatch>(
-      [this] { Work(/*readable=*/true); }, [this] { return Spin(); },
-      busy_poll_us_);
-  if (absl::Status s = loop_->Add(watch.get(), endpoint.event_fd(),
-                                  endpoint.event_fd_events());
+      [this] { driver_.Work(/*readable=*/true); },
+      [this] { return driver_.Spin(); }, driver_.busy_poll_us());
+  if (absl::Status s = driver_.loop()->Add(watch.get(), endpoint.event_fd(),
+                                           endpoint.event_fd_events());
       !s.ok()) {
     // Without a watch the connection is still driven by its deadlines
     // (every kDrainPoll while it matters), only later.
-    RPCRDMA_LOG(kError, generation_, "channel to ", uri_, ": ", s.message());
+    RPCRDMA_LOG(kError, driver_.generation(), "channel to ", uri_, ": ",
+                s.message());
   }
 }
 
 void ChannelCore::UpdateInterest() {
   // While a blocking call's thread reads, and between blocking calls, the
   // loop does not watch.
-  if (conn_ != nullptr && conn_watch_ != nullptr &&
+  if (driver_.conn() != nullptr && conn_watch_ != nullptr &&
       !reading_for_blocking_calls_ && !parked_for_blocking_calls_) {
-    loop_->Modify(conn_watch_.get(), conn_->endpoint().event_fd_events());
+    driver_.loop()->Modify(conn_watch_.get(),
+                           driver_.conn()->endpoint().event_fd_events());
   }
   if (connecting_ != nullptr && connecting_watch_ != nullptr) {
-    loop_->Modify(connecting_watch_.get(), connecting_->event_fd_events());
+    driver_.loop()->Modify(connecting_watch_.get(),
+                           connecting_->event_fd_events());
   }
 }
 
 void ChannelCore::Unwatch(std::unique_ptr<runtime::FdWatch>& watch) {
   if (watch == nullptr) return;
-  loop_->Remove(watch.get());
+  driver_.loop()->Remove(watch.get());
   // Freed after the current callback, which may be this watch's own.
-  loop_->Post([w = watch.release()] { delete w; });
-}
-
-void ChannelCore::OnDeadline() { Work(/*readable=*/false); }
-
-bool ChannelCore::Spin() {
-  Outcomes o;
-  bool found = false;
-  {
-    // A thread sending a call or a reply holds the lock for a moment: the
-    // spin tries again rather than sleep on the lock (which would cost the
-    // very wake-up the spin is there to save).
-    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    if (conn_ == nullptr || conn_->disconnected()) return false;
-    found = conn_->Spin();
-    CollectUpcalls(o);
-    UpdateInterest();
-  }
-  RunOutcomes(o);
-  return found;
-}
-
-void ChannelCore::Work(bool readable) {
-  Outcomes o;
-  std::optional<Clock::time_point> next;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!registered_) return;
-    next = Drive(Clock::now(), readable, o);
-    UpdateInterest();
-    // Published under the lock: a call made after this round is seen by
-    // WakeBy against it, or by the next round's Drive.
-    scheduled_ns_.store(next ? next->time_since_epoch().count()
-                             : std::numeric_limits<int64_t>::max());
-  }
-  RunOutcomes(o);
-  // Exactly the next time this Channel needs the loop: a deadline left
-  // earlier would wake the loop for nothing.
-  loop_->SetDeadline(this, next);
-}
-
-void ChannelCore::WakeBy(Clock::time_point when) {
-  if (when.time_since_epoch().count() >= scheduled_ns_.load()) return;
-  std::weak_ptr<ChannelCore> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (std::shared_ptr<ChannelCore> self = weak.lock()) self->Work(false);
-  });
+  driver_.loop()->Post([w = watch.release()] { delete w; });
 }
 
 void ChannelCore::RunHandler(HandlerJob& job) {
@@ -121,51 +76,39 @@ void ChannelCore::RunHandler(HandlerJob& job) {
   }
 }
 
-void ChannelCore::Defer(Outcomes o) {
-  if (o.empty()) return;
-  // The core stays alive until they ran: every callback runs once.
-  auto outcomes = std::make_shared<Outcomes>(std::move(o));
-  loop_->Post(
-      [self = shared_from_this(), outcomes] { self->RunOutcomes(*outcomes); });
-}
-
-void ChannelCore::RunOutcomes(Outcomes& o) {
-  for (auto& [done, result] : o.completions) done(std::move(result));
-  for (HandlerJob& job : o.calls) RunHandler(job);
-  for (std::function<void()>& job : o.jobs) job();
-  // o.released and o.dropped release their replies as `o` goes.
-}
-
-void ChannelCore::CollectUpcalls(Outcomes& o) {
-  if (conn_ == nullptr || !conn_->has_upcalls()) return;
-  std::vector<engine::Action>& upcalls = upcall_scratch_;
-  conn_->TakeUpcalls(upcalls);
-  for (engine::Action& a : upcalls) {
-    if (v2_.Collect(a, ConnectionId(generation_), generation_, weak_from_this(),
-                    o.jobs)) {
-      continue;
-    }
-    if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
-      Finish(c->call, Reply{std::move(c->reply), std::move(c->result_lengths)},
-             o);
-    } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
-      Finish(f->call, std::move(f->status), o,
-             f->never_sent ? &f->unsent_xdr : nullptr);
-    } else if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
-      // Backward calls (RFC 8167); none are served once the Channel goes.
-      if (shutting_down_ || backward_handler_ == nullptr) continue;
-      o.calls.push_back(HandlerJob{
-          &backward_handler_,
-          IncomingCall{ConnectionId(generation_), d->xid, std::move(d->message),
-                       std::move(d->write_chunk_capacities),
-                       d->reply_chunk_capacity},
-          ResponderAccess::Make(shared_from_this(), generation_, d->call,
-                                d->xid, Clock::now())});
-    } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
-      if (auto released = replies_.Sent(*conn_, r->call)) {
-        o.released.push_back(std::move(*released));
+absl::Status ChannelCore::Refuses(Use use) const {
+  switch (use) {
+    case Use::kReply:
+      if (shutting_down_) {
+        return absl::FailedPreconditionError("responder: the Channel is gone");
       }
-    }
+      return absl::OkStatus();
+    case Use::kVersionTwoOperation:
+      if (!Up()) return absl::UnavailableError("channel: not connected");
+      return absl::OkStatus();
+    case Use::kVersionTwoAnswer:
+      break;
+  }
+  return absl::UnavailableError("channel: the connection is gone");
+}
+
+void ChannelCore::OnUpcall(engine::Action& a, Outcomes& o) {
+  if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
+    Finish(c->call, Reply{std::move(c->reply), std::move(c->result_lengths)},
+           o);
+  } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
+    Finish(f->call, std::move(f->status), o,
+           f->never_sent ? &f->unsent_xdr : nullptr);
+  } else if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
+    // Backward calls (RFC 8167); none are served once the Channel goes.
+    if (shutting_down_ || backward_handler_ == nullptr) return;
+    o.calls.push_back(HandlerJob{
+        &backward_handler_,
+        IncomingCall{driver_.connection_id(), d->xid, std::move(d->message),
+                     std::move(d->write_chunk_capacities),
+                     d->reply_chunk_capacity},
+        ResponderAccess::Make(driver_.SharedReplyTarget(), driver_.generation(),
+                              d->call, d->xid, Clock::now())});
   }
 }
 
@@ -194,7 +137,7 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
   if (!result.ok() &&
       result.status().code() == absl::StatusCode::kUnavailable &&
       (p->second.request.retry_on_reconnect || unsent_xdr != nullptr) &&
-      !shutting_down_ && conn_->lost()) {
+      !shutting_down_ && driver_.conn()->lost()) {
     if (p->second.ending) {
       absl::Status ending = *p->second.ending;
       Complete(id, std::move(ending), o);
@@ -208,7 +151,8 @@ void ChannelCore::Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
     p->second.engine_id.reset();
     return;
   }
-  if (result.ok()) conn_->RecordCallRtt(Clock::now() - p->second.sent_at);
+  if (result.ok())
+    driver_.conn()->RecordCallRtt(Clock::now() - p->second.sent_at);
   Complete(id, std::move(result), o);
 }
 
@@ -219,7 +163,7 @@ Channel::CallId ChannelCore::Submit(CallRequest request, Channel::Callback done,
   Channel::CallId id;
   std::optional<Clock::time_point> wake;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(driver_.mu());
     id = Channel::CallId(next_id_++);
     // While the connection is down only calls that allow a retry wait.
     if (shutting_down_ ||
@@ -237,24 +181,26 @@ Channel::CallId ChannelCore::Submit(CallRequest request, Channel::Callback done,
     if (auto p = pending_.find(id); p != pending_.end() && p->second.deadline) {
       wake = p->second.deadline;
     }
-    if ((conn_ == nullptr && idle_closed_) ||
-        (conn_ != nullptr && conn_->engine().calls_abandoned() > 0)) {
+    if ((driver_.conn() == nullptr && idle_closed_) ||
+        (driver_.conn() != nullptr &&
+         driver_.conn()->engine().calls_abandoned() > 0)) {
       // The loop reconnects, or checks whether abandoned calls now hold
       // every credit while this one waits (channel.h).
       wake = Clock::now();
     }
-    if (conn_ != nullptr) {
-      conn_->Poll();  // what this call's own posts completed
-      CollectUpcalls(deferred);
-      if (auto due = conn_->poll_deadline(); due && (!wake || *due < *wake)) {
+    if (driver_.conn() != nullptr) {
+      driver_.conn()->Poll();  // what this call's own posts completed
+      driver_.CollectUpcalls(deferred);
+      if (auto due = driver_.conn()->poll_deadline();
+          due && (!wake || *due < *wake)) {
         wake = due;
       }
       UpdateInterest();
     }
   }
-  RunOutcomes(refused);
-  Defer(std::move(deferred));
-  if (wake) WakeBy(*wake);
+  driver_.RunOutcomes(refused);
+  driver_.Defer(std::move(deferred));
+  if (wake) driver_.WakeBy(*wake);
   return id;
 }
 
@@ -262,19 +208,19 @@ void ChannelCore::Cancel(Channel::CallId id) {
   Outcomes o;
   bool abandoned = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(driver_.mu());
     CancelCall(id, absl::CancelledError("channel: call cancelled"), o);
-    if (conn_ != nullptr) {
-      conn_->Poll();
-      CollectUpcalls(o);
-      abandoned = conn_->engine().calls_abandoned() > 0;
+    if (driver_.conn() != nullptr) {
+      driver_.conn()->Poll();
+      driver_.CollectUpcalls(o);
+      abandoned = driver_.conn()->engine().calls_abandoned() > 0;
       UpdateInterest();
     }
   }
-  Defer(std::move(o));
+  driver_.Defer(std::move(o));
   // A call cancelled after it was sent keeps its credit: the loop applies
   // the abandoned-call rule (channel.h).
-  if (abandoned) WakeBy(Clock::now());
+  if (abandoned) driver_.WakeBy(Clock::now());
 }
 
 void ChannelCore::Accept(Channel::CallId id, CallRequest request,
@@ -327,9 +273,10 @@ void ChannelCore::Send(Channel::CallId id, Outcomes& o) {
   // a larger one needs max_reply_size (and then gets a reply chunk).
   call.max_reply_size = p.request.max_reply_size != 0
                             ? p.request.max_reply_size
-                            : conn_->engine().max_inline_reply();
+                            : driver_.conn()->engine().max_inline_reply();
   p.sent_at = Clock::now();
-  absl::StatusOr<engine::CallId> eid = conn_->StartCall(std::move(call));
+  absl::StatusOr<engine::CallId> eid =
+      driver_.conn()->StartCall(std::move(call));
   if (!eid.ok()) {
     Complete(id, eid.status(), o);
     return;
@@ -348,7 +295,7 @@ void ChannelCore::CancelCall(Channel::CallId id, absl::Status status,
   }
   if (p->second.ending) return;
   p->second.ending = status;
-  conn_->Cancel(*p->second.engine_id, std::move(status));
+  driver_.conn()->Cancel(*p->second.engine_id, std::move(status));
 }
 
 // The rules of channel.h on abandoned calls and idleness, after a round of
@@ -356,22 +303,23 @@ void ChannelCore::CancelCall(Channel::CallId id, absl::Status status,
 std::optional<Clock::time_point> ChannelCore::EnforceLimits(
     Clock::time_point now) {
   if (!Up()) return std::nullopt;
-  if (std::optional<std::string> why = abandoned_.Check(conn_->engine(), now)) {
-    conn_->Count(&Counters::abandoned_call_disconnects);
+  if (std::optional<std::string> why =
+          abandoned_.Check(driver_.conn()->engine(), now)) {
+    driver_.conn()->Count(&Counters::abandoned_call_disconnects);
     ReportConnectionEvent(absl::StrCat(
         "channel to ", address_, ": disconnecting to recover credits: ", *why));
     abandoned_.Reset();
-    conn_->Disconnect();
+    driver_.conn()->Disconnect();
     return std::nullopt;
   }
   std::optional<Clock::time_point> next = abandoned_.next_check();
   const bool busy = !pending_.empty() ||
-                    conn_->engine().calls_outstanding() > 0 ||
-                    conn_->engine().calls_abandoned() > 0;
-  if (idle_ && idle_->Expired(conn_->activity(), busy, now)) {
-    conn_->Count(&Counters::idle_closes);
+                    driver_.conn()->engine().calls_outstanding() > 0 ||
+                    driver_.conn()->engine().calls_abandoned() > 0;
+  if (idle_ && idle_->Expired(driver_.conn()->activity(), busy, now)) {
+    driver_.conn()->Count(&Counters::idle_closes);
     idle_closed_ = true;
-    conn_->Disconnect();
+    driver_.conn()->Disconnect();
     return std::nullopt;
   }
   if (idle_) {
@@ -388,16 +336,16 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
   auto sooner = [&next](std::optional<Clock::time_point> t) {
     if (t && (!next || *t < *next)) next = t;
   };
-  if (conn_ != nullptr) {
-    conn_->Poll(readable);
-    CollectUpcalls(o);
-    if (conn_->disconnected()) {
+  if (driver_.conn() != nullptr) {
+    driver_.conn()->Poll(readable);
+    driver_.CollectUpcalls(o);
+    if (driver_.conn()->disconnected()) {
       connected_.store(false);
       // The thread reading for blocking calls stops reading a lost
       // connection (and fails its call, or waits for the next one).
       WakeBlockingCalls();
       if (!lost_since_) lost_since_ = now;
-      if (conn_->finished() || now - *lost_since_ > kDrainGuard) {
+      if (driver_.conn()->finished() || now - *lost_since_ > kDrainGuard) {
         Retire(now, o);
       } else {
         sooner(now + kDrainPoll);
@@ -405,11 +353,11 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     }
   }
   // After an idle close the next call brings the connection back.
-  if (conn_ == nullptr && !shutting_down_ &&
+  if (driver_.conn() == nullptr && !shutting_down_ &&
       !(pending_.empty() && idle_closed_)) {
     if (readable && connecting_ != nullptr) connecting_->OnEventFdReadable();
     Reconnect(now, o);
-    if (conn_ != nullptr) CollectUpcalls(o);
+    if (driver_.conn() != nullptr) driver_.CollectUpcalls(o);
   }
   sooner(EnforceLimits(now));
   // Deadlines, enforced here: the engine has no clock.
@@ -426,10 +374,10 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     CancelCall(id, absl::DeadlineExceededError("channel: deadline exceeded"),
                o);
   }
-  if (conn_ != nullptr) {
-    conn_->Poll();  // what this round's own operations completed
-    CollectUpcalls(o);
-    sooner(conn_->poll_deadline());
+  if (driver_.conn() != nullptr) {
+    driver_.conn()->Poll();  // what this round's own operations completed
+    driver_.CollectUpcalls(o);
+    sooner(driver_.conn()->poll_deadline());
   } else if (connecting_ != nullptr) {
     sooner(connect_until_);
     // The soft fabric's bound on the listener's answer.
@@ -444,69 +392,21 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
   return next;
 }
 
-absl::Status ChannelCore::SendReply(uint64_t generation, engine::CallId call,
-                                    HandlerReply reply,
-                                    Clock::time_point delivered_at) {
-  return Answer(generation, call, std::move(reply), delivered_at, std::nullopt);
-}
-
-void ChannelCore::SendDroppedReply(uint64_t generation, engine::CallId call,
-                                   uint32_t xid, HandlerReply reply,
-                                   Clock::time_point delivered_at) {
-  // A destructor's: nobody to tell of a refusal.
-  (void)Answer(generation, call, std::move(reply), delivered_at, xid);
-}
-
-absl::Status ChannelCore::Answer(uint64_t generation, engine::CallId call,
-                                 HandlerReply reply,
-                                 Clock::time_point delivered_at,
-                                 std::optional<uint32_t> dropped_xid) {
-  Outcomes o;  // a refused reply, released here
-  Outcomes deferred;
-  absl::Status st;
-  std::optional<Clock::time_point> wake;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) {
-      o.released.emplace_back(std::move(reply));
-      st = absl::FailedPreconditionError("responder: the Channel is gone");
-    } else if (generation != generation_ || !Up()) {
-      // Its connection is gone: the reply is dropped.
-      o.released.emplace_back(std::move(reply));
-    } else {
-      std::optional<ReleasingReply> refused;
-      st = replies_.Send(*conn_, call, std::move(reply), delivered_at, refused);
-      if (dropped_xid && st.ok() && !refused) {
-        conn_->LogDroppedResponder(*dropped_xid);
-      }
-      if (refused) o.released.push_back(std::move(*refused));
-      conn_->Poll();
-      CollectUpcalls(deferred);
-      wake = conn_->poll_deadline();
-      UpdateInterest();
-    }
-  }
-  RunOutcomes(o);
-  Defer(std::move(deferred));
-  if (wake) WakeBy(*wake);
-  return st;
-}
-
 void ChannelCore::Shutdown() {
   // First the loop lets go of this Channel, so that everything after runs
   // here alone (callers of Submit aside, which the flag turns away).
-  loop_->RunSync([this] {
-    std::lock_guard<std::mutex> lock(mu_);
+  driver_.loop()->RunSync([this] {
+    std::lock_guard<std::mutex> lock(driver_.mu());
     shutting_down_ = true;
     WakeBlockingCalls();
     Unwatch(conn_watch_);
     Unwatch(connecting_watch_);
-    if (registered_) loop_->Remove(this);
-    registered_ = false;
+    if (driver_.registered()) driver_.loop()->Remove(&driver_);
+    driver_.set_registered(false);
   });
   Outcomes o;
   Clock::time_point since = Clock::now();
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(driver_.mu());
   if (connecting_ != nullptr) {
     connecting_->Disconnect();
     connecting_.reset();
@@ -520,14 +420,14 @@ void ChannelCore::Shutdown() {
   for (Channel::CallId id : held) {
     Complete(id, absl::UnavailableError("channel: shut down"), o);
   }
-  if (conn_ != nullptr) conn_->Disconnect();
-  while (conn_ != nullptr) {
-    conn_->Poll(/*readable=*/true);
-    CollectUpcalls(o);
-    if (conn_->finished() || Clock::now() - since > kDrainGuard) break;
-    const int fd = conn_->endpoint().event_fd();
+  if (driver_.conn() != nullptr) driver_.conn()->Disconnect();
+  while (driver_.conn() != nullptr) {
+    driver_.conn()->Poll(/*readable=*/true);
+    driver_.CollectUpcalls(o);
+    if (driver_.conn()->finished() || Clock::now() - since > kDrainGuard) break;
+    const int fd = driver_.conn()->endpoint().event_fd();
     lock.unlock();
-    RunOutcomes(o);
+    driver_.RunOutcomes(o);
     o = Outcomes();
     pollfd p{fd, POLLIN, 0};
     poll(&p, 1, static_cast<int>(kDrainPoll.count()));
@@ -539,27 +439,27 @@ void ChannelCore::Shutdown() {
                                absl::UnavailableError("channel: shut down"));
   }
   pending_.clear();
-  for (ReleasingReply& r : replies_.TakeAll())
+  for (ReleasingReply& r : driver_.replies().TakeAll())
     o.dropped.push_back(std::move(r));
-  if (conn_ != nullptr) {
-    past_ += conn_->counters();
-    last_info_ = conn_->info();
-    conn_.reset();
+  if (driver_.conn() != nullptr) {
+    past_ += driver_.conn()->counters();
+    last_info_ = driver_.conn()->info();
+    driver_.conn().reset();
   }
   lock.unlock();
-  RunOutcomes(o);
+  driver_.RunOutcomes(o);
   // Outcomes handed to the loop before now run before the Channel is gone.
-  loop_->RunSync([] {});
+  driver_.loop()->RunSync([] {});
   handler_pool_.reset();  // runs what was handed to it, then joins
 }
 
 Counters ChannelCore::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(driver_.mu());
   // Summed over every connection of the Channel; credits_granted is the
   // current connection's (0 while there is none or before its first reply).
   Counters c = past_;
   c.credits_granted = 0;
-  if (conn_ != nullptr) c += conn_->counters();
+  if (driver_.conn() != nullptr) c += driver_.conn()->counters();
   c.reconnects = reconnects_;
   return c;
 }
@@ -567,14 +467,15 @@ Counters ChannelCore::counters() const {
 Metrics ChannelCore::metrics() const {
   Metrics m;
   m.counters = counters();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (conn_ != nullptr) m.connections.push_back(conn_->metrics());
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  if (driver_.conn() != nullptr)
+    m.connections.push_back(driver_.conn()->metrics());
   return m;
 }
 
 ConnectionInfo ChannelCore::connection_info() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return conn_ != nullptr ? conn_->info() : last_info_;
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  return driver_.conn() != nullptr ? driver_.conn()->info() : last_info_;
 }
 
 }  // namespace rpcrdma::api_internal

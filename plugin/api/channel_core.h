@@ -2,12 +2,12 @@
 // it has pending, reconnects and the limits against hostile peers, driven by
 // one event loop of its Runtime and by the threads that call into it.
 //
-// Concurrency: one mutex guards everything. The loop thread takes it when
-// the connection's descriptor is readable or a deadline comes; a calling
-// thread takes it to start or cancel a call, and sends the call itself, so
-// a call costs no hand-over to the loop. Whatever a round of work produces
-// for the user (callbacks, backward calls, replies to release) is run after
-// the mutex is released.
+// Concurrency: one mutex (the ConnectionDriver's) guards everything. The
+// loop thread takes it when the connection's descriptor is readable or a
+// deadline comes; a calling thread takes it to start or cancel a call, and
+// sends the call itself, so a call costs no hand-over to the loop. Whatever a
+// round of work produces for the user (callbacks, backward calls, replies to
+// release) is run after the mutex is released.
 #ifndef RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
 #define RPCRDMA_PLUGIN_API_CHANNEL_CORE_H_
 
@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "plugin/api/capture_tap.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/connection_driver.h"
 #include "plugin/api/limits.h"
 #include "plugin/api/reply_target.h"
 #include "plugin/api/version_two_user.h"
@@ -43,16 +44,7 @@
 
 namespace rpcrdma::api_internal {
 
-// A call served by a handler: what a loop or a worker runs.
-struct HandlerJob {
-  const CallHandler* handler = nullptr;
-  IncomingCall call;
-  std::optional<Responder> responder;
-};
-
-class ChannelCore final : public runtime::Source,
-                          public ReplyTarget,
-                          public VersionTwoTarget,
+class ChannelCore final : public ConnectionDriver::Owner,
                           public VersionTwoOperations<ChannelCore>,
                           public std::enable_shared_from_this<ChannelCore> {
  public:
@@ -86,35 +78,25 @@ class ChannelCore final : public runtime::Source,
                                  std::chrono::milliseconds timeout);
   // UpdateProperties, RequestPeerProperties, SendOptional: from
   // VersionTwoOperations.
-  // VersionTwoTarget: a handler's answer.
-  absl::Status OnConnection(
-      uint64_t generation,
-      absl::FunctionRef<absl::Status(Connection&)> op) override;
-
-  // runtime::Source: the Channel's deadlines (its descriptors have watches
-  // of their own).
-  void OnReadable() override {}
-  void OnDeadline() override;
-  bool Spin() override;
-  uint32_t busy_poll_us() const override { return busy_poll_us_; }
-
-  // ReplyTarget: backward replies (RFC 8167).
-  absl::Status SendReply(uint64_t generation, engine::CallId call,
-                         HandlerReply reply,
-                         Clock::time_point delivered_at) override;
-  void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
-                        HandlerReply reply,
-                        Clock::time_point delivered_at) override;
 
  private:
   friend class VersionTwoOperations<ChannelCore>;
+  using Outcomes = DriverOutcomes;
 
-  // SendReply's work; with `dropped_xid`, the answer of a Responder dropped
-  // unanswered: nothing is said when the Channel or the connection is gone,
-  // a warning when it is sent.
-  absl::Status Answer(uint64_t generation, engine::CallId call,
-                      HandlerReply reply, Clock::time_point delivered_at,
-                      std::optional<uint32_t> dropped_xid);
+  // ConnectionDriver::Owner. The driver is the loop's source for the
+  // Channel's deadlines (its descriptors have watches of their own) and
+  // the target of backward replies (RFC 8167).
+  std::weak_ptr<Owner> WeakOwner() override { return weak_from_this(); }
+  // One round of the loop's work: the connection, reconnects, limits and
+  // deadlines. Returns when to run again at the latest.
+  std::optional<Clock::time_point> Drive(Clock::time_point now, bool readable,
+                                         Outcomes& o) override;
+  void OnUpcall(engine::Action& action, Outcomes& o) override;
+  // The loop waits for what the endpoints now wait for (fabric.h
+  // event_fd_events: writability while output is held back).
+  void UpdateInterest() override;
+  void RunHandler(HandlerJob& job) override;
+  absl::Status Refuses(Use use) const override;
 
   struct Pending {
     // Unset while the call waits for a connection (held for a re-send).
@@ -156,58 +138,27 @@ class ChannelCore final : public runtime::Source,
   // The waiting half of BlockingCall and Await: until `slot` is done.
   absl::StatusOr<Reply> WaitForBlockingSlot(BlockingSlot& slot);
 
-  // What a round of work leaves to run once the mutex is released.
-  struct Outcomes {
-    absl::InlinedVector<std::pair<Channel::Callback, absl::StatusOr<Reply>>, 4>
-        completions;
-    absl::InlinedVector<HandlerJob, 2> calls;
-    absl::InlinedVector<ReleasingReply, 2> released;
-    std::vector<ReleasingReply> dropped;  // a lost connection's replies
-    // Version two's handlers and decisions (version_two_user.h).
-    std::vector<std::function<void()>> jobs;
-    bool empty() const {
-      return completions.empty() && calls.empty() && released.empty() &&
-             dropped.empty() && jobs.empty();
-    }
-  };
   // Starts a version-two operation on the connection (`start`, under the
   // lock) and waits for its answer at most `timeout`.
   template <typename Answer, typename Operation>
   absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
                                          std::chrono::milliseconds timeout);
 
-  // Runs `outcomes` (callbacks, backward handler) outside the mutex.
-  void RunOutcomes(Outcomes& outcomes);
-  // What an operation on a caller's thread produced beyond its own
-  // refusal runs on the loop, after the current callback: never inside the
-  // caller's call, which may hold locks of its own (or be a handler).
-  void Defer(Outcomes outcomes);
-  void RunHandler(HandlerJob& job);
-
-  // The rest runs with mu_ held.
+  // The rest runs with the driver's mu held.
   std::unique_ptr<Connection> MakeConnection(
       std::unique_ptr<fabric::Endpoint> endpoint);
   void Watch(std::unique_ptr<runtime::FdWatch>& watch,
              fabric::Endpoint& endpoint);
   void Unwatch(std::unique_ptr<runtime::FdWatch>& watch);
-  // The loop waits for what the endpoints now wait for (fabric.h
-  // event_fd_events: writability while output is held back).
-  void UpdateInterest();
-  // The connection's upcalls into `o`.
-  void CollectUpcalls(Outcomes& o);
   void Complete(Channel::CallId id, absl::StatusOr<Reply> result, Outcomes& o);
   // `unsent_xdr`: the stream of a call the lost connection never sent.
   void Finish(engine::CallId engine_id, absl::StatusOr<Reply> result,
               Outcomes& o, std::vector<uint8_t>* unsent_xdr = nullptr);
-  bool Up() const { return conn_ != nullptr && !conn_->disconnected(); }
+  bool Up() const { return driver_.Up(); }
   void Accept(Channel::CallId id, CallRequest request, Channel::Callback done,
               Outcomes& o);
   void Send(Channel::CallId id, Outcomes& o);
   void CancelCall(Channel::CallId id, absl::Status status, Outcomes& o);
-  // One round of the loop's work: the connection, reconnects, limits and
-  // deadlines. Returns when to run again at the latest.
-  std::optional<Clock::time_point> Drive(Clock::time_point now, bool readable,
-                                         Outcomes& o);
   std::optional<Clock::time_point> EnforceLimits(Clock::time_point now);
   void Retire(Clock::time_point now, Outcomes& o);
   void Backoff(Clock::time_point now, absl::string_view cause);
@@ -221,13 +172,8 @@ class ChannelCore final : public runtime::Source,
   void Reconnect(Clock::time_point now, Outcomes& o);
   absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until);
   uint32_t DrawXid();
-  // Loop thread: a round of work and its outcomes, then the next deadline.
-  void Work(bool readable);
-  // Asks the loop to look again by `when` (any thread).
-  void WakeBy(Clock::time_point when);
 
   const std::shared_ptr<Runtime> runtime_;
-  runtime::EventLoop* loop_ = nullptr;
   const CallHandler backward_handler_;
   std::unique_ptr<runtime::WorkerPool<HandlerJob>> handler_pool_;
 
@@ -243,22 +189,14 @@ class ChannelCore final : public runtime::Source,
   std::chrono::milliseconds backoff_initial_{0};
   std::chrono::milliseconds backoff_max_{0};
   std::chrono::milliseconds idle_timeout_{0};
-  uint32_t busy_poll_us_ = 0;
-  bool registered_ = false;  // with the loop
 
-  mutable std::mutex mu_;
-  // The connection's upcalls, taken each round into the same vector.
-  std::vector<engine::Action> upcall_scratch_;
-  // Version two: the user's options, and the operations awaiting the
-  // peer's answer (filled by CollectUpcalls).
-  VersionTwoUser v2_;
+  // The lock, the current connection and its generation, the loop's
+  // rounds, backward replies and version two's waits.
+  ConnectionDriver driver_;
   std::mt19937 rng_{std::random_device{}()};
-  std::unique_ptr<Connection> conn_;
   std::unique_ptr<runtime::FdWatch> conn_watch_;
   std::unique_ptr<fabric::Endpoint> connecting_;
   std::unique_ptr<runtime::FdWatch> connecting_watch_;
-  uint64_t generation_ = 0;  // of the current connection
-  RepliesInFlight replies_;  // backward replies being sent
   absl::flat_hash_map<Channel::CallId, Pending> pending_;
   absl::flat_hash_map<engine::CallId, Channel::CallId> by_engine_;
   uint64_t next_id_ = 1;  // of the next Channel::CallId
@@ -276,8 +214,6 @@ class ChannelCore final : public runtime::Source,
   Counters past_;                  // connections lost
   ConnectionInfo last_info_;
   uint64_t reconnects_ = 0;
-  // When the loop will look again at the latest (WakeBy compares).
-  std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
   std::atomic<bool> connected_{true};
   // Blocking calls: whether one of their threads reads the connection, and
   // where they wait for their completion or for the reading to be free.

@@ -12,60 +12,20 @@
 namespace rpcrdma::api_internal {
 
 void ChannelCore::SetVersionTwo(VersionTwoOptions options) {
-  v2_ = VersionTwoUser(
+  driver_.version_two() = VersionTwoUser(
       std::make_shared<const VersionTwoOptions>(std::move(options)));
 }
 
 template <typename Answer, typename Operation>
 absl::StatusOr<Answer> ChannelCore::AwaitVersionTwo(
     Operation start, std::chrono::milliseconds timeout) {
-  std::optional<VersionTwoUser::Wait<Answer>> wait;
-  std::optional<Clock::time_point> wake;
-  Outcomes o;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!Up()) return absl::UnavailableError("channel: not connected");
-    absl::StatusOr<VersionTwoUser::Wait<Answer>> started = start(*conn_);
-    if (!started.ok()) return started.status();
-    wait = *std::move(started);
+    std::lock_guard<std::mutex> lock(driver_.mu());
     // The loop reads the answer (channel_core.h: not parked).
-    parked_for_blocking_calls_ = false;
-    conn_->Poll();
-    CollectUpcalls(o);
-    wake = conn_->poll_deadline();
-    UpdateInterest();
+    if (Up()) parked_for_blocking_calls_ = false;
   }
-  Defer(std::move(o));
-  if (wake) WakeBy(*wake);
-  if (wait->answer.wait_for(timeout) != std::future_status::ready) {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Still awaited: given up. Otherwise answered while this thread took
-    // the lock.
-    if (v2_.Forget(wait->xid)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("channel: no answer from the server within ",
-                       timeout.count(), " ms"));
-    }
-  }
-  return wait->answer.get();
-}
-
-absl::Status ChannelCore::OnConnection(
-    uint64_t generation, absl::FunctionRef<absl::Status(Connection&)> op) {
-  Outcomes o;
-  absl::Status s;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (generation != generation_ || !Up()) {
-      return absl::UnavailableError("channel: the connection is gone");
-    }
-    s = op(*conn_);
-    conn_->Poll();
-    CollectUpcalls(o);
-    UpdateInterest();
-  }
-  Defer(std::move(o));
-  return s;
+  return driver_.AwaitVersionTwo<Answer>(std::move(start), timeout,
+                                         "channel: no answer from the server");
 }
 
 absl::Status ChannelCore::RequestPeerReceiveSize(
@@ -73,7 +33,7 @@ absl::Status ChannelCore::RequestPeerReceiveSize(
   absl::StatusOr<engine::PropertiesAnswered> answer =
       AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
-            return v2_.Request(
+            return driver_.version_two().Request(
                 c, {TransportProperty{wire::kPropIdRbsiz,
                                       wire::MakeRbsizProperty(octets).data}});
           },

@@ -8,13 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "plugin/api/limits.h"
-#include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/log/logging.h"
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
-#ifdef RPCRDMA_API_HAVE_VERBS
-#include "plugin/fabric/verbs/verbs_fabric.h"
-#endif
 
 namespace rpcrdma {
 
@@ -27,16 +23,6 @@ Counters& Counters::operator+=(const Counters& o) {
 }
 
 namespace api_internal {
-namespace {
-std::mutex soft_options_mu;
-std::optional<fabric::SoftFabricOptions> soft_options_for_testing;
-}  // namespace
-
-void SetSoftFabricOptionsForTesting(
-    std::optional<fabric::SoftFabricOptions> options) {
-  std::lock_guard<std::mutex> lock(soft_options_mu);
-  soft_options_for_testing = std::move(options);
-}
 
 absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     const ParsedUri& uri, const config::TransportConfig& config) {
@@ -52,26 +38,15 @@ absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
                      " does not match the uri scheme (",
                      config::TransportConfig::Fabric_Name(uri.fabric), ")"));
   }
-  if (uri.fabric == config::TransportConfig::VERBS) {
-#ifdef RPCRDMA_API_HAVE_VERBS
-    return fabric::MakeVerbsFabric();
-#else
-    return absl::UnimplementedError("rdma://: built without rdma-core");
-#endif
-  }
-  fabric::SoftFabricOptions options;
-  {
-    std::lock_guard<std::mutex> lock(soft_options_mu);
-    options = soft_options_for_testing.value_or(fabric::SoftFabricOptions{});
-  }
   const config::ResolvedConfig resolved = config::Resolve(config);
-  options.handshake_timeout_ms =
+  fabric::FabricTimeouts timeouts;
+  timeouts.handshake_timeout_ms =
       static_cast<uint32_t>(resolved.handshake_timeout.count());
   // A Channel's connect notices a listener that does not speak the
   // handshake (not an rpcrdma server) within this, not its connect_ms.
-  options.handshake_answer_timeout_ms =
+  timeouts.handshake_answer_timeout_ms =
       static_cast<uint32_t>(resolved.handshake_answer_timeout.count());
-  return fabric::MakeSoftFabric(options);
+  return fabric::MakeFabric(FabricKindOf(uri), timeouts);
 }
 
 engine::Config EngineConfigFor(const config::ResolvedConfig& resolved,

@@ -24,9 +24,9 @@
 #include "plugin/config/config_loader.h"
 #include "plugin/engine/engine.h"
 #include "plugin/fabric/fabric.h"
+#include "plugin/fabric/fabric_factory.h"
 #include "plugin/fabric/registered_slot_pool.h"
 #include "plugin/fabric/registration_cache.h"
-#include "plugin/fabric/soft/soft_fabric.h"
 #include "plugin/memory/ring_queue.h"
 #include "rpcrdma/metrics.h"
 #include "rpcrdma/types.h"
@@ -42,10 +42,9 @@ struct ParsedUri {
   std::string address;  // as the fabric expects it
 };
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
-// Testing: the soft fabric options (fault injection) of the fabrics that
-// Channels and Servers make from now on; nullopt restores the defaults.
-void SetSoftFabricOptionsForTesting(
-    std::optional<fabric::SoftFabricOptions> options);
+// The fabric (fabric_factory.h) of a parsed URI. Fault injection for tests:
+// fabric_factory_testing.h.
+fabric::FabricKind FabricKindOf(const ParsedUri& uri);
 // Validates `config` against the URI and makes the fabric.
 absl::StatusOr<std::unique_ptr<fabric::Fabric>> MakeFabricFor(
     const ParsedUri& uri, const config::TransportConfig& config);

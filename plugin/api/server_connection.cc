@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "plugin/api/server_core.h"
+#include "plugin/runtime/event_loop.h"
 
 namespace rpcrdma::api_internal {
 
@@ -22,145 +23,124 @@ ServerConnection::ServerConnection(ServerCore* server,
     : server_(server),
       shared_(std::move(shared)),
       id_(id),
-      loop_(loop),
       idle_timeout_(resolved.idle_timeout),
       request_deadline_(resolved.request_deadline),
       backchannel_enabled_(resolved.backchannel_enabled),
-      busy_poll_us_(resolved.busy_poll_us),
-      conn_(std::move(conn)),
+      driver_(*this, loop, resolved.busy_poll_us),
       idle_(resolved.idle_timeout, Clock::now()),
-      abandoned_(resolved.abandoned_call_timeout),
-      v2_(server->version_two()) {}
+      abandoned_(resolved.abandoned_call_timeout) {
+  driver_.conn() = std::move(conn);
+  driver_.version_two() = VersionTwoUser(server->version_two());
+  driver_.set_connection_id(id_);
+}
 
 ServerConnection::~ServerConnection() = default;
 
 void ServerConnection::UpdateInterest() {
-  if (conn_ != nullptr && registered_) {
-    loop_->Modify(this, conn_->endpoint().event_fd_events());
+  if (driver_.conn() != nullptr && driver_.registered()) {
+    driver_.loop()->Modify(&driver_,
+                           driver_.conn()->endpoint().event_fd_events());
   }
 }
 
 absl::Status ServerConnection::Start(
     absl::Span<const uint8_t> peer_private_data) {
-  std::lock_guard<std::mutex> lock(mu_);
-  conn_->Connected(peer_private_data);
-  conn_->Poll();
-  if (absl::Status s = loop_->Add(this, conn_->endpoint().event_fd(),
-                                  conn_->endpoint().event_fd_events());
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  driver_.conn()->Connected(peer_private_data);
+  driver_.conn()->Poll();
+  if (absl::Status s =
+          driver_.loop()->Add(&driver_, driver_.conn()->endpoint().event_fd(),
+                              driver_.conn()->endpoint().event_fd_events());
       !s.ok()) {
     return s;
   }
-  registered_ = true;
-  std::weak_ptr<ServerConnection> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (auto self = weak.lock()) self->Work(/*readable=*/false);
-  });
+  driver_.set_registered(true);
+  driver_.PostWork();
   return absl::OkStatus();
 }
 
-void ServerConnection::OnDeadline() { Work(/*readable=*/false); }
+void ServerConnection::RunHandler(HandlerJob& job) { server_->RunHandler(job); }
 
-bool ServerConnection::Spin() {
-  Outcomes o;
-  bool found = false;
-  {
-    // A thread sending a call or a reply holds the lock for a moment: the
-    // spin tries again rather than sleep on the lock (which would cost the
-    // very wake-up the spin is there to save).
-    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    if (conn_ == nullptr || conn_->disconnected()) return false;
-    found = conn_->Spin();
-    CollectUpcalls(o);
-    UpdateInterest();
+absl::Status ServerConnection::Refuses(Use use) const {
+  switch (use) {
+    case Use::kReply:
+      if (shared_->stopped.load()) {
+        return absl::FailedPreconditionError("responder: the Server is gone");
+      }
+      return absl::OkStatus();
+    case Use::kVersionTwoOperation:
+      if (driver_.conn() == nullptr || driver_.conn()->disconnected() ||
+          shutting_down_) {
+        return absl::NotFoundError(absl::StrCat("server: no connection ", id_));
+      }
+      return absl::OkStatus();
+    case Use::kVersionTwoAnswer:
+      break;
   }
-  RunOutcomes(o);
-  return found;
+  return absl::UnavailableError(
+      absl::StrCat("server: connection ", id_, " is gone"));
 }
 
-void ServerConnection::WakeBy(Clock::time_point when) {
-  if (when.time_since_epoch().count() >= scheduled_ns_.load()) return;
-  std::weak_ptr<ServerConnection> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (auto self = weak.lock()) self->Work(/*readable=*/false);
-  });
-}
-
-void ServerConnection::Work(bool readable) {
-  // Retiring drops the Server's reference; this one keeps the connection
-  // alive until the round is over.
-  std::shared_ptr<ServerConnection> self = shared_from_this();
-  Outcomes o;
-  std::optional<Clock::time_point> next;
-  bool awaiting = false;
-  bool awaiting_changed = false;
-  bool budget_released = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!registered_) return;
-    next = Drive(Clock::now(), readable, o);
-    UpdateInterest();
-    // Published under the lock (see ChannelCore::Work).
-    scheduled_ns_.store(next ? next->time_since_epoch().count()
-                             : std::numeric_limits<int64_t>::max());
-    if (conn_ != nullptr) {
-      awaiting = conn_->engine().calls_awaiting_memory() > 0;
-      awaiting_changed = awaiting != awaiting_memory_;
-      awaiting_memory_ = awaiting;
-    } else if (awaiting_memory_) {
-      awaiting_memory_ = false;
-      awaiting_changed = true;
-    }
-    const uint64_t releases = shared_->budget.releases();
-    budget_released = releases != budget_releases_seen_;
-    budget_releases_seen_ = releases;
-  }
-  RunOutcomes(o);
-  if (awaiting_changed) server_->AwaitingMemory(self, awaiting);
-  // Memory this connection freed may let another's waiting calls start.
-  if (budget_released) server_->BudgetReleased(this);
-  if (o.retired) {
-    server_->Retired(id_);
-    return;
-  }
-  // Exactly the next time this connection needs the loop: a deadline left
-  // earlier would wake the loop for nothing.
-  loop_->SetDeadline(this, next);
-}
-
-void ServerConnection::Defer(Outcomes o) {
-  if (o.calls.empty() && o.completions.empty() && o.released.empty() &&
-      o.dropped.empty() && !o.closed && o.jobs.empty()) {
-    return;
-  }
-  auto outcomes = std::make_shared<Outcomes>(std::move(o));
-  loop_->Post(
-      [self = shared_from_this(), outcomes] { self->RunOutcomes(*outcomes); });
-}
-
-void ServerConnection::RunOutcomes(Outcomes& o) {
-  for (HandlerJob& job : o.calls) server_->RunHandler(job);
-  for (auto& [done, result] : o.completions) done(std::move(result));
-  for (std::function<void()>& job : o.jobs) job();
-  if (o.closed) {
-    server_->Notify(ServerConnectionEvent{ServerConnectionEvent::Type::kClosed,
-                                          ConnectionId(id_), "",
-                                          std::move(*o.closed)});
-  }
-  // Replies in o.released and o.dropped are released as `o` goes.
+uint64_t ServerConnection::budget_releases() const {
+  return shared_->budget.releases();
 }
 
 std::optional<Clock::time_point> ServerConnection::Drive(Clock::time_point now,
                                                          bool readable,
                                                          Outcomes& o) {
-  if (conn_ == nullptr) return std::nullopt;
+  std::optional<Clock::time_point> next = DriveConnection(now, readable, o);
+  ReportMemory(o);
+  if (o.retired) {
+    o.notices.push_back([server = server_, id = id_] { server->Retired(id); });
+  }
+  return next;
+}
+
+void ServerConnection::ReportMemory(Outcomes& o) {
+  bool awaiting = false;
+  bool awaiting_changed = false;
+  if (driver_.conn() != nullptr) {
+    awaiting = driver_.conn()->engine().calls_awaiting_memory() > 0;
+    awaiting_changed = awaiting != awaiting_memory_;
+    awaiting_memory_ = awaiting;
+  } else if (awaiting_memory_) {
+    awaiting_memory_ = false;
+    awaiting_changed = true;
+  }
+  if (awaiting_changed) {
+    o.notices.push_back([self = shared_from_this(), awaiting] {
+      self->server_->AwaitingMemory(self, awaiting);
+    });
+  }
+  const uint64_t releases = shared_->budget.releases();
+  if (releases != budget_releases_seen_) {
+    budget_releases_seen_ = releases;
+    // Memory this connection freed may let another's waiting calls start.
+    o.notices.push_back([self = shared_from_this()] {
+      self->server_->BudgetReleased(self.get());
+    });
+  }
+}
+
+void ServerConnection::ReportClosed(Outcomes& o) {
+  if (closed_reported_) return;
+  closed_reported_ = true;
+  o.notices.push_back([server = server_, id = id_, status = ClosedStatus()] {
+    server->Notify(ServerConnectionEvent{ServerConnectionEvent::Type::kClosed,
+                                         ConnectionId(id), "", status});
+  });
+}
+
+std::optional<Clock::time_point> ServerConnection::DriveConnection(
+    Clock::time_point now, bool readable, Outcomes& o) {
+  if (driver_.conn() == nullptr) return std::nullopt;
   std::optional<Clock::time_point> next;
   auto sooner = [&next](std::optional<Clock::time_point> t) {
     if (t && (!next || *t < *next)) next = t;
   };
-  conn_->Poll(readable);
-  CollectUpcalls(o);
-  if (!conn_->disconnected() && !shutting_down_) {
+  driver_.conn()->Poll(readable);
+  driver_.CollectUpcalls(o);
+  if (!driver_.conn()->disconnected() && !shutting_down_) {
     EnforceLimits(now);
     sooner(idle_.deadline());
     sooner(abandoned_.next_check());
@@ -169,23 +149,20 @@ std::optional<Clock::time_point> ServerConnection::Drive(Clock::time_point now,
   for (const auto& [call, b] : backward_) {
     if (b.deadline && !b.ending) sooner(b.deadline);
   }
-  conn_->Poll();  // what this round's own operations completed
-  CollectUpcalls(o);
-  if (conn_->disconnected()) {
+  driver_.conn()->Poll();  // what this round's own operations completed
+  driver_.CollectUpcalls(o);
+  if (driver_.conn()->disconnected()) {
     // Reported once every call that arrived has reached the handler
     // (delivery happens in the polls above, before this).
-    if (!closed_reported_) {
-      closed_reported_ = true;
-      o.closed = ClosedStatus();
-    }
+    ReportClosed(o);
     if (!lost_since_) lost_since_ = now;
-    if (conn_->finished()) {
+    if (driver_.conn()->finished()) {
       Retire(o);
       return std::nullopt;
     }
     sooner(now + kDrainPoll);
   }
-  sooner(conn_->poll_deadline());
+  sooner(driver_.conn()->poll_deadline());
   return next;
 }
 
@@ -194,75 +171,65 @@ absl::Status ServerConnection::ClosedStatus() const {
     return absl::UnavailableError(
         absl::StrCat("connection closed: ", closed_why_));
   }
-  if (!conn_->orderly_end()) {
-    return absl::UnavailableError(absl::StrCat(
-        "connection lost: ",
-        conn_->lost_reason().empty() ? "cause unknown" : conn_->lost_reason()));
+  if (!driver_.conn()->orderly_end()) {
+    return absl::UnavailableError(
+        absl::StrCat("connection lost: ", driver_.conn()->lost_reason().empty()
+                                              ? "cause unknown"
+                                              : driver_.conn()->lost_reason()));
   }
   return absl::OkStatus();
 }
 
-void ServerConnection::CollectUpcalls(Outcomes& o) {
-  if (conn_ == nullptr || !conn_->has_upcalls()) return;
-  std::vector<engine::Action>& upcalls = upcall_scratch_;
-  conn_->TakeUpcalls(upcalls);
-  for (engine::Action& a : upcalls) {
-    if (v2_.Collect(a, ConnectionId(id_), /*generation=*/0, weak_from_this(),
-                    o.jobs)) {
-      continue;
-    }
-    if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
-      ++calls_in_progress_;
-      o.calls.push_back(HandlerJob{
-          &server_->handler(),
-          IncomingCall{ConnectionId(id_), d->xid, std::move(d->message),
-                       std::move(d->write_chunk_capacities),
-                       d->reply_chunk_capacity},
-          ResponderAccess::Make(shared_from_this(), /*generation=*/0, d->call,
-                                d->xid, Clock::now())});
-    } else if (auto* r = std::get_if<engine::ReplySent>(&a)) {
-      if (calls_in_progress_ > 0) --calls_in_progress_;
-      if (auto released = replies_.Sent(*conn_, r->call)) {
-        o.released.push_back(std::move(*released));
-      }
-    } else if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
-      auto it = backward_.find(c->call);
-      if (it == backward_.end()) continue;
-      conn_->RecordCallRtt(Clock::now() - it->second.started);
-      o.completions.emplace_back(
-          std::move(it->second.done),
-          Reply{std::move(c->reply), std::move(c->result_lengths)});
-      backward_.erase(it);
-    } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
-      auto it = backward_.find(f->call);
-      if (it == backward_.end()) continue;
-      o.completions.emplace_back(std::move(it->second.done),
-                                 std::move(f->status));
-      backward_.erase(it);
-    }
+void ServerConnection::OnUpcall(engine::Action& a, Outcomes& o) {
+  if (auto* d = std::get_if<engine::DeliverCall>(&a)) {
+    ++calls_in_progress_;
+    o.calls.push_back(HandlerJob{
+        &server_->handler(),
+        IncomingCall{ConnectionId(id_), d->xid, std::move(d->message),
+                     std::move(d->write_chunk_capacities),
+                     d->reply_chunk_capacity},
+        ResponderAccess::Make(driver_.SharedReplyTarget(),
+                              /*generation=*/0, d->call, d->xid,
+                              Clock::now())});
+  } else if (std::holds_alternative<engine::ReplySent>(a)) {
+    if (calls_in_progress_ > 0) --calls_in_progress_;
+  } else if (auto* c = std::get_if<engine::CompleteCall>(&a)) {
+    auto it = backward_.find(c->call);
+    if (it == backward_.end()) return;
+    driver_.conn()->RecordCallRtt(Clock::now() - it->second.started);
+    o.completions.emplace_back(
+        std::move(it->second.done),
+        Reply{std::move(c->reply), std::move(c->result_lengths)});
+    backward_.erase(it);
+  } else if (auto* f = std::get_if<engine::FailCall>(&a)) {
+    auto it = backward_.find(f->call);
+    if (it == backward_.end()) return;
+    o.completions.emplace_back(std::move(it->second.done),
+                               std::move(f->status));
+    backward_.erase(it);
   }
 }
 
 // Idle connections and abandoned backward calls (server.h).
 void ServerConnection::EnforceLimits(Clock::time_point now) {
-  const engine::Engine& e = conn_->engine();
+  const engine::Engine& e = driver_.conn()->engine();
   const bool busy = calls_in_progress_ > 0 || e.calls_outstanding() > 0 ||
                     e.calls_queued() > 0 || e.calls_awaiting_memory() > 0;
-  if (idle_.Expired(conn_->activity(), busy, now)) {
-    conn_->Count(&Counters::idle_closes);
+  if (idle_.Expired(driver_.conn()->activity(), busy, now)) {
+    driver_.conn()->Count(&Counters::idle_closes);
     closed_why_ = absl::StrCat("idle for ", idle_timeout_.count(), " ms");
     ReportConnectionEvent(absl::StrCat("server ", server_->uri(),
                                        ": closing connection ", id_, ": ",
                                        closed_why_));
-    conn_->Disconnect();
+    driver_.conn()->Disconnect();
     return;
   }
   if (std::optional<std::string> why = abandoned_.Check(e, now)) {
-    conn_->Count(&Counters::abandoned_call_disconnects);
+    driver_.conn()->Count(&Counters::abandoned_call_disconnects);
     closed_why_ = *why;
     ReportConnectionEvent(absl::StrCat(
         "server ", server_->uri(), ": closing connection ", id_, ": ", *why));
-    conn_->Disconnect();
+    driver_.conn()->Disconnect();
   }
 }
 
@@ -276,14 +243,14 @@ void ServerConnection::ExpireBackward(Clock::time_point now) {
     }
   }
   for (engine::CallId call : expired) {
-    conn_->Cancel(call,
-                  absl::DeadlineExceededError("server: deadline exceeded"));
+    driver_.conn()->Cancel(
+        call, absl::DeadlineExceededError("server: deadline exceeded"));
   }
 }
 
 void ServerConnection::Retire(Outcomes& o) {
-  final_counters_ = conn_->counters();
-  for (ReleasingReply& r : replies_.TakeAll())
+  final_counters_ = driver_.conn()->counters();
+  for (ReleasingReply& r : driver_.replies().TakeAll())
     o.dropped.push_back(std::move(r));
   // Backward calls whose connection outlived the drain guard.
   for (auto& [call, b] : backward_) {
@@ -291,9 +258,9 @@ void ServerConnection::Retire(Outcomes& o) {
                                absl::UnavailableError("server: shut down"));
   }
   backward_.clear();
-  loop_->Remove(this);
-  registered_ = false;
-  conn_.reset();
+  driver_.loop()->Remove(&driver_);
+  driver_.set_registered(false);
+  driver_.conn().reset();
   o.retired = true;
 }
 
@@ -302,11 +269,12 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
   absl::Status refused;
   std::optional<Clock::time_point> wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(driver_.mu());
     if (!backchannel_enabled_) {
       refused = absl::FailedPreconditionError(
           "server: backchannel disabled in the configuration");
-    } else if (conn_ == nullptr || conn_->disconnected() || shutting_down_) {
+    } else if (driver_.conn() == nullptr || driver_.conn()->disconnected() ||
+               shutting_down_) {
       refused =
           absl::NotFoundError(absl::StrCat("server: no connection ", id_));
     } else {
@@ -320,7 +288,8 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
       call.results = request.results;
       call.max_reply_size = request.max_reply_size;
       const Clock::time_point started = Clock::now();
-      absl::StatusOr<engine::CallId> eid = conn_->StartCall(std::move(call));
+      absl::StatusOr<engine::CallId> eid =
+          driver_.conn()->StartCall(std::move(call));
       if (!eid.ok()) {
         refused = eid.status();
       } else {
@@ -331,150 +300,87 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
         backward_[*eid] = Backward{std::move(done), deadline, false, started};
         wake = deadline;
       }
-      conn_->Poll();
-      CollectUpcalls(o);
-      if (auto due = conn_->poll_deadline(); due && (!wake || *due < *wake)) {
+      if (auto due = driver_.PollAfterOperation(o);
+          due && (!wake || *due < *wake)) {
         wake = due;
       }
-      UpdateInterest();
     }
   }
   if (!refused.ok()) done(std::move(refused));
-  Defer(std::move(o));
-  if (wake) WakeBy(*wake);
+  driver_.Defer(std::move(o));
+  if (wake) driver_.WakeBy(*wake);
 }
 
 void ServerConnection::ResumeAwaitingMemory() {
   Outcomes o;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (conn_ == nullptr || conn_->disconnected() ||
-        conn_->engine().calls_awaiting_memory() == 0) {
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    if (driver_.conn() == nullptr || driver_.conn()->disconnected() ||
+        driver_.conn()->engine().calls_awaiting_memory() == 0) {
       return;
     }
-    conn_->OnBudgetReleased();
-    conn_->Poll();
-    CollectUpcalls(o);
+    driver_.conn()->OnBudgetReleased();
+    driver_.conn()->Poll();
+    driver_.CollectUpcalls(o);
     UpdateInterest();
   }
-  Defer(std::move(o));  // called from another connection's loop
-}
-
-absl::Status ServerConnection::SendReply(uint64_t /*generation*/,
-                                         engine::CallId call,
-                                         HandlerReply reply,
-                                         Clock::time_point delivered_at) {
-  return Answer(call, std::move(reply), delivered_at, std::nullopt);
-}
-
-void ServerConnection::SendDroppedReply(uint64_t /*generation*/,
-                                        engine::CallId call, uint32_t xid,
-                                        HandlerReply reply,
-                                        Clock::time_point delivered_at) {
-  // A destructor's: nobody to tell of a refusal.
-  (void)Answer(call, std::move(reply), delivered_at, xid);
-}
-
-absl::Status ServerConnection::Answer(engine::CallId call, HandlerReply reply,
-                                      Clock::time_point delivered_at,
-                                      std::optional<uint32_t> dropped_xid) {
-  Outcomes o;  // a refused reply, released here
-  Outcomes deferred;
-  absl::Status st;
-  std::optional<Clock::time_point> wake;
-  bool budget_released = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shared_->stopped.load()) {
-      o.released.emplace_back(std::move(reply));
-      st = absl::FailedPreconditionError("responder: the Server is gone");
-    } else if (conn_ == nullptr || conn_->disconnected()) {
-      o.released.emplace_back(std::move(reply));  // dropped with its connection
-    } else {
-      const uint64_t releases = shared_->budget.releases();
-      std::optional<ReleasingReply> refused;
-      st = replies_.Send(*conn_, call, std::move(reply), delivered_at, refused);
-      if (dropped_xid && st.ok() && !refused) {
-        conn_->LogDroppedResponder(*dropped_xid);
-      }
-      if (refused) o.released.push_back(std::move(*refused));
-      conn_->Poll();
-      CollectUpcalls(deferred);
-      wake = conn_->poll_deadline();
-      UpdateInterest();
-      // An ERR_CHUNK answer ends the call at once and frees its memory.
-      budget_released = shared_->budget.releases() != releases;
-    }
-  }
-  RunOutcomes(o);
-  Defer(std::move(deferred));
-  if (budget_released) WakeBy(Clock::now());
-  if (wake) WakeBy(*wake);
-  return st;
+  driver_.Defer(std::move(o));  // called from another connection's loop
 }
 
 bool ServerConnection::Close(absl::string_view reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (conn_ == nullptr || conn_->disconnected() || shutting_down_ ||
-        !closed_why_.empty()) {
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    if (driver_.conn() == nullptr || driver_.conn()->disconnected() ||
+        shutting_down_ || !closed_why_.empty()) {
       return false;
     }
     closed_why_ = absl::StrCat("closed by the server: ", reason);
     ReportConnectionEvent(absl::StrCat("server ", server_->uri(),
                                        ": closing connection ", id_, ": ",
                                        closed_why_));
-    conn_->Disconnect();
+    driver_.conn()->Disconnect();
   }
-  std::weak_ptr<ServerConnection> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (auto self = weak.lock()) self->Work(/*readable=*/false);
-  });
+  driver_.PostWork();
   return true;
 }
 
 void ServerConnection::BeginShutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(driver_.mu());
   shutting_down_ = true;
-  if (conn_ != nullptr) conn_->Disconnect();
-  std::weak_ptr<ServerConnection> weak = weak_from_this();
-  loop_->Post([weak] {
-    if (auto self = weak.lock()) self->Work(/*readable=*/false);
-  });
+  if (driver_.conn() != nullptr) driver_.conn()->Disconnect();
+  driver_.PostWork();
 }
 
 void ServerConnection::ForceRetire() {
   std::shared_ptr<ServerConnection> self = shared_from_this();
-  loop_->RunSync([this] {
+  driver_.loop()->RunSync([this] {
     Outcomes o;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (conn_ == nullptr) return;
-      if (!closed_reported_) {
-        closed_reported_ = true;
-        o.closed = ClosedStatus();
-      }
+      std::lock_guard<std::mutex> lock(driver_.mu());
+      if (driver_.conn() == nullptr) return;
+      ReportClosed(o);
       Retire(o);
     }
-    RunOutcomes(o);
+    driver_.RunOutcomes(o);
     server_->Retired(id_);
   });
 }
 
 Counters ServerConnection::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return conn_ != nullptr ? conn_->counters() : final_counters_;
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  return driver_.conn() != nullptr ? driver_.conn()->counters()
+                                   : final_counters_;
 }
 
 std::optional<ConnectionInfo> ServerConnection::info() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (conn_ == nullptr) return std::nullopt;
-  return conn_->info();
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  if (driver_.conn() == nullptr) return std::nullopt;
+  return driver_.conn()->info();
 }
 
 ConnectionMetrics ServerConnection::metrics() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (conn_ != nullptr) return conn_->metrics();
+  std::lock_guard<std::mutex> lock(driver_.mu());
+  if (driver_.conn() != nullptr) return driver_.conn()->metrics();
   ConnectionMetrics m;
   m.connection = ConnectionId(id_);
   m.counters = final_counters_;

@@ -3,9 +3,9 @@
 // replies on their way. It lives on one event loop of the Server's Runtime; the
 // handler's Responder may send from any thread, and so may Server::Call.
 //
-// Concurrency as in channel_core.h: one mutex, taken by the loop thread
-// for readiness and deadlines and by the threads that reply or call back;
-// what is meant for the user runs after it is released.
+// Concurrency as in connection_driver.h: one mutex, taken by the loop
+// thread for readiness and deadlines and by the threads that reply or call
+// back; what is meant for the user runs after it is released.
 #ifndef RPCRDMA_PLUGIN_API_SERVER_CONNECTION_H_
 #define RPCRDMA_PLUGIN_API_SERVER_CONNECTION_H_
 
@@ -22,8 +22,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "plugin/api/budget.h"
-#include "plugin/api/channel_core.h"
 #include "plugin/api/connection.h"
+#include "plugin/api/connection_driver.h"
 #include "plugin/api/limits.h"
 #include "plugin/api/reply_target.h"
 #include "plugin/api/version_two_user.h"
@@ -44,9 +44,7 @@ struct ServerShared {
 };
 
 class ServerConnection final
-    : public runtime::Source,
-      public ReplyTarget,
-      public VersionTwoTarget,
+    : public ConnectionDriver::Owner,
       public VersionTwoOperations<ServerConnection>,
       public std::enable_shared_from_this<ServerConnection> {
  public:
@@ -77,26 +75,8 @@ class ServerConnection final
   // Null once retired.
   std::optional<ConnectionInfo> info() const;
 
-  // runtime::Source
-  void OnReadable() override { Work(/*readable=*/true); }
-  void OnDeadline() override;
-  bool Spin() override;
-  uint32_t busy_poll_us() const override { return busy_poll_us_; }
-
-  // ReplyTarget
-  absl::Status SendReply(uint64_t generation, engine::CallId call,
-                         HandlerReply reply,
-                         Clock::time_point delivered_at) override;
-  void SendDroppedReply(uint64_t generation, engine::CallId call, uint32_t xid,
-                        HandlerReply reply,
-                        Clock::time_point delivered_at) override;
-
   // Version two (server_v2.cc; server.h): UpdateProperties,
   // RequestPeerProperties, SendOptional from VersionTwoOperations.
-  // VersionTwoTarget: a handler's answer.
-  absl::Status OnConnection(
-      uint64_t generation,
-      absl::FunctionRef<absl::Status(Connection&)> op) override;
 
  private:
   friend class VersionTwoOperations<ServerConnection>;
@@ -107,58 +87,47 @@ class ServerConnection final
     bool ending = false;        // cancelled for its deadline
     Clock::time_point started;  // call_rtt
   };
-  struct Outcomes {
-    absl::InlinedVector<std::pair<Server::Callback, absl::StatusOr<Reply>>, 2>
-        completions;
-    absl::InlinedVector<HandlerJob, 4> calls;
-    absl::InlinedVector<ReleasingReply, 4> released;
-    std::vector<ReleasingReply> dropped;
-    std::optional<absl::Status> closed;  // ServerConnectionEvent::kClosed
-    bool retired = false;
-    // Version two's handlers and decisions (version_two_user.h).
-    std::vector<std::function<void()>> jobs;
-  };
+  using Outcomes = DriverOutcomes;
   template <typename Answer, typename Operation>
   absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
                                          std::chrono::milliseconds timeout);
 
-  void Work(bool readable);
-  // SendReply's work; with `dropped_xid`, the answer of a Responder dropped
-  // unanswered: nothing is said when the Server or the connection is gone,
-  // a warning when it is sent.
-  absl::Status Answer(engine::CallId call, HandlerReply reply,
-                      Clock::time_point delivered_at,
-                      std::optional<uint32_t> dropped_xid);
-  // The loop waits for what the endpoint now waits for (mu_ held).
-  void UpdateInterest();
-  void RunOutcomes(Outcomes& o);
-  // Outcomes of work done on another thread run on this connection's loop
-  // (see ChannelCore::Defer).
-  void Defer(Outcomes o);
-  void WakeBy(Clock::time_point when);
-  // With mu_ held.
+  // ConnectionDriver::Owner
+  std::weak_ptr<Owner> WeakOwner() override { return weak_from_this(); }
+  // A round, then what the Server learns of it: memory awaited or
+  // released, the connection retired.
   std::optional<Clock::time_point> Drive(Clock::time_point now, bool readable,
-                                         Outcomes& o);
-  void CollectUpcalls(Outcomes& o);
+                                         Outcomes& o) override;
+  void OnUpcall(engine::Action& action, Outcomes& o) override;
+  // The loop waits for what the endpoint now waits for (mu held).
+  void UpdateInterest() override;
+  void RunHandler(HandlerJob& job) override;
+  absl::Status Refuses(Use use) const override;
+  uint64_t budget_releases() const override;
+
+  // With the driver's mu held.
+  std::optional<Clock::time_point> DriveConnection(Clock::time_point now,
+                                                   bool readable, Outcomes& o);
+  // Tells the Server (after the round) whether calls await memory, and
+  // whether memory was released.
+  void ReportMemory(Outcomes& o);
   void EnforceLimits(Clock::time_point now);
   void ExpireBackward(Clock::time_point now);
   void Retire(Outcomes& o);
+  // ServerConnectionEvent::kClosed, once, after the calls that arrived.
+  void ReportClosed(Outcomes& o);
   absl::Status ClosedStatus() const;
 
   ServerCore* const server_;  // alive while this connection is registered
   const std::shared_ptr<ServerShared> shared_;
   const uint64_t id_;
-  runtime::EventLoop* const loop_;
   const std::chrono::milliseconds idle_timeout_;
   const std::chrono::milliseconds request_deadline_;
   const bool backchannel_enabled_;
-  const uint32_t busy_poll_us_;
 
-  mutable std::mutex mu_;
-  // The connection's upcalls, taken each round into the same vector.
-  std::vector<engine::Action> upcall_scratch_;
-  std::unique_ptr<Connection> conn_;  // null once retired
-  Counters final_counters_;           // once retired
+  // The lock, the connection (null once retired), the loop's rounds.
+  ConnectionDriver driver_;
+  Counters final_counters_;  // once retired
   IdleWatch idle_;
   AbandonedCallWatch abandoned_;
   uint64_t calls_in_progress_ = 0;  // delivered, reply not yet sent
@@ -166,13 +135,9 @@ class ServerConnection final
   std::string closed_why_;  // this side closed it for a limit
   std::optional<Clock::time_point> lost_since_;
   bool shutting_down_ = false;
-  bool registered_ = false;
   bool awaiting_memory_ = false;  // reported to the Server
   uint64_t budget_releases_seen_ = 0;
-  RepliesInFlight replies_;
-  VersionTwoUser v2_;
   absl::flat_hash_map<engine::CallId, Backward> backward_;
-  std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
 };
 
 // Instantiated in server_v2.cc, beside ServerConnection::AwaitVersionTwo.

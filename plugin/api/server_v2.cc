@@ -16,52 +16,9 @@ namespace api_internal {
 template <typename Answer, typename Operation>
 absl::StatusOr<Answer> ServerConnection::AwaitVersionTwo(
     Operation start, std::chrono::milliseconds timeout) {
-  std::optional<VersionTwoUser::Wait<Answer>> wait;
-  std::optional<Clock::time_point> wake;
-  Outcomes o;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (conn_ == nullptr || conn_->disconnected() || shutting_down_) {
-      return absl::NotFoundError(absl::StrCat("server: no connection ", id_));
-    }
-    absl::StatusOr<VersionTwoUser::Wait<Answer>> started = start(*conn_);
-    if (!started.ok()) return started.status();
-    wait = *std::move(started);
-    conn_->Poll();
-    CollectUpcalls(o);
-    wake = conn_->poll_deadline();
-    UpdateInterest();
-  }
-  Defer(std::move(o));
-  if (wake) WakeBy(*wake);
-  if (wait->answer.wait_for(timeout) != std::future_status::ready) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (v2_.Forget(wait->xid)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("server: no answer from the client on connection ", id_,
-                       " within ", timeout.count(), " ms"));
-    }
-  }
-  return wait->answer.get();
-}
-
-absl::Status ServerConnection::OnConnection(
-    uint64_t /*generation*/, absl::FunctionRef<absl::Status(Connection&)> op) {
-  Outcomes o;
-  absl::Status s;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (conn_ == nullptr || conn_->disconnected()) {
-      return absl::UnavailableError(
-          absl::StrCat("server: connection ", id_, " is gone"));
-    }
-    s = op(*conn_);
-    conn_->Poll();
-    CollectUpcalls(o);
-    UpdateInterest();
-  }
-  Defer(std::move(o));
-  return s;
+  return driver_.AwaitVersionTwo<Answer>(
+      std::move(start), timeout,
+      absl::StrCat("server: no answer from the client on connection ", id_));
 }
 
 absl::StatusOr<std::shared_ptr<ServerConnection>> ServerCore::Find(

@@ -7,7 +7,6 @@
 #include "absl/strings/strip.h"
 #include "plugin/api/connection.h"
 #include "plugin/fabric/address.h"
-#include "plugin/fabric/soft/soft_socket.h"
 #include "rpcrdma/address.h"
 
 namespace rpcrdma::api_internal {
@@ -60,6 +59,17 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   return out;
 }
 
+fabric::FabricKind FabricKindOf(const ParsedUri& uri) {
+  switch (uri.fabric) {
+    case config::TransportConfig::VERBS:
+      return fabric::FabricKind::kVerbs;
+    case config::TransportConfig::SOFT_TCP:
+      return fabric::FabricKind::kSoftTcp;
+    default:
+      return fabric::FabricKind::kSoftUnix;
+  }
+}
+
 }  // namespace rpcrdma::api_internal
 
 namespace rpcrdma {
@@ -67,23 +77,13 @@ namespace rpcrdma {
 absl::StatusOr<SocketAddress> ResolveUriAddress(absl::string_view uri) {
   absl::StatusOr<api_internal::ParsedUri> parsed = api_internal::ParseUri(uri);
   if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<fabric::ResolvedAddress> resolved =
+      fabric::ResolveConnectAddress(api_internal::FabricKindOf(*parsed),
+                                    parsed->address);
+  if (!resolved.ok()) return resolved.status();
   SocketAddress out;
-  if (parsed->fabric == config::TransportConfig::VERBS) {
-    absl::StatusOr<fabric::HostPort> host_port =
-        fabric::ParseHostPort(parsed->address);
-    if (!host_port.ok()) return host_port.status();
-    absl::StatusOr<fabric::ResolvedAddress> resolved =
-        fabric::ResolveHostPort(*host_port, /*passive=*/false);
-    if (!resolved.ok()) return resolved.status();
-    std::memcpy(&out.storage, &resolved->storage, resolved->length);
-    out.length = resolved->length;
-    return out;
-  }
-  absl::StatusOr<fabric::soft::SocketAddress> soft =
-      fabric::soft::ParseAddress(parsed->address, /*passive=*/false);
-  if (!soft.ok()) return soft.status();
-  std::memcpy(&out.storage, &soft->storage, soft->length);
-  out.length = soft->length;
+  std::memcpy(&out.storage, &resolved->storage, resolved->length);
+  out.length = resolved->length;
   return out;
 }
 

@@ -90,9 +90,9 @@ class VersionTwoUser {
 
 // The blocking operations of rpcrdma/version_two.h that a Channel and a
 // Server's connection share, for an Owner (ChannelCore, ServerConnection)
-// that has a VersionTwoUser `v2_` and an `AwaitVersionTwo<Answer>(start,
-// timeout)`, which starts the operation under the owner's lock and waits
-// for the peer's answer (each owner locks and reports its own way). The
+// that has a ConnectionDriver `driver_` and an `AwaitVersionTwo<Answer>(start,
+// timeout)`, which starts the operation through the driver and waits for
+// the peer's answer (ConnectionDriver::AwaitVersionTwo). The
 // owner befriends this class; each owner's .cc, where its AwaitVersionTwo
 // is defined, instantiates it explicitly.
 template <typename Owner>
@@ -119,7 +119,8 @@ absl::Status VersionTwoOperations<Owner>::UpdateProperties(
   absl::StatusOr<engine::PropertiesAnswered> answer =
       owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
-            return owner().v2_.Update(c, std::move(properties));
+            return owner().driver_.version_two().Update(c,
+                                                        std::move(properties));
           },
           timeout);
   if (!answer.ok()) return answer.status();
@@ -134,7 +135,8 @@ VersionTwoOperations<Owner>::RequestPeerProperties(
   absl::StatusOr<engine::PropertiesAnswered> answer =
       owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
-            return owner().v2_.Request(c, std::move(properties));
+            return owner().driver_.version_two().Request(c,
+                                                         std::move(properties));
           },
           timeout);
   if (!answer.ok()) return answer.status();
@@ -148,7 +150,8 @@ absl::StatusOr<OptionalMessage> VersionTwoOperations<Owner>::SendOptional(
   absl::StatusOr<engine::OptionalAnswered> answer =
       owner().template AwaitVersionTwo<engine::OptionalAnswered>(
           [&](Connection& c) {
-            return owner().v2_.Optional(c, std::move(message));
+            return owner().driver_.version_two().Optional(c,
+                                                          std::move(message));
           },
           timeout);
   if (!answer.ok()) return answer.status();

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "plugin/api/connection.h"
+#include "plugin/fabric/fabric_factory_testing.h"
 #include "plugin/log/logging.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
@@ -74,7 +75,7 @@ class LogTest : public ::testing::Test {
     SetMinLogSeverity(LogSeverity::kInfo);
   }
   void TearDown() override {
-    api_internal::SetSoftFabricOptionsForTesting(std::nullopt);
+    fabric::SetSoftFabricOptionsForTesting(std::nullopt);
     SetMinLogSeverity(LogSeverity::kWarning);
     SetLogSink(nullptr);
   }
@@ -97,7 +98,7 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
   // connection, as a broken link would; the Channel reconnects.
   fabric::SoftFabricOptions faults;
   faults.break_at_operation = 2;
-  api_internal::SetSoftFabricOptionsForTesting(faults);
+  fabric::SetSoftFabricOptionsForTesting(faults);
   const config::TransportConfig config = FastReconnect();
   auto server = Server::Create(
       "soft+tcp://127.0.0.1:0", config, [](IncomingCall call, Responder r) {
@@ -106,7 +107,7 @@ TEST_F(LogTest, SinkReceivesConnectionLossAndReconnectWithCause) {
         (void)r.Send(std::move(reply));
       });
   ASSERT_TRUE(server.ok()) << server.status();
-  api_internal::SetSoftFabricOptionsForTesting(std::nullopt);
+  fabric::SetSoftFabricOptionsForTesting(std::nullopt);
   auto channel = Channel::Create((*server)->uri(), config);
   ASSERT_TRUE(channel.ok()) << channel.status();
   ASSERT_TRUE(sink_->Await({"connection up", "version 1"}));
