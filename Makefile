@@ -5,7 +5,7 @@
 #   make test-sanitize   the tests under AddressSanitizer + UBSan (clang)
 #   make test-gcc        the tests built by GCC, then its packages checked
 #                        as install-check does
-#   make package         the Debian packages (librpcrdma0, librpcrdma-dev,
+#   make package         the Debian packages (librpcrdma1, librpcrdma-dev,
 #                        rpcrdma-tools) in $(PKG_BUILD_DIR)
 #   make install-check   the consumer example against the installed tree
 #                        and the unpacked packages

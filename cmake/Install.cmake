@@ -34,7 +34,7 @@ install(FILES ${rpcrdma_public_headers}
 install(EXPORT rpcrdmaTargets NAMESPACE rpcrdma::
         DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT dev)
 
-# The ONC RPC adapter: librpcrdma_oncrpc.so.0 (component `oncrpc`, its own
+# The ONC RPC adapter: librpcrdma_oncrpc.so.1 (component `oncrpc`, its own
 # package), its headers as <rpcrdma/oncrpc/...> and its CMake targets in a
 # file of their own that rpcrdmaConfig.cmake includes (rpcrdma::oncrpc,
 # find_package(rpcrdma COMPONENTS oncrpc)).

@@ -1,4 +1,4 @@
-# The one library consumers link: rpcrdma (shared, SONAME librpcrdma.so.0)
+# The one library consumers link: rpcrdma (shared, SONAME librpcrdma.so.1)
 # and rpcrdma_static (librpcrdma.a), made of the objects of the layer
 # libraries (plugin/*) that rpcrdma_api links, found by walking its link
 # graph so that a new layer joins by being linked. The layers stay static
@@ -57,7 +57,7 @@ set(rpcrdma_public_include_dirs
 
 add_library(rpcrdma SHARED ${rpcrdma_objects})
 set_target_properties(rpcrdma PROPERTIES VERSION ${PROJECT_VERSION}
-                                         SOVERSION ${PROJECT_VERSION_MAJOR}
+                                         SOVERSION ${RPCRDMA_ABI_VERSION}
                                          EXPORT_NAME rpcrdma)
 target_include_directories(rpcrdma INTERFACE ${rpcrdma_public_include_dirs})
 target_link_libraries(rpcrdma PUBLIC ${RPCRDMA_PUBLIC_DEPS}

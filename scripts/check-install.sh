@@ -10,9 +10,9 @@
 #      runs it; it includes examples/kv_store.cc, the program of
 #      docs/writing-an-rpc-program.md, which so builds from installed
 #      headers alone;
-#   3. checks the Debian packages (librpcrdma0, librpcrdma-oncrpc0,
-#      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift0,
-#      librpcrdma-thrift-dev, librpcrdma-prometheus0,
+#   3. checks the Debian packages (librpcrdma1, librpcrdma-oncrpc1,
+#      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift1,
+#      librpcrdma-thrift-dev, librpcrdma-prometheus1,
 #      librpcrdma-prometheus-dev), unpacks them into a temporary root and
 #      builds and runs the consumer against that root the same ways; the
 #      installed and packaged tools answer --help. The consumer's Thrift and
@@ -111,7 +111,7 @@ check_tree() {
   local prefix=$1 libdir=$1/lib/$arch
   local soname
   soname=$(readelf -d "$libdir/librpcrdma.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-  [ "$soname" = "librpcrdma.so.0" ] || fail "SONAME is '$soname', not librpcrdma.so.0"
+  [ "$soname" = "librpcrdma.so.1" ] || fail "SONAME is '$soname', not librpcrdma.so.1"
   [ -f "$libdir/librpcrdma.a" ] || fail "no librpcrdma.a in $libdir"
   if readelf -d "$libdir/librpcrdma.so" | grep -q 'libpcap'; then
     fail "librpcrdma.so needs libpcap"
@@ -125,8 +125,8 @@ check_tree() {
   done
   soname=$(readelf -d "$libdir/librpcrdma_oncrpc.so" |
     sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-  [ "$soname" = "librpcrdma_oncrpc.so.0" ] ||
-    fail "SONAME is '$soname', not librpcrdma_oncrpc.so.0"
+  [ "$soname" = "librpcrdma_oncrpc.so.1" ] ||
+    fail "SONAME is '$soname', not librpcrdma_oncrpc.so.1"
   # The ONC RPC adapter's headers serve C programs as well as C++ ones.
   for header in "$prefix"/include/rpcrdma/oncrpc/*.h; do
     echo "#include <rpcrdma/oncrpc/$(basename "$header")>" |
@@ -141,15 +141,15 @@ check_tree() {
   done
   local thrift_soname
   thrift_soname=$(readelf -d "$libdir/librpcrdma_thrift.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-  [ "$thrift_soname" = "librpcrdma_thrift.so.0" ] ||
-    fail "SONAME is '$thrift_soname', not librpcrdma_thrift.so.0"
+  [ "$thrift_soname" = "librpcrdma_thrift.so.1" ] ||
+    fail "SONAME is '$thrift_soname', not librpcrdma_thrift.so.1"
   local prometheus_soname
   prometheus_soname=$(readelf -d "$libdir/librpcrdma_prometheus.so" |
     sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-  [ "$prometheus_soname" = "librpcrdma_prometheus.so.0" ] ||
-    fail "SONAME is '$prometheus_soname', not librpcrdma_prometheus.so.0"
+  [ "$prometheus_soname" = "librpcrdma_prometheus.so.1" ] ||
+    fail "SONAME is '$prometheus_soname', not librpcrdma_prometheus.so.1"
   # A program's run path does not serve the libraries it loads: each
-  # library that needs librpcrdma.so.0 finds it beside itself.
+  # library that needs librpcrdma.so.1 finds it beside itself.
   for library in librpcrdma_oncrpc librpcrdma_thrift librpcrdma_prometheus; do
     readelf -d "$libdir/$library.so" | grep -q 'R.*PATH.*\$ORIGIN' ||
       fail "$library.so has no \$ORIGIN run path"
@@ -167,21 +167,21 @@ PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
 plain_pkgconfig stage "$work/stage"
 
 step "Debian packages"
-for package in librpcrdma0 librpcrdma-oncrpc0 librpcrdma-dev rpcrdma-tools \
-               librpcrdma-thrift0 librpcrdma-thrift-dev \
-               librpcrdma-prometheus0 librpcrdma-prometheus-dev; do
+for package in librpcrdma1 librpcrdma-oncrpc1 librpcrdma-dev rpcrdma-tools \
+               librpcrdma-thrift1 librpcrdma-thrift-dev \
+               librpcrdma-prometheus1 librpcrdma-prometheus-dev; do
   deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
   dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
   dpkg-deb -x "$deb" "$work/debroot"
 done
-dpkg-deb -f "$build/librpcrdma0_${version}"_*.deb Depends | grep -q libibverbs1 ||
-  fail "librpcrdma0 does not depend on libibverbs1"
+dpkg-deb -f "$build/librpcrdma1_${version}"_*.deb Depends | grep -q libibverbs1 ||
+  fail "librpcrdma1 does not depend on libibverbs1"
 dpkg-deb -f "$build/librpcrdma-dev_${version}"_*.deb Depends | grep -q libabsl-dev ||
   fail "librpcrdma-dev does not depend on libabsl-dev"
-dpkg-deb -f "$build/librpcrdma-oncrpc0_${version}"_*.deb Depends |
-  grep -q "librpcrdma0 (= $version)" ||
-  fail "librpcrdma-oncrpc0 does not depend on librpcrdma0 (= $version)"
+dpkg-deb -f "$build/librpcrdma-oncrpc1_${version}"_*.deb Depends |
+  grep -q "librpcrdma1 (= $version)" ||
+  fail "librpcrdma-oncrpc1 does not depend on librpcrdma1 (= $version)"
 for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
   [ -x "$work/debroot/usr/bin/$tool" ] || fail "rpcrdma-tools has no $tool"
   "$work/debroot/usr/bin/$tool" --help > /dev/null ||
@@ -191,10 +191,10 @@ for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
 done
 check_tree "$work/debroot/usr"
 docs_name_installed_files "$work/debroot/usr"
-dpkg-deb -f "$build/librpcrdma-thrift0_${version}"_*.deb Depends | grep -q libthrift ||
-  fail "librpcrdma-thrift0 does not depend on libthrift"
-dpkg-deb -f "$build/librpcrdma-prometheus0_${version}"_*.deb Depends |
-  grep -q libmicrohttpd || fail "librpcrdma-prometheus0 does not depend on libmicrohttpd"
+dpkg-deb -f "$build/librpcrdma-thrift1_${version}"_*.deb Depends | grep -q libthrift ||
+  fail "librpcrdma-thrift1 does not depend on libthrift"
+dpkg-deb -f "$build/librpcrdma-prometheus1_${version}"_*.deb Depends |
+  grep -q libmicrohttpd || fail "librpcrdma-prometheus1 does not depend on libmicrohttpd"
 consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON
 PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \
   consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON \

@@ -1,7 +1,7 @@
 // An optional Prometheus exporter for Channels and Servers, in its own
-// library: librpcrdma_prometheus.so.0 (CMake: find_package(rpcrdma
+// library: librpcrdma_prometheus.so.1 (CMake: find_package(rpcrdma
 // COMPONENTS prometheus), target rpcrdma::prometheus; pkg-config:
-// rpcrdma-prometheus; Debian: librpcrdma-prometheus0). It serves the text
+// rpcrdma-prometheus; Debian: librpcrdma-prometheus1). It serves the text
 // exposition format over HTTP at /metrics, reading Channel::metrics() and
 // Server::metrics() when scraped: nothing is copied per call. Beside it,
 // /status is a page for people: each registered Channel and Server with
