@@ -6,51 +6,7 @@
 #include "rpcrdma/rpc_msg.h"
 
 namespace rpcrdma::bench::hostile {
-namespace {
-
-void PutU8(std::vector<uint8_t>& out, uint8_t v) { out.push_back(v); }
-void PutU16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int shift : {24, 16, 8, 0}) {
-    out.push_back(static_cast<uint8_t>(v >> shift));
-  }
-}
-
-// Strict TBinaryProtocol: version 1, T_CALL; the name; sequence id 1.
-void PutCallHeader(std::vector<uint8_t>& out, const std::string& method) {
-  PutU32(out, 0x80010001u);
-  PutU32(out, static_cast<uint32_t>(method.size()));
-  out.insert(out.end(), method.begin(), method.end());
-  PutU32(out, 1);
-}
-
-}  // namespace
-
-std::vector<uint8_t> ListHeaderCall(const std::string& method, uint8_t element,
-                                    uint32_t count) {
-  constexpr uint8_t kList = 15;
-  std::vector<uint8_t> out;
-  PutCallHeader(out, method);
-  PutU8(out, kList);
-  PutU16(out, 1);
-  PutU8(out, element);
-  PutU32(out, count);
-  return out;
-}
-
-std::vector<uint8_t> EchoCall(size_t size) {
-  std::vector<uint8_t> out;
-  PutCallHeader(out, "echo");
-  PutU8(out, kThriftString);
-  PutU16(out, 1);
-  PutU32(out, static_cast<uint32_t>(size));
-  out.insert(out.end(), size, 0x5a);
-  PutU8(out, 0);  // T_STOP of the arguments
-  return out;
-}
+using thrift::test::PutU32;
 
 absl::StatusOr<std::unique_ptr<RawBridgeClient>> RawBridgeClient::Connect(
     const std::string& uri) {

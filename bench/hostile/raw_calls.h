@@ -15,18 +15,16 @@
 #include "absl/types/span.h"
 #include "bridge/wire/thrift_xdr.h"
 #include "rpcrdma/channel.h"
+#include "tests/thrift/raw_binary_protocol.h"
 
 namespace rpcrdma::bench::hostile {
 
-inline constexpr uint8_t kThriftI32 = 8;
-inline constexpr uint8_t kThriftString = 11;
-
-// A T_CALL of `method` whose field 1 is a list header claiming `count`
-// elements of `element` type, and nothing after it.
-std::vector<uint8_t> ListHeaderCall(const std::string& method, uint8_t element,
-                                    uint32_t count);
-// A complete Store.echo call carrying `size` octets.
-std::vector<uint8_t> EchoCall(size_t size);
+// The Thrift messages themselves (tests/thrift's, shared with the bridge's
+// hostile tests).
+using thrift::test::EchoCall;
+using thrift::test::ListHeaderCall;
+inline constexpr uint8_t kThriftI32 = thrift::test::kTypeI32;
+inline constexpr uint8_t kThriftString = thrift::test::kTypeString;
 
 // A client of the bridge's program on a Channel of its own.
 class RawBridgeClient {

@@ -30,6 +30,7 @@
 #include "tests/api/process_stats.h"
 #include "tests/testing/sanitizer.h"
 #include "tests/thrift/harness.h"
+#include "tests/thrift/raw_binary_protocol.h"
 
 namespace rpcrdma::thrift::test {
 namespace {
@@ -37,35 +38,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using process_stats::ProcValue;
 using ::rpcrdma::testing::kUnderSanitizer;
-
-// Thrift's TBinaryProtocol (strict) from scratch.
-void PutU8(std::vector<uint8_t>& out, uint8_t v) { out.push_back(v); }
-void PutU16(std::vector<uint8_t>& out, uint16_t v) {
-  out.push_back(static_cast<uint8_t>(v >> 8));
-  out.push_back(static_cast<uint8_t>(v));
-}
-void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int shift : {24, 16, 8, 0}) {
-    out.push_back(static_cast<uint8_t>(v >> shift));
-  }
-}
-constexpr uint8_t kTypeList = 15, kTypeString = 11;
-
-// A strict TBinaryProtocol T_CALL header of `name`, then field 1 as a
-// list of `count` elements of `element` type and nothing after it.
-std::vector<uint8_t> ListHeaderCall(const std::string& name, uint8_t element,
-                                    uint32_t count) {
-  std::vector<uint8_t> out;
-  PutU32(out, 0x80010001u);  // version 1, T_CALL
-  PutU32(out, static_cast<uint32_t>(name.size()));
-  out.insert(out.end(), name.begin(), name.end());
-  PutU32(out, 1);  // seqid
-  PutU8(out, kTypeList);
-  PutU16(out, 1);
-  PutU8(out, element);
-  PutU32(out, count);
-  return out;
-}
 
 // A raw client of the bridge program: THRIFT_CALL and friends built here.
 class RawClient {
@@ -305,8 +277,6 @@ INSTANTIATE_TEST_SUITE_P(Thrift, HostileCall,
 
 // ---- Tiny messages, huge allocations ----------------------------------------
 
-constexpr uint8_t kTypeI32 = 8;
-
 // Peak resident size of this process (VmHWM), after resetting it to the
 // current resident size (/proc/self/clear_refs "5"); 0 when the peak
 // cannot be reset or read.
@@ -369,10 +339,7 @@ TEST_P(HostileCall, ContainerLargerThanItsMessageIsRefusedUnallocated) {
 // octets and carries none.
 std::vector<uint8_t> EchoClaimCall(uint32_t claimed) {
   std::vector<uint8_t> out;
-  PutU32(out, 0x80010001u);
-  PutU32(out, 4);
-  for (char c : std::string("echo")) out.push_back(static_cast<uint8_t>(c));
-  PutU32(out, 1);
+  PutCallHeader(out, "echo");
   PutU8(out, kTypeString);
   PutU16(out, 1);
   PutU32(out, claimed);
@@ -394,21 +361,6 @@ TEST_P(HostileCall, StringLongerThanItsMessageIsRefusedUnallocated) {
 }
 
 // ---- Deferred replies -------------------------------------------------------
-
-// A strict TBinaryProtocol call of Store.echo with `size` octets of data.
-std::vector<uint8_t> EchoCall(size_t size) {
-  std::vector<uint8_t> out;
-  PutU32(out, 0x80010001u);
-  PutU32(out, 4);
-  for (char c : std::string("echo")) out.push_back(static_cast<uint8_t>(c));
-  PutU32(out, 1);
-  PutU8(out, kTypeString);
-  PutU16(out, 1);
-  PutU32(out, static_cast<uint32_t>(size));
-  out.insert(out.end(), size, 0x5a);
-  PutU8(out, 0);  // T_STOP of the arguments
-  return out;
-}
 
 const Setup kRdmaBinary{ServerKind::kRdma, ProtocolKind::kBinary,
                         Wrapper::kPlain, Fabric::kUnix};
