@@ -120,26 +120,28 @@ uint32_t Id(const char* text, const char* option) {
   return static_cast<uint32_t>(id);
 }
 
+// getopt_long's table of the options above.
+constexpr option kLongOptions[] = {
+    {"export", required_argument, nullptr, 'e'},
+    {"alias", required_argument, nullptr, 'a'},
+    {"nfs", required_argument, nullptr, 'n'},
+    {"nfs-tcp-port", required_argument, nullptr, 't'},
+    {"mount-port", required_argument, nullptr, 'm'},
+    {"threads", required_argument, nullptr, 'j'},
+    {"config", required_argument, nullptr, 'c'},
+    {"rsize", required_argument, nullptr, 'r'},
+    {"no-root-squash", no_argument, nullptr, 'R'},
+    {"all-squash", no_argument, nullptr, 'A'},
+    {"anonuid", required_argument, nullptr, 'u'},
+    {"anongid", required_argument, nullptr, 'g'},
+    {"listen", required_argument, nullptr, 'l'},
+    {"client", required_argument, nullptr, 'C'},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0}};
+
 Options Parse(int argc, char** argv) {
-  static const option kLong[] = {
-      {"export", required_argument, nullptr, 'e'},
-      {"alias", required_argument, nullptr, 'a'},
-      {"nfs", required_argument, nullptr, 'n'},
-      {"nfs-tcp-port", required_argument, nullptr, 't'},
-      {"mount-port", required_argument, nullptr, 'm'},
-      {"threads", required_argument, nullptr, 'j'},
-      {"config", required_argument, nullptr, 'c'},
-      {"rsize", required_argument, nullptr, 'r'},
-      {"no-root-squash", no_argument, nullptr, 'R'},
-      {"all-squash", no_argument, nullptr, 'A'},
-      {"anonuid", required_argument, nullptr, 'u'},
-      {"anongid", required_argument, nullptr, 'g'},
-      {"listen", required_argument, nullptr, 'l'},
-      {"client", required_argument, nullptr, 'C'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
   Options o;
-  for (int c; (c = getopt_long(argc, argv, "", kLong, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, "", kLongOptions, nullptr)) != -1;) {
     switch (c) {
       case 'e':
         o.export_path = optarg;
@@ -287,16 +289,103 @@ void PrintCounters(const std::vector<SVCXPRT*>& listeners) {
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options options = Parse(argc, argv);
-  // Signals are taken by one thread (below), not by the dispatchers.
+// Signals are taken by one thread (HandleSignals), not by the dispatchers:
+// every thread started after this inherits the mask.
+sigset_t BlockServiceSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+// The adapter's configuration: --config's file if given, NFSv3's DDP
+// binding unless that file gives one, and the connection log.
+absl::StatusOr<AdapterConfig> AdapterConfigFor(const Options& options) {
+  AdapterConfig config;
+  if (!options.config_path.empty()) {
+    absl::StatusOr<AdapterConfig> loaded =
+        AdapterConfig::Load(options.config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  // RFC 8267 §4: READ data into the write chunk a call offers, WRITE data
+  // from its read chunk, READDIR(PLUS) and READLINK through its reply
+  // chunk.
+  config.policies.try_emplace({NFS_PROGRAM, NFS_V3},
+                              DdpPolicy::Nfs3(options.rsize));
+  config.on_connection = NoteConnection;
+  return config;
+}
+
+// An RDMA listener at `uri` serving NFSv3 on `threads` dispatch threads,
+// or nullptr once it has said why it cannot.
+SVCXPRT* ServeNfsOverRdma(const std::string& uri, const AdapterConfig& config,
+                          unsigned threads) {
+  absl::StatusOr<SVCXPRT*> xprt =
+      rpcrdma::oncrpc::CreateServerTransport(uri, config);
+  if (!xprt.ok()) {
+    std::fprintf(stderr, "nfs3d: %s: %s\n", uri.c_str(),
+                 xprt.status().ToString().c_str());
+    return nullptr;
+  }
+  // A call a client sends again after a reconnect must not run twice:
+  // the non-idempotent procedures' replies are kept (as nfsd's cache
+  // keeps them).
+  const rpcproc_t kNonIdempotent[] = {
+      NFSPROC3_SETATTR, NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_MKDIR,
+      NFSPROC3_SYMLINK, NFSPROC3_MKNOD, NFSPROC3_REMOVE, NFSPROC3_RMDIR,
+      NFSPROC3_RENAME,  NFSPROC3_LINK,  NFSPROC3_COMMIT};
+  if (!svc_rdma_enablecache(*xprt, 1024, 0) ||
+      !svc_rdma_cache_only(*xprt, NFS_PROGRAM, NFS_V3, kNonIdempotent,
+                           sizeof kNonIdempotent / sizeof *kNonIdempotent) ||
+      !svc_reg(*xprt, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
+      !svc_rdma_run_threads(*xprt, threads)) {
+    std::fprintf(stderr, "nfs3d: cannot serve %s\n", uri.c_str());
+    return nullptr;
+  }
+  return *xprt;
+}
+
+// The line the tests and scripts wait for: every listener is serving.
+void PrintReady(const Options& options,
+                const std::vector<SVCXPRT*>& listeners) {
+  std::printf("nfs3d: ready export=%s mount_port=%d",
+              options.export_path.c_str(), options.mount_port);
+  for (SVCXPRT* xprt : listeners) std::printf(" nfs=%s", svc_rdma_uri(xprt));
+  if (options.nfs_tcp_port != 0) {
+    std::printf(" nfs_tcp_port=%d", options.nfs_tcp_port);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// SIGUSR2 drops the connections, SIGUSR1 prints the counters, SIGTERM and
+// SIGINT print them and end the process.
+void HandleSignals(const sigset_t& signals,
+                   const std::vector<SVCXPRT*>& listeners) {
+  for (;;) {
+    int signal_number = 0;
+    if (sigwait(&signals, &signal_number) != 0) continue;
+    if (signal_number == SIGUSR2) {
+      DropConnections(listeners);
+      continue;
+    }
+    PrintCounters(listeners);
+    if (signal_number == SIGUSR1) continue;
+    // Stopping: each listener's Server closes its connections and its
+    // capture file (capture_path), whose last frames are lost otherwise.
+    for (SVCXPRT* xprt : listeners) svc_destroy(xprt);
+    std::_Exit(0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = Parse(argc, argv);
+  const sigset_t signals = BlockServiceSignals();
 
   absl::StatusOr<std::unique_ptr<rpcrdma::nfs3d::Export>> exported =
       rpcrdma::nfs3d::Export::Open(options.export_path);
@@ -320,23 +409,11 @@ int main(int argc, char** argv) {
                                  options.export_options);
   rpcrdma::nfs3d::Nfs3Server::Install(&nfs);
 
-  AdapterConfig config;
-  if (!options.config_path.empty()) {
-    absl::StatusOr<AdapterConfig> loaded =
-        AdapterConfig::Load(options.config_path);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "nfs3d: %s\n", loaded.status().ToString().c_str());
-      return 1;
-    }
-    config = *std::move(loaded);
+  const absl::StatusOr<AdapterConfig> config = AdapterConfigFor(options);
+  if (!config.ok()) {
+    std::fprintf(stderr, "nfs3d: %s\n", config.status().ToString().c_str());
+    return 1;
   }
-  // RFC 8267 §4: READ data into the write chunk a call offers, WRITE data
-  // from its read chunk, READDIR(PLUS) and READLINK through its reply
-  // chunk.
-  config.policies.try_emplace({NFS_PROGRAM, NFS_V3},
-                              DdpPolicy::Nfs3(options.rsize));
-  config.on_connection = NoteConnection;
-
   ServeTcp(options.listen_address, options.mount_port, MOUNT_PROGRAM, MOUNT_V3,
            mount_program_3);
   if (options.nfs_tcp_port != 0) {
@@ -345,57 +422,13 @@ int main(int argc, char** argv) {
   }
   std::vector<SVCXPRT*> listeners;
   for (const std::string& uri : options.nfs_uris) {
-    absl::StatusOr<SVCXPRT*> xprt =
-        rpcrdma::oncrpc::CreateServerTransport(uri, config);
-    if (!xprt.ok()) {
-      std::fprintf(stderr, "nfs3d: %s: %s\n", uri.c_str(),
-                   xprt.status().ToString().c_str());
-      return 1;
-    }
-    // A call a client sends again after a reconnect must not run twice:
-    // the non-idempotent procedures' replies are kept (as nfsd's cache
-    // keeps them).
-    const rpcproc_t kNonIdempotent[] = {
-        NFSPROC3_SETATTR, NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_MKDIR,
-        NFSPROC3_SYMLINK, NFSPROC3_MKNOD, NFSPROC3_REMOVE, NFSPROC3_RMDIR,
-        NFSPROC3_RENAME,  NFSPROC3_LINK,  NFSPROC3_COMMIT};
-    if (!svc_rdma_enablecache(*xprt, 1024, 0) ||
-        !svc_rdma_cache_only(*xprt, NFS_PROGRAM, NFS_V3, kNonIdempotent,
-                             sizeof kNonIdempotent / sizeof *kNonIdempotent) ||
-        !svc_reg(*xprt, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
-        !svc_rdma_run_threads(*xprt, options.threads)) {
-      std::fprintf(stderr, "nfs3d: cannot serve %s\n", uri.c_str());
-      return 1;
-    }
-    listeners.push_back(*xprt);
+    SVCXPRT* xprt = ServeNfsOverRdma(uri, *config, options.threads);
+    if (xprt == nullptr) return 1;
+    listeners.push_back(xprt);
   }
+  PrintReady(options, listeners);
 
-  std::printf("nfs3d: ready export=%s mount_port=%d",
-              options.export_path.c_str(), options.mount_port);
-  for (SVCXPRT* xprt : listeners) std::printf(" nfs=%s", svc_rdma_uri(xprt));
-  if (options.nfs_tcp_port != 0) {
-    std::printf(" nfs_tcp_port=%d", options.nfs_tcp_port);
-  }
-  std::printf("\n");
-  std::fflush(stdout);
-
-  std::thread signal_thread([&] {
-    for (;;) {
-      int signal_number = 0;
-      if (sigwait(&signals, &signal_number) != 0) continue;
-      if (signal_number == SIGUSR2) {
-        DropConnections(listeners);
-        continue;
-      }
-      PrintCounters(listeners);
-      if (signal_number == SIGUSR1) continue;
-      // Stopping: each listener's Server closes its connections and its
-      // capture file (capture_path), whose last frames are lost otherwise.
-      for (SVCXPRT* xprt : listeners) svc_destroy(xprt);
-      std::_Exit(0);
-    }
-  });
-  signal_thread.detach();
+  std::thread(HandleSignals, signals, listeners).detach();
   svc_run();  // the TCP transports; the RDMA ones have their threads
   return 0;
 }

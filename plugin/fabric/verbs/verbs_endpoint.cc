@@ -36,6 +36,43 @@ bool ReceiveInvalidated(const ibv_wc& wc, const Domain& domain) {
          domain.HasWindow(wc.invalidated_rkey);
 }
 
+// Whether the endpoint invalidates with memory windows (type 2, which
+// the peer may invalidate remotely) or with a registration per buffer.
+bool UsesMemoryWindows(WindowMode mode, const ibv_device_attr& dev) {
+  const auto cap_flags = static_cast<uint64_t>(dev.device_cap_flags);
+  const bool has_windows = (cap_flags & IBV_DEVICE_MEM_WINDOW) != 0 &&
+                           (cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+                                         IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+  switch (mode) {
+    case WindowMode::kAuto:
+      return has_windows;
+    case WindowMode::kMemoryWindows:
+      return true;
+    case WindowMode::kRegistrations:
+      return false;
+  }
+  return false;
+}
+
+// The queue pair asked for: the endpoint's options within the device's
+// limits, at least one of each.
+ibv_qp_cap QueuePairCapsFor(const EndpointOptions& options,
+                            const ibv_device_attr& dev,
+                            const VerbsFabricOptions& fabric_options) {
+  ibv_qp_cap cap;
+  std::memset(&cap, 0, sizeof(cap));
+  cap.max_send_wr =
+      std::max<uint32_t>(Clamp(options.send_queue_depth, dev.max_qp_wr), 1);
+  cap.max_recv_wr =
+      std::max<uint32_t>(Clamp(options.recv_queue_depth, dev.max_qp_wr), 1);
+  cap.max_send_sge =
+      std::max<uint32_t>(Clamp(options.max_send_sge, dev.max_sge), 1);
+  cap.max_recv_sge =
+      std::max<uint32_t>(Clamp(options.max_recv_sge, dev.max_sge), 1);
+  cap.max_inline_data = fabric_options.max_inline_data;
+  return cap;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VerbsEndpoint>> VerbsEndpoint::Create(
@@ -105,58 +142,62 @@ absl::Status VerbsEndpoint::InitVerbs(const EndpointOptions& options) {
   if (int rc = ibv_query_port(context, id_->port_num, &port); rc != 0) {
     return VerbError("ibv_query_port", rc);
   }
-  const auto cap_flags = static_cast<uint64_t>(dev.device_cap_flags);
-  const bool has_windows = (cap_flags & IBV_DEVICE_MEM_WINDOW) != 0 &&
-                           (cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-                                         IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
-  bool memory_windows = false;
-  switch (fabric_options_.windows) {
-    case WindowMode::kAuto:
-      memory_windows = has_windows;
-      break;
-    case WindowMode::kMemoryWindows:
-      memory_windows = true;
-      break;
-    case WindowMode::kRegistrations:
-      memory_windows = false;
-      break;
-  }
+  const bool memory_windows = UsesMemoryWindows(fabric_options_.windows, dev);
   absl::StatusOr<std::shared_ptr<Domain>> domain =
       Domain::Create(context, memory_windows);
   if (!domain.ok()) return domain.status();
   domain_ = *std::move(domain);
 
+  const ibv_qp_cap asked = QueuePairCapsFor(options, dev, fabric_options_);
+  const int cqe = static_cast<int>(
+      std::min<uint64_t>(uint64_t{asked.max_send_wr} + asked.max_recv_wr,
+                         static_cast<uint64_t>(std::max(dev.max_cqe, 1))));
+  if (absl::Status s = CreateCompletionQueue(context, cqe); !s.ok()) return s;
+  absl::StatusOr<ibv_qp_cap> got = CreateQueuePair(asked);
+  if (!got.ok()) return got.status();
+
+  caps_.device_name = ibv_get_device_name(context->device);
+  caps_.max_send_sge = got->max_send_sge;
+  caps_.max_recv_sge = got->max_recv_sge;
+  caps_.max_inline_data = got->max_inline_data;
+  // RDMA Read scatter lists may be shorter than send gather lists.
+  caps_.max_rdma_read_sge = Clamp(
+      got->max_send_sge, dev.max_sge_rd > 0 ? dev.max_sge_rd : dev.max_sge);
+  caps_.initiator_depth =
+      Clamp(options.initiator_depth, std::min(dev.max_qp_init_rd_atom, 255));
+  caps_.responder_resources =
+      Clamp(options.responder_resources, std::min(dev.max_qp_rd_atom, 255));
+  caps_.max_send_queue = got->max_send_wr;
+  caps_.max_recv_queue = got->max_recv_wr;
+  caps_.max_message_size = port.max_msg_sz;
+  caps_.max_rdma_size = port.max_msg_sz;
+  caps_.remote_invalidation = memory_windows;
+  return absl::OkStatus();
+}
+
+absl::Status VerbsEndpoint::CreateCompletionQueue(ibv_context* context,
+                                                  int entries) {
   comp_channel_.reset(ibv_create_comp_channel(context));
   if (comp_channel_ == nullptr) return ErrnoError("ibv_create_comp_channel");
   if (absl::Status s = SetNonBlocking(comp_channel_->fd); !s.ok()) return s;
   if (absl::Status s = WatchFd(comp_channel_->fd); !s.ok()) return s;
-
-  const uint32_t send_depth =
-      std::max<uint32_t>(Clamp(options.send_queue_depth, dev.max_qp_wr), 1);
-  const uint32_t recv_depth =
-      std::max<uint32_t>(Clamp(options.recv_queue_depth, dev.max_qp_wr), 1);
-  const int cqe = static_cast<int>(
-      std::min<uint64_t>(uint64_t{send_depth} + recv_depth,
-                         static_cast<uint64_t>(std::max(dev.max_cqe, 1))));
-  cq_.reset(ibv_create_cq(context, cqe, nullptr, comp_channel_.get(), 0));
+  cq_.reset(ibv_create_cq(context, entries, nullptr, comp_channel_.get(), 0));
   if (cq_ == nullptr) return ErrnoError("ibv_create_cq");
   if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0) {
     return VerbError("ibv_req_notify_cq", rc);
   }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<ibv_qp_cap> VerbsEndpoint::CreateQueuePair(
+    const ibv_qp_cap& asked) {
   ibv_qp_init_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.send_cq = cq_.get();
   attr.recv_cq = cq_.get();
   attr.qp_type = IBV_QPT_RC;
   attr.sq_sig_all = 0;
-  attr.cap.max_send_wr = send_depth;
-  attr.cap.max_recv_wr = recv_depth;
-  attr.cap.max_send_sge =
-      std::max<uint32_t>(Clamp(options.max_send_sge, dev.max_sge), 1);
-  attr.cap.max_recv_sge =
-      std::max<uint32_t>(Clamp(options.max_recv_sge, dev.max_sge), 1);
-  attr.cap.max_inline_data = fabric_options_.max_inline_data;
+  attr.cap = asked;
   if (rdma_create_qp(id_.get(), domain_->pd(), &attr) != 0) {
     // Some devices have no inline data; try once without.
     attr.cap.max_inline_data = 0;
@@ -172,24 +213,7 @@ absl::Status VerbsEndpoint::InitVerbs(const EndpointOptions& options) {
   if (int rc = ibv_query_qp(id_->qp, &qp_attr, IBV_QP_CAP, &init); rc != 0) {
     return VerbError("ibv_query_qp", rc);
   }
-
-  caps_.device_name = ibv_get_device_name(context->device);
-  caps_.max_send_sge = init.cap.max_send_sge;
-  caps_.max_recv_sge = init.cap.max_recv_sge;
-  caps_.max_inline_data = init.cap.max_inline_data;
-  // RDMA Read scatter lists may be shorter than send gather lists.
-  caps_.max_rdma_read_sge = Clamp(
-      init.cap.max_send_sge, dev.max_sge_rd > 0 ? dev.max_sge_rd : dev.max_sge);
-  caps_.initiator_depth =
-      Clamp(options.initiator_depth, std::min(dev.max_qp_init_rd_atom, 255));
-  caps_.responder_resources =
-      Clamp(options.responder_resources, std::min(dev.max_qp_rd_atom, 255));
-  caps_.max_send_queue = init.cap.max_send_wr;
-  caps_.max_recv_queue = init.cap.max_recv_wr;
-  caps_.max_message_size = port.max_msg_sz;
-  caps_.max_rdma_size = port.max_msg_sz;
-  caps_.remote_invalidation = memory_windows;
-  return absl::OkStatus();
+  return init.cap;
 }
 
 absl::Status VerbsEndpoint::Connect(absl::Span<const uint8_t> private_data) {

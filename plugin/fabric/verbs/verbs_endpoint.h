@@ -97,6 +97,10 @@ class VerbsEndpoint final : public Endpoint {
   absl::Status InitEventFds();
   absl::Status WatchFd(int fd);
   absl::Status InitVerbs(const EndpointOptions& options);
+  // The completion channel and queue, with room for `entries`.
+  absl::Status CreateCompletionQueue(ibv_context* context, int entries);
+  // The queue pair on the completion queue, with what it got of `asked`.
+  absl::StatusOr<ibv_qp_cap> CreateQueuePair(const ibv_qp_cap& asked);
   absl::Status CheckDevice() const;
   absl::Status CheckConnected() const;
   absl::StatusOr<std::vector<ibv_sge>> Gather(
