@@ -34,6 +34,45 @@ bool WaitForEndpoint(fabric::Endpoint& endpoint, Clock::time_point until) {
   return true;
 }
 
+// Why the first connect to `uri` could not start. A host name that does
+// not resolve stays INVALID_ARGUMENT, a host without an RDMA device
+// NOT_FOUND: retrying would not help either. Anything else is UNAVAILABLE.
+absl::Status FirstConnectFailure(absl::string_view uri,
+                                 const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  return absl::Status(code == absl::StatusCode::kInvalidArgument ||
+                              code == absl::StatusCode::kNotFound
+                          ? code
+                          : absl::StatusCode::kUnavailable,
+                      absl::StrCat("connect to ", uri, ": ", status.message()));
+}
+
+// Waits until `until` for the outcome of the connect of `endpoint`; the
+// event once established, else why not (disconnecting it on a timeout).
+absl::StatusOr<fabric::ConnectionEvent> AwaitEstablished(
+    fabric::Endpoint& endpoint, absl::string_view uri,
+    std::chrono::milliseconds timeout, Clock::time_point until) {
+  std::optional<fabric::ConnectionEvent> ev;
+  endpoint.OnEventFdReadable();  // the answer may be there already
+  while (!(ev = endpoint.PollConnectionEvent())) {
+    if (!WaitForEndpoint(endpoint, until)) {
+      endpoint.Disconnect();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "connect to ", uri, ": no answer within ", timeout.count(), " ms"));
+    }
+  }
+  if (ev->type == fabric::ConnectionEventType::kEstablished) return *ev;
+  // A Server names why it rejected (limits.h RejectPrivateData).
+  std::optional<std::string> reason;
+  if (ev->type == fabric::ConnectionEventType::kRejected) {
+    reason = RejectReason(ev->private_data);
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "connect to ", uri, ": ", fabric::ConnectionEventTypeName(ev->type),
+      ev->detail.empty() ? "" : ": ", ev->detail,
+      reason ? ": the server says: " : "", reason ? *reason : ""));
+}
+
 }  // namespace
 
 absl::Status ChannelCore::Start(absl::string_view uri,
@@ -48,71 +87,21 @@ absl::Status ChannelCore::Start(absl::string_view uri,
   if (!capture.ok()) return capture.status();
   capture_ = std::move(*capture);
   const config::ResolvedConfig resolved = config::Resolve(config);
-  default_deadline_ = resolved.request_deadline;
-  connect_timeout_ = resolved.connect_timeout;
-  backoff_initial_ = resolved.reconnect_backoff_initial;
-  backoff_max_ = resolved.reconnect_backoff_max;
-  backoff_ = backoff_initial_;
-  idle_timeout_ = resolved.idle_timeout;
-  driver_.set_busy_poll_us(resolved.busy_poll_us);
-  abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
   address_ = parsed->address;
   uri_ = std::string(uri);
-  ecfg_ =
-      EngineConfigFor(resolved, Role::kRequester, backward_handler_ != nullptr);
-  driver_.version_two().Configure(ecfg_);
-  if (resolved.inline_settings.cm_private_data) {
-    engine::Engine probe(ecfg_, nullptr);
-    auto pd = probe.LocalPrivateData();
-    private_data_.assign(pd.begin(), pd.end());
-  }
-  if (backward_handler_ != nullptr && resolved.handler_threads > 0) {
-    handler_pool_ = std::make_unique<runtime::WorkerPool<HandlerJob>>(
-        resolved.handler_threads, "rpcrdma-handler", [](HandlerJob& job) {
-          (*job.handler)(std::move(job.call), *std::move(job.responder));
-        });
-  }
+  ApplySettings(resolved);
   absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
       fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
-  if (!ep.ok()) {
-    // A host name that does not resolve stays INVALID_ARGUMENT, a host
-    // without an RDMA device NOT_FOUND: retrying would not help either.
-    const absl::StatusCode code = ep.status().code();
-    return absl::Status(
-        code == absl::StatusCode::kInvalidArgument ||
-                code == absl::StatusCode::kNotFound
-            ? code
-            : absl::StatusCode::kUnavailable,
-        absl::StrCat("connect to ", uri, ": ", ep.status().message()));
-  }
-  // Wait for the outcome of the connect.
+  if (!ep.ok()) return FirstConnectFailure(uri, ep.status());
   const Clock::time_point until = Clock::now() + resolved.connect_timeout;
-  std::optional<fabric::ConnectionEvent> ev;
-  (*ep)->OnEventFdReadable();  // the answer may be there already
-  while (!(ev = (*ep)->PollConnectionEvent())) {
-    if (!WaitForEndpoint(**ep, until)) {
-      (*ep)->Disconnect();
-      return absl::DeadlineExceededError(
-          absl::StrCat("connect to ", uri, ": no answer within ",
-                       resolved.connect_timeout.count(), " ms"));
-    }
-  }
-  if (ev->type != fabric::ConnectionEventType::kEstablished) {
-    // A Server names why it rejected (limits.h RejectPrivateData).
-    std::optional<std::string> reason;
-    if (ev->type == fabric::ConnectionEventType::kRejected) {
-      reason = RejectReason(ev->private_data);
-    }
-    return absl::UnavailableError(absl::StrCat(
-        "connect to ", uri, ": ", fabric::ConnectionEventTypeName(ev->type),
-        ev->detail.empty() ? "" : ": ", ev->detail,
-        reason ? ": the server says: " : "", reason ? *reason : ""));
-  }
+  absl::StatusOr<fabric::ConnectionEvent> established =
+      AwaitEstablished(**ep, uri, resolved.connect_timeout, until);
+  if (!established.ok()) return established.status();
   {
     std::lock_guard<std::mutex> lock(driver_.mu());
     driver_.conn() = MakeConnection(std::move(*ep));
     idle_.emplace(idle_timeout_, Clock::now());
-    driver_.conn()->Connected(ev->private_data, DrawXid());
+    driver_.conn()->Connected(established->private_data, DrawXid());
   }
   if (absl::Status s = AwaitVersion(uri, until); !s.ok()) {
     std::lock_guard<std::mutex> lock(driver_.mu());
@@ -128,6 +117,31 @@ absl::Status ChannelCore::Start(absl::string_view uri,
   }
   driver_.PostWork();
   return absl::OkStatus();
+}
+
+void ChannelCore::ApplySettings(const config::ResolvedConfig& resolved) {
+  default_deadline_ = resolved.request_deadline;
+  connect_timeout_ = resolved.connect_timeout;
+  backoff_initial_ = resolved.reconnect_backoff_initial;
+  backoff_max_ = resolved.reconnect_backoff_max;
+  backoff_ = backoff_initial_;
+  idle_timeout_ = resolved.idle_timeout;
+  driver_.set_busy_poll_us(resolved.busy_poll_us);
+  abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
+  ecfg_ =
+      EngineConfigFor(resolved, Role::kRequester, backward_handler_ != nullptr);
+  driver_.version_two().Configure(ecfg_);
+  if (resolved.inline_settings.cm_private_data) {
+    engine::Engine probe(ecfg_, nullptr);
+    auto pd = probe.LocalPrivateData();
+    private_data_.assign(pd.begin(), pd.end());
+  }
+  if (backward_handler_ != nullptr && resolved.handler_threads > 0) {
+    handler_pool_ = std::make_unique<runtime::WorkerPool<HandlerJob>>(
+        resolved.handler_threads, "rpcrdma-handler", [](HandlerJob& job) {
+          (*job.handler)(std::move(job.call), *std::move(job.responder));
+        });
+  }
 }
 
 // draft-cel-nfsv4-rpcrdma-version-two-04 §7: with version two offered,

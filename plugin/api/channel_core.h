@@ -171,6 +171,9 @@ class ChannelCore final : public ConnectionDriver::Owner,
   }
   void Reconnect(Clock::time_point now, Outcomes& o);
   absl::Status AwaitVersion(absl::string_view uri, Clock::time_point until);
+  // Start's settings from the resolved configuration: deadlines, backoff,
+  // the engine's configuration, the private data, the handler pool.
+  void ApplySettings(const config::ResolvedConfig& resolved);
   uint32_t DrawXid();
 
   const std::shared_ptr<Runtime> runtime_;

@@ -248,52 +248,11 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
   } else if (auto* s = std::get_if<engine::Send>(&action)) {
     DoSend(*s, out);
   } else if (auto* r = std::get_if<engine::RdmaRead>(&action)) {
-    absl::StatusOr<fabric::RegistrationCache::Lease> lease =
-        cache_.Acquire(r->destination);
-    absl::Status st = lease.status();
-    if (lease.ok()) {
-      fabric::LocalBuffer buffer = lease->buffer();
-      st = endpoint_->PostRdmaRead(
-          WrId(kReadKind, r->op), absl::MakeConstSpan(&buffer, 1),
-          fabric::RemoteRegion{r->source.handle, r->source.offset,
-                               r->source.length});
-    }
-    if (st.ok()) {
-      read_leases_.emplace(r->op, std::move(*lease));
-      ++outstanding_;
-    } else {
-      Fatal(st.message());
-      engine_.OnReadComplete(r->op, false, out);
-    }
+    DoRdmaRead(*r, out);
   } else if (auto* w = std::get_if<engine::RdmaWrite>(&action)) {
-    if (w->source.empty()) return;
-    absl::StatusOr<fabric::RegistrationCache::Lease> lease =
-        cache_.Acquire(absl::Span<uint8_t>(
-            const_cast<uint8_t*>(w->source.data()), w->source.size()));
-    absl::Status st = lease.status();
-    if (lease.ok()) {
-      fabric::LocalBuffer buffer = lease->buffer();
-      st = endpoint_->PostRdmaWrite(
-          WrId(kWriteKind, w->op), absl::MakeConstSpan(&buffer, 1),
-          fabric::RemoteRegion{w->target.handle, w->target.offset,
-                               static_cast<uint32_t>(w->source.size())});
-    }
-    if (st.ok()) {
-      write_leases_.emplace(w->op, std::move(*lease));
-      ++outstanding_;
-    } else {
-      Fatal(st.message());
-    }
+    DoRdmaWrite(*w);
   } else if (auto* i = std::get_if<engine::Invalidate>(&action)) {
-    absl::Status st = endpoint_->InvalidateWindow(
-        WrId(kInvalidateKind, i->handle), i->handle);
-    if (st.ok()) {
-      ++outstanding_;
-    } else {
-      // Not bound any more (verbs: NotFound); nothing can reach it.
-      windows_.erase(i->handle);
-      engine_.OnInvalidated(i->handle, out);
-    }
+    DoInvalidate(*i, out);
   } else if (std::holds_alternative<engine::DeliverCall>(action) ||
              std::holds_alternative<engine::ReplySent>(action) ||
              std::holds_alternative<engine::CompleteCall>(action)) {
@@ -313,19 +272,77 @@ void Connection::Execute(engine::Action& action, engine::Actions& out) {
     }
     upcalls_.push_back(std::move(action));
   } else if (auto* cc = std::get_if<engine::CloseConnection>(&action)) {
-    // The peer broke a rule that leaves no way on (engine.h): counted,
-    // reported once, and the connection closed; the calls it fails carry
-    // the reason.
-    if (!disconnected_ && lost_reason_.empty()) {
-      {
-        std::lock_guard<std::mutex> lock(counters_mu_);
-        ++counters_.protocol_closes;
-      }
-      ReportConnectionEvent(
-          absl::StrCat("closing a connection: ", cc->reason.message()));
-    }
-    Fatal(cc->reason.message());
+    DoCloseConnection(*cc);
   }
+}
+
+void Connection::DoRdmaRead(const engine::RdmaRead& r, engine::Actions& out) {
+  absl::StatusOr<fabric::RegistrationCache::Lease> lease =
+      cache_.Acquire(r.destination);
+  absl::Status st = lease.status();
+  if (lease.ok()) {
+    fabric::LocalBuffer buffer = lease->buffer();
+    st = endpoint_->PostRdmaRead(
+        WrId(kReadKind, r.op), absl::MakeConstSpan(&buffer, 1),
+        fabric::RemoteRegion{r.source.handle, r.source.offset,
+                             r.source.length});
+  }
+  if (st.ok()) {
+    read_leases_.emplace(r.op, std::move(*lease));
+    ++outstanding_;
+  } else {
+    Fatal(st.message());
+    engine_.OnReadComplete(r.op, false, out);
+  }
+}
+
+void Connection::DoRdmaWrite(const engine::RdmaWrite& w) {
+  if (w.source.empty()) return;
+  absl::StatusOr<fabric::RegistrationCache::Lease> lease =
+      cache_.Acquire(absl::Span<uint8_t>(const_cast<uint8_t*>(w.source.data()),
+                                         w.source.size()));
+  absl::Status st = lease.status();
+  if (lease.ok()) {
+    fabric::LocalBuffer buffer = lease->buffer();
+    st = endpoint_->PostRdmaWrite(
+        WrId(kWriteKind, w.op), absl::MakeConstSpan(&buffer, 1),
+        fabric::RemoteRegion{w.target.handle, w.target.offset,
+                             static_cast<uint32_t>(w.source.size())});
+  }
+  if (st.ok()) {
+    write_leases_.emplace(w.op, std::move(*lease));
+    ++outstanding_;
+  } else {
+    Fatal(st.message());
+  }
+}
+
+void Connection::DoInvalidate(const engine::Invalidate& i,
+                              engine::Actions& out) {
+  absl::Status st =
+      endpoint_->InvalidateWindow(WrId(kInvalidateKind, i.handle), i.handle);
+  if (st.ok()) {
+    ++outstanding_;
+  } else {
+    // Not bound any more (verbs: NotFound); nothing can reach it.
+    windows_.erase(i.handle);
+    engine_.OnInvalidated(i.handle, out);
+  }
+}
+
+void Connection::DoCloseConnection(const engine::CloseConnection& cc) {
+  // The peer broke a rule that leaves no way on (engine.h): counted,
+  // reported once, and the connection closed; the calls it fails carry
+  // the reason.
+  if (!disconnected_ && lost_reason_.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu_);
+      ++counters_.protocol_closes;
+    }
+    ReportConnectionEvent(
+        absl::StrCat("closing a connection: ", cc.reason.message()));
+  }
+  Fatal(cc.reason.message());
 }
 
 void Connection::DoPostReceives(const engine::PostReceives& p) {

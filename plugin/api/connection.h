@@ -175,6 +175,10 @@ class Connection : public engine::MemoryExposer {
   void Execute(engine::Action& action, engine::Actions& out);
   void DoPostReceives(const engine::PostReceives& p);
   void DoSend(engine::Send& s, engine::Actions& out);
+  void DoRdmaRead(const engine::RdmaRead& r, engine::Actions& out);
+  void DoRdmaWrite(const engine::RdmaWrite& w);
+  void DoInvalidate(const engine::Invalidate& i, engine::Actions& out);
+  void DoCloseConnection(const engine::CloseConnection& cc);
   void TrySends(engine::Actions& out);
   void OnCompletion(const fabric::Completion& c, engine::Actions& out);
   // Ends the connection; `what` becomes the reason reported with the
