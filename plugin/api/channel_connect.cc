@@ -187,8 +187,11 @@ std::unique_ptr<Connection> ChannelCore::MakeConnection(
   AttachCapture(capture_, Role::kRequester, hooks);
   auto conn = std::make_unique<Connection>(std::move(endpoint), ecfg_,
                                            Role::kRequester, std::move(hooks));
-  conn->SetLogContext(driver_.NextGeneration(),
-                      absl::StrCat("channel to ", uri_));
+  // Each connection of a Channel is named by its generation, for the
+  // handlers of backward calls (RFC 8167) as for the metrics.
+  const uint64_t generation = driver_.NextGeneration();
+  driver_.set_connection_id(generation);
+  conn->SetLogContext(generation, absl::StrCat("channel to ", uri_));
   return conn;
 }
 

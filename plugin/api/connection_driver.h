@@ -125,13 +125,11 @@ class ConnectionDriver final : public runtime::Source,
   runtime::EventLoop* loop() const { return loop_; }
   void set_loop(runtime::EventLoop* loop) { loop_ = loop; }
 
-  // The connection as the user's handlers see it (<rpcrdma/ids.h>): a
-  // Server sets the id it gave the connection; a Channel's connection is
-  // its generation (one more per reconnect).
-  void set_connection_id(uint64_t id) { connection_id_ = id; }
-  ConnectionId connection_id() const {
-    return ConnectionId(connection_id_ != 0 ? connection_id_ : generation_);
-  }
+  // The connection as the user's handlers see it (<rpcrdma/ids.h>), set by
+  // the owner: a Server the id it gave the connection, a Channel the
+  // connection's generation (one more per reconnect).
+  void set_connection_id(uint64_t id) { connection_id_ = ConnectionId(id); }
+  ConnectionId connection_id() const { return connection_id_; }
   // mu() held: takes the connection's upcalls into `o`.
   void CollectUpcalls(DriverOutcomes& o);
   // mu() held: what the owner's own operation on the connection completed,
@@ -209,7 +207,7 @@ class ConnectionDriver final : public runtime::Source,
   std::unique_ptr<Connection> conn_;
   bool registered_ = false;
   uint64_t generation_ = 0;
-  uint64_t connection_id_ = 0;
+  ConnectionId connection_id_;
   // The connection's upcalls, taken each round into the same vector.
   std::vector<engine::Action> upcall_scratch_;
   RepliesInFlight replies_;  // replies being sent
