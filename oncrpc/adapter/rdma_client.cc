@@ -86,6 +86,23 @@ uint32_t RandomXid() {
   return static_cast<uint32_t>(device());
 }
 
+// The RPC header of a call (RFC 5531 §9) with its credential and
+// verifier, never reduced; false if it does not encode.
+bool EncodeCallHeader(RdmaXdrEncoder& encoder, AUTH* auth, uint32_t xid,
+                      uint32_t program, uint32_t version, rpcproc_t procedure) {
+  rpc_msg call{};
+  call.rm_xid = xid;
+  call.rm_direction = CALL;
+  call.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+  call.rm_call.cb_prog = program;
+  call.rm_call.cb_vers = version;
+  uint32_t procedure32 = procedure;
+  encoder.set_ddp(false);
+  return xdr_callhdr(encoder.xdr(), &call) &&
+         xdr_u_int32_t(encoder.xdr(), &procedure32) &&
+         AUTH_MARSHALL(auth, encoder.xdr());
+}
+
 }  // namespace
 
 RdmaClient::RdmaClient(std::unique_ptr<CallPath> path, rpcprog_t program,
@@ -271,17 +288,7 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
   prepared.version = version;
 
   RdmaXdrEncoder encoder(RdmaXdrEncoder::Message::kCall);
-  rpc_msg call{};
-  call.rm_xid = xid;
-  call.rm_direction = CALL;
-  call.rm_call.cb_rpcvers = RPC_MSG_VERSION;
-  call.rm_call.cb_prog = program;
-  call.rm_call.cb_vers = version;
-  uint32_t procedure32 = procedure;
-  encoder.set_ddp(false);  // the RPC header is never reduced
-  if (!xdr_callhdr(encoder.xdr(), &call) ||
-      !xdr_u_int32_t(encoder.xdr(), &procedure32) ||
-      !AUTH_MARSHALL(auth, encoder.xdr())) {
+  if (!EncodeCallHeader(encoder, auth, xid, program, version, procedure)) {
     SetLastError("clnt_call: the RPC header does not encode");
     return ErrorOf(RPC_CANTENCODEARGS);
   }
@@ -304,7 +311,14 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
     request.max_reply_size = path_->max_inline_reply();
     return ErrorOf(RPC_SUCCESS);
   }
+  OfferResults(encoder, policy, prepared);
+  request.deadline = DeadlineAfter(timeout);
+  return ErrorOf(RPC_SUCCESS);
+}
 
+void RdmaClient::OfferResults(const RdmaXdrEncoder& encoder,
+                              const DdpPolicy& policy, Prepared& prepared) {
+  CallRequest& request = prepared.request;
   // Write chunks: the one the policy binds to the procedure, then those
   // the arguments' routine asked for. Memory the caller did not provide
   // comes from the buffer pool, uninitialised.
@@ -318,26 +332,26 @@ rpc_err RdmaClient::Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
   };
   prepared.owned_results.reserve(1 + encoder.write_chunks().size());
   const uint32_t bound_write_chunk =
-      ddp ? policy.WriteChunkOctets(procedure) : 0;
+      prepared.ddp ? policy.WriteChunkOctets(prepared.procedure) : 0;
   if (bound_write_chunk != 0) offer(bound_write_chunk, nullptr);
   for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
-    if (ddp) offer(chunk.length, chunk.buffer);
+    if (prepared.ddp) offer(chunk.length, chunk.buffer);
   }
   // A size learned from an earlier call's second try saves this one the
   // extra round trip (a policy that offers enough saves the first's),
   // unless the call's own routine stated its reply chunk.
   prepared.reply_size_stated = encoder.reply_chunk().has_value();
-  request.max_reply_size = std::max(
-      {policy.MaxReplyOctets(procedure), encoder.reply_chunk().value_or(0),
-       InlineReplyRoom(path_->max_inline_reply(), request.results),
-       prepared.reply_size_stated
-           ? 0
-           : LearnedReplySize(program, version, procedure)});
-  request.deadline = DeadlineAfter(timeout);
+  request.max_reply_size =
+      std::max({policy.MaxReplyOctets(prepared.procedure),
+                encoder.reply_chunk().value_or(0),
+                InlineReplyRoom(path_->max_inline_reply(), request.results),
+                prepared.reply_size_stated
+                    ? 0
+                    : LearnedReplySize(prepared.program, prepared.version,
+                                       prepared.procedure)});
   prepared.offered = request.results;
   prepared.bound = bound_write_chunk != 0 || !encoder.write_chunks().empty();
   prepared.result_threshold = policy.result_threshold;
-  return ErrorOf(RPC_SUCCESS);
 }
 
 rpc_err RdmaClient::Complete(Prepared& prepared, absl::StatusOr<Reply> reply,

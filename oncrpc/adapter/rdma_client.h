@@ -24,6 +24,7 @@
 namespace rpcrdma::oncrpc {
 
 class RdmaTransport;
+class RdmaXdrEncoder;
 
 class RdmaClient {
  public:
@@ -102,6 +103,10 @@ class RdmaClient {
   rpc_err Prepare(rpcproc_t procedure, xdrproc_t encode_arguments,
                   void* arguments, timeval timeout, uint32_t xid, bool wait,
                   Prepared& prepared);
+  // The write chunks and reply chunk a waited-for call offers (RFC 8166
+  // §3.4.6, §3.5.4), by its policy and its arguments' routine.
+  void OfferResults(const RdmaXdrEncoder& encoder, const DdpPolicy& policy,
+                    Prepared& prepared);
   // Decodes `reply` into `results`.
   static rpc_err Complete(Prepared& prepared, absl::StatusOr<Reply> reply,
                           xdrproc_t decode_results, void* results);

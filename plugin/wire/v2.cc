@@ -379,6 +379,77 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
+// The body of a property exchange (§5.3.1 to §5.3.4: RDMA2_CONNPROP,
+// RDMA2_REQPROP, RDMA2_RESPROP, RDMA2_UPDPROP), `proc` being one of them.
+std::optional<DecodeError> DecodePropertyBody(XdrReader& r, V2Proc proc,
+                                              const V2Limits& limits,
+                                              V2Body* out) {
+  std::optional<DecodeError> err;
+  if (proc == V2Proc::kConnProp) {
+    V2ConnProp body;
+    err = DecodePropSet(r, "rdma_start", limits, &body.start);
+    if (!err) err = DecodeSubset(r, "rdma_nochg", limits, &body.nochg);
+    *out = std::move(body);
+  } else if (proc == V2Proc::kReqProp) {
+    V2ReqProp body;
+    err = DecodePropSet(r, "rdma_want", limits, &body.want);
+    *out = std::move(body);
+  } else if (proc == V2Proc::kResProp) {
+    V2ResProp body;
+    err = DecodeSubset(r, "rdma_done", limits, &body.done);
+    if (!err) err = DecodeSubset(r, "rdma_rejected", limits, &body.rejected);
+    if (!err) err = DecodePropSet(r, "rdma_other", limits, &body.other);
+    *out = std::move(body);
+  } else {
+    V2UpdProp body;
+    err = DecodePropSet(r, "rdma_now", limits, &body.now);
+    *out = std::move(body);
+  }
+  return err;
+}
+
+// The body rdma_proc `proc` (read at `proc_at`) selects (§6.2
+// rpcrdma2_proc), into `out`.
+std::optional<DecodeError> DecodeV2Body(XdrReader& r, uint32_t proc,
+                                        size_t proc_at, const V2Limits& limits,
+                                        V2Body* out) {
+  std::optional<DecodeError> err;
+  switch (static_cast<V2Proc>(proc)) {
+    case V2Proc::kMsg: {
+      V2Msg body;
+      err = DecodeChunkListsV2(r, limits, &body.chunks);
+      *out = std::move(body);
+      return err;
+    }
+    case V2Proc::kNoMsg: {
+      V2NoMsg body;
+      err = DecodeChunkListsV2(r, limits, &body.chunks);
+      *out = std::move(body);
+      return err;
+    }
+    case V2Proc::kError: {
+      V2Error body;
+      err = DecodeErrorBody(r, &body);
+      *out = body;
+      return err;
+    }
+    case V2Proc::kOptional: {
+      V2Optional body;
+      err = DecodeOptional(r, limits, &body);
+      *out = std::move(body);
+      return err;
+    }
+    case V2Proc::kConnProp:
+    case V2Proc::kReqProp:
+    case V2Proc::kResProp:
+    case V2Proc::kUpdProp:
+      return DecodePropertyBody(r, static_cast<V2Proc>(proc), limits, out);
+  }
+  return Error(DecodeErrorKind::kBadProc, proc_at,
+               absl::StrCat("rdma_proc (offset ", proc_at, ") is ", proc,
+                            "; not an rpcrdma2_proc"));
+}
+
 }  // namespace
 
 absl::string_view MsgDirectionName(MsgDirection d) {
@@ -527,65 +598,9 @@ DecodeResult<V2Decoded> DecodeV2(absl::Span<const uint8_t> message,
   uint32_t proc = 0;
   if (auto err = ReadU32(r, "rdma_proc", &proc)) return *err;
 
-  std::optional<DecodeError> err;
-  switch (static_cast<V2Proc>(proc)) {
-    case V2Proc::kMsg: {
-      V2Msg body;
-      err = DecodeChunkListsV2(r, limits, &body.chunks);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kNoMsg: {
-      V2NoMsg body;
-      err = DecodeChunkListsV2(r, limits, &body.chunks);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kError: {
-      V2Error body;
-      err = DecodeErrorBody(r, &body);
-      h.body = body;
-      break;
-    }
-    case V2Proc::kOptional: {
-      V2Optional body;
-      err = DecodeOptional(r, limits, &body);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kConnProp: {
-      V2ConnProp body;
-      err = DecodePropSet(r, "rdma_start", limits, &body.start);
-      if (!err) err = DecodeSubset(r, "rdma_nochg", limits, &body.nochg);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kReqProp: {
-      V2ReqProp body;
-      err = DecodePropSet(r, "rdma_want", limits, &body.want);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kResProp: {
-      V2ResProp body;
-      err = DecodeSubset(r, "rdma_done", limits, &body.done);
-      if (!err) err = DecodeSubset(r, "rdma_rejected", limits, &body.rejected);
-      if (!err) err = DecodePropSet(r, "rdma_other", limits, &body.other);
-      h.body = std::move(body);
-      break;
-    }
-    case V2Proc::kUpdProp: {
-      V2UpdProp body;
-      err = DecodePropSet(r, "rdma_now", limits, &body.now);
-      h.body = std::move(body);
-      break;
-    }
-    default:
-      return Error(DecodeErrorKind::kBadProc, proc_at,
-                   absl::StrCat("rdma_proc (offset ", proc_at, ") is ", proc,
-                                "; not an rpcrdma2_proc"));
+  if (auto err = DecodeV2Body(r, proc, proc_at, limits, &h.body)) {
+    return *std::move(err);
   }
-  if (err) return *std::move(err);
   out.header_length = r.offset();
   return out;
 }
