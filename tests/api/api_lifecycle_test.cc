@@ -48,7 +48,7 @@ TEST_P(ApiTest, DeadlineExceededThenLateReplyDropped) {
 // RFC 8166 §3.4.7 memory safety: once the call has failed, its result
 // buffer is no longer reachable; the late reply's RDMA Write hits the
 // revoked handle, which breaks the connection, and the buffer is untouched.
-TEST_P(ApiTest, DeadlineExceededRevokesResultBuffer) {
+TEST_P(ApiTest, Rfc8166_3_4_7_DeadlineExceededRevokesResultBuffer) {
   Start();
   Prime();
   std::vector<uint8_t> buffer(4096, 0xEE);
@@ -187,16 +187,13 @@ TEST_P(ApiTest, ResponderRepliesOnce) {
   StartServer(Config());
   // Replaced handler semantics are checked through a held call.
   Connect(Config());
-  CallRequest req;
-  req.xdr = CallHeader(0xD001, kHold);
-  req.max_reply_size = 64;
-  auto f = channel_->Call(std::move(req));
-  ASSERT_TRUE(WaitHeld(1));
+  std::vector<std::future<absl::StatusOr<Reply>>> futures = CallHeld(0xD001, 1);
+  ASSERT_FALSE(HasFailure());
   std::vector<Responder> held = TakeHeld();
   EXPECT_TRUE(held[0].Send({ReplyHeader(0xD001), {}}).ok());
   EXPECT_EQ(held[0].Send({ReplyHeader(0xD001), {}}).code(),
             absl::StatusCode::kFailedPrecondition);
-  absl::StatusOr<Reply> r = Wait(f);
+  absl::StatusOr<Reply> r = Wait(futures[0]);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->xdr, ReplyHeader(0xD001));
 }

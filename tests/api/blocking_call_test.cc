@@ -264,8 +264,8 @@ TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
     SCOPED_TRACE(uri);
     std::atomic<int> released{0};
     std::vector<uint8_t> lent(200 * 1024, 7);
-    auto server =
-        Server::Create(uri, {}, [&](IncomingCall call, Responder responder) {
+    auto connected =
+        ServeAndConnect(uri, {}, [&](IncomingCall call, Responder responder) {
           std::vector<uint8_t> xdr = ReplyHeader(call.xid);
           for (int shift = 24; shift >= 0; shift -= 8) {
             xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
@@ -275,13 +275,11 @@ TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
                                             {ReplyItem::Lent(position, lent)},
                                             [&released] { ++released; }));
         });
-    ASSERT_TRUE(server.ok()) << server.status();
-    auto channel = Channel::Create((*server)->uri(), {});
-    ASSERT_TRUE(channel.ok()) << channel.status();
+    ASSERT_TRUE(connected.ok()) << connected.status();
     std::vector<uint8_t> result(lent.size());
     CallRequest request = NullCall(7);
     request.results.push_back(absl::MakeSpan(result));
-    ASSERT_TRUE((*channel)->BlockingCall(std::move(request)).ok());
+    ASSERT_TRUE(connected->channel->BlockingCall(std::move(request)).ok());
     const Clock::time_point until = Clock::now() + seconds(5);
     while (released.load() == 0 && Clock::now() < until) {
       std::this_thread::sleep_for(milliseconds(1));
@@ -434,16 +432,15 @@ TEST(StartCallAwait, AwaitFromTheChannelsOwnCallbackIsRefused) {
 }
 
 TEST(BlockingCall, DrivesARuntimeItsUserDrives) {
-  auto server = Server::Create(UnixUri("user"), {}, AnswerNull);
-  ASSERT_TRUE(server.ok()) << server.status();
   auto runtime = Runtime::Create({.loop_threads = 0});
   ASSERT_TRUE(runtime.ok());
   ChannelOptions options;
   options.runtime = *runtime;
-  auto channel = Channel::Create((*server)->uri(), {}, options);
-  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto connected = ServeAndConnect(UnixUri("user"), {}, AnswerNull, options);
+  ASSERT_TRUE(connected.ok()) << connected.status();
   for (uint32_t xid = 1; xid <= 20; ++xid) {
-    absl::StatusOr<Reply> reply = (*channel)->BlockingCall(NullCall(xid));
+    absl::StatusOr<Reply> reply =
+        connected->channel->BlockingCall(NullCall(xid));
     ASSERT_TRUE(reply.ok()) << reply.status();
     EXPECT_EQ(XidOf(*reply), xid);
   }

@@ -68,12 +68,12 @@ struct ServerAndChannel {
 };
 inline absl::StatusOr<ServerAndChannel> ServeAndConnect(
     absl::string_view uri, const config::TransportConfig& config,
-    Server::Handler handler) {
+    Server::Handler handler, ChannelOptions channel_options = {}) {
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Create(uri, config, std::move(handler));
   if (!server.ok()) return server.status();
   absl::StatusOr<std::unique_ptr<Channel>> channel =
-      Channel::Create((*server)->uri(), config);
+      Channel::Create((*server)->uri(), config, std::move(channel_options));
   if (!channel.ok()) return channel.status();
   return ServerAndChannel{*std::move(server), *std::move(channel)};
 }
