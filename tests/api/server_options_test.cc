@@ -224,7 +224,7 @@ TEST(ServerDisconnect, ClosesOneConnectionNamingTheReason) {
 // A reply item lending the handler's memory reaches the caller's write
 // chunk (RFC 8166 §3.4.7) unchanged, and on_released runs once, after the
 // reply was sent.
-TEST(BorrowedReplyItems, LentMemoryIsWrittenThenReleasedOnce) {
+TEST(BorrowedReplyItems, Rfc8166_3_4_7_LentMemoryIsWrittenThenReleasedOnce) {
   for (const char* base : {"soft+tcp://127.0.0.1:0", "unix"}) {
     SCOPED_TRACE(base);
     std::string uri =
@@ -378,7 +378,7 @@ TEST(ConnectionInfo, Rfc8166_3_5_4_MaxInlineReplyIsExactlyWhatFitsInline) {
 // A call that leaves max_reply_size unset accepts whatever comes back
 // inline (RFC 8166 §3.5.4), so ordinary calls need no sizing; a longer
 // reply fails naming the field to set.
-TEST(ConnectionInfo, UnsetMaxReplySizeAcceptsEveryInlineReply) {
+TEST(ConnectionInfo, Rfc8166_3_5_4_UnsetMaxReplySizeAcceptsEveryInlineReply) {
   for (auto policy :
        {config::TransportConfig::V1, config::TransportConfig::V2}) {
     SCOPED_TRACE(policy);

@@ -248,8 +248,8 @@ TEST(Limits, RecursionDepthIsHonoured) {
 }
 
 // The server's transport limit (limits.max_call_size) is RDMA_ERROR
-// ERR_CHUNK (RFC 8166 §4.5), a TTransportException naming it.
-TEST(Limits, CallsOverTheServersMaxCallSizeFail) {
+// ERR_CHUNK (RFC 8166 §4.5.2), a TTransportException naming it.
+TEST(Limits, Rfc8166_4_5_2_CallsOverTheServersMaxCallSizeFail) {
   config::TransportConfig transport;
   transport.mutable_limits()->set_max_call_size(1 << 20);
   std::unique_ptr<TestServer> server =
