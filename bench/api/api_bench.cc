@@ -51,8 +51,8 @@
 namespace rpcrdma::bench {
 namespace {
 
-using process_stats::ResidentKib;
-using process_stats::Threads;
+using test::ResidentKib;
+using test::Threads;
 
 using Clock = std::chrono::steady_clock;
 

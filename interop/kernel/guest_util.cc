@@ -23,7 +23,7 @@ std::string GuestPath(absl::string_view name) {
 }
 
 std::string NfsUri() {
-  return absl::StrCat("rdma://", testutil::RdmaTestHost(), ":", kNfsRdmaPort);
+  return absl::StrCat("rdma://", test::RdmaTestHost(), ":", kNfsRdmaPort);
 }
 
 config::TransportConfig VerbsConfig() {

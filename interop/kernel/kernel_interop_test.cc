@@ -376,7 +376,7 @@ class ExportEnvironment : public ::testing::Environment {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
+  if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
   ::testing::AddGlobalTestEnvironment(new rpcrdma::kernel::ExportEnvironment);
   std::fflush(stdout);
   return RUN_ALL_TESTS();

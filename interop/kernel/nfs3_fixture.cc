@@ -86,7 +86,7 @@ CLIENT* MountClient() {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(kMountPort);
-  if (inet_pton(AF_INET, testutil::RdmaTestHost().c_str(), &address.sin_addr) !=
+  if (inet_pton(AF_INET, test::RdmaTestHost().c_str(), &address.sin_addr) !=
       1) {
     return nullptr;
   }

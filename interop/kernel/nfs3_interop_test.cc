@@ -76,7 +76,7 @@ TEST_F(Nfs3Interop, Step1_Rfc1813_I_MountOverTcp) {
   const std::vector<std::string> mounts = DumpMounts(mount_);
   std::printf("DUMP: %zu mount(s)\n", mounts.size());
   EXPECT_NE(std::find(mounts.begin(), mounts.end(),
-                      absl::StrCat(testutil::RdmaTestHost(), ":/srv/nfs")),
+                      absl::StrCat(test::RdmaTestHost(), ":/srv/nfs")),
             mounts.end());
 }
 
@@ -488,7 +488,7 @@ class Nfs3Environment : public ::testing::Environment {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
+  if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
   ::testing::AddGlobalTestEnvironment(new rpcrdma::kernel::Nfs3Environment);
   std::fflush(stdout);
   return RUN_ALL_TESTS();

@@ -303,7 +303,7 @@ TEST_F(Nfs3Interop, Step8_Rfc1813_I_UnmountOverTcp) {
       << clnt_sperror(mount_, "UMNT");
   const std::vector<std::string> mounts = DumpMounts(mount_);
   EXPECT_EQ(std::find(mounts.begin(), mounts.end(),
-                      absl::StrCat(testutil::RdmaTestHost(), ":/srv/nfs")),
+                      absl::StrCat(test::RdmaTestHost(), ":/srv/nfs")),
             mounts.end());
   EXPECT_EQ(std::find(mounts.begin(), mounts.end(), "?"), mounts.end())
       << "DUMP failed";

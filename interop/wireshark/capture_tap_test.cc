@@ -99,9 +99,9 @@ HandlerReply Answer(const IncomingCall& call) {
   return reply;
 }
 
-using rpcrdma::testing::CommandResult;
-using rpcrdma::testing::Quote;
-using rpcrdma::testing::RunCommand;
+using rpcrdma::test::CommandResult;
+using rpcrdma::test::Quote;
+using rpcrdma::test::RunCommand;
 
 uint64_t Number(const std::string& s) {
   return s.rfind("0x", 0) == 0 ? std::stoull(s.substr(2), nullptr, 16)
@@ -145,7 +145,7 @@ class CaptureTap : public ::testing::Test {
     static std::atomic<int> counter{0};
     const std::string uri =
         absl::StrCat("soft+unix://@rpcrdma-capture-test-",
-                     ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                     ::rpcrdma::test::ProcessTag(), "-", counter++);
     config::TransportConfig server_config;
     server_config.set_capture_path(ServerPcap());
     auto server = Server::Create(uri, server_config,
@@ -390,7 +390,7 @@ TEST(CaptureConfig, UnwritablePathFailsCreate) {
   config::TransportConfig c;
   c.set_capture_path("/nonexistent-directory-for-rpcrdma/x.pcap");
   auto server = Server::Create(absl::StrCat("soft+unix://@rpcrdma-capture-bad-",
-                                            ::rpcrdma::testing::ProcessTag()),
+                                            ::rpcrdma::test::ProcessTag()),
                                c, [](IncomingCall, Responder) {});
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);

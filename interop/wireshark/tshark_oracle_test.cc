@@ -258,9 +258,9 @@ struct ExpectedFrame {
   int pad;  // BTH PadCnt: octets that round the payload up to 4
 };
 
-using rpcrdma::testing::CommandResult;
-using rpcrdma::testing::Quote;
-using rpcrdma::testing::RunCommand;
+using rpcrdma::test::CommandResult;
+using rpcrdma::test::Quote;
+using rpcrdma::test::RunCommand;
 
 // tshark -T fields output: one row per frame, keyed by frame.number.
 std::map<uint64_t, std::vector<std::string>> ParseRows(const std::string& out,

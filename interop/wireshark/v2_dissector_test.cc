@@ -32,9 +32,9 @@ namespace rpcrdma::interop {
 namespace {
 
 using nlohmann::json;
-using testing::CommandResult;
-using testing::Quote;
-using testing::RunCommand;
+using test::CommandResult;
+using test::Quote;
+using test::RunCommand;
 
 // The dissector's fields, in the order of a tshark -T fields row.
 constexpr const char* kFields[] = {
@@ -330,7 +330,7 @@ TEST_F(V2Dissector, Draft04_6_2_EveryFieldOfALiveSessionMatchesRpcrdmaDump) {
     pcap = *dir_ + "/live.pcap";
     const absl::Status session =
         RunV2LiveSession(absl::StrCat("soft+unix://@rpcrdma-v2-lua-live-",
-                                      ::rpcrdma::testing::ProcessTag()),
+                                      ::rpcrdma::test::ProcessTag()),
                          pcap);
     ASSERT_TRUE(session.ok()) << session;
   }

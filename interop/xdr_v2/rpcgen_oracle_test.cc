@@ -314,8 +314,8 @@ class RpcgenOracle : public ::testing::Test {
         messages_->push_back(std::move(*m));
       }
     }
-    const testing::CommandResult dump = testing::RunCommand(
-        absl::StrCat(testing::Quote(RPCRDMA_DUMP), " ", testing::Quote(pcap)));
+    const test::CommandResult dump = test::RunCommand(
+        absl::StrCat(test::Quote(RPCRDMA_DUMP), " ", test::Quote(pcap)));
     if (dump.exit_status != 0) return;
     for (absl::string_view line : absl::StrSplit(dump.out, '\n')) {
       if (line.empty()) continue;
@@ -441,14 +441,14 @@ TEST(RpcgenOracleLive, Draft04_6_2_EveryMessageOfALiveSessionDecodes) {
     pcap = dir + "/server.pcap";
     const absl::Status session =
         RunV2LiveSession(absl::StrCat("soft+unix://@rpcrdma-v2-live-",
-                                      ::rpcrdma::testing::ProcessTag()),
+                                      ::rpcrdma::test::ProcessTag()),
                          pcap);
     ASSERT_TRUE(session.ok()) << session;
   }
   std::printf("capture: %s\n", pcap.c_str());
 
-  const testing::CommandResult dump = testing::RunCommand(
-      absl::StrCat(testing::Quote(RPCRDMA_DUMP), " ", testing::Quote(pcap)));
+  const test::CommandResult dump = test::RunCommand(
+      absl::StrCat(test::Quote(RPCRDMA_DUMP), " ", test::Quote(pcap)));
   ASSERT_EQ(dump.exit_status, 0);
   std::map<uint64_t, json> by_frame;
   for (absl::string_view line : absl::StrSplit(dump.out, '\n')) {

@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_fixture.h"
 
-namespace rpcrdma::api_testing {
+namespace rpcrdma::test {
 namespace {
 
 // ---- Backchannel (RFC 8167) -------------------------------------------------
@@ -489,4 +489,4 @@ TEST_P(ApiTest, Rfc8166_4_5_2_CallOverMaxCallSizeIsErrChunk) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::api_testing
+}  // namespace rpcrdma::test

@@ -32,13 +32,14 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
+#include "tests/api/call_stream.h"
 #include "tests/testing/byte_vectors.h"
 #include "tests/testing/process_tag.h"
 #ifdef RPCRDMA_API_TEST_VERBS
 #include "tests/testing/rdma_vm.h"
 #endif
 
-namespace rpcrdma::api_testing {
+namespace rpcrdma::test {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -83,12 +84,8 @@ inline std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
 }
 constexpr size_t kCallHeaderSize = 40;
 
-// RFC 5531 accepted, successful reply header: 24 octets.
-inline std::vector<uint8_t> ReplyHeader(uint32_t xid) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put(out, w);
-  return out;
-}
+// RFC 5531 accepted, successful reply header (call_stream.h ReplyHeader):
+// 24 octets.
 constexpr uint32_t kReplyHeaderSize = 24;
 
 // opaque<> inline: length, data, roundup.
@@ -136,7 +133,7 @@ inline HandlerReply Answer(const IncomingCall& call) {
 inline std::string UniqueUri() {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-api-test-",
-                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                      ::rpcrdma::test::ProcessTag(), "-", counter++);
 }
 
 // A transport the tests run over: its name (the test name's suffix) and
@@ -371,6 +368,6 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
   std::thread worker_;
 };
 
-}  // namespace rpcrdma::api_testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_API_API_FIXTURE_H_

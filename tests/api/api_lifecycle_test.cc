@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_fixture.h"
 
-namespace rpcrdma::api_testing {
+namespace rpcrdma::test {
 namespace {
 
 TEST_P(ApiTest, DeadlineExceededThenLateReplyDropped) {
@@ -462,4 +462,4 @@ TEST_P(ApiTest, ChannelDestroyedWhileReconnecting) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::api_testing
+}  // namespace rpcrdma::test

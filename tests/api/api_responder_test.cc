@@ -18,7 +18,7 @@
 #include "rpcrdma/log.h"
 #include "tests/api/api_fixture.h"
 
-namespace rpcrdma::api_testing {
+namespace rpcrdma::test {
 namespace {
 
 constexpr char kDroppedLine[] = "dropped unanswered";
@@ -259,4 +259,4 @@ TEST_P(ApiTest, RespondersDroppedAfterTheServerIsGoneLogNothing) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::api_testing
+}  // namespace rpcrdma::test

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/api/api_fixture.h"
 
-namespace rpcrdma::api_testing {
+namespace rpcrdma::test {
 namespace {
 
 TEST_P(ApiTest, Rfc8166_3_5_1_InlineCall) {
@@ -60,7 +60,7 @@ TEST_P(ApiTest, Rfc8166_3_4_5_DdpArgumentInReadChunk) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->xdr, ReplyHeader(0x2001));
   EXPECT_EQ(Received(0x2001).message,
-            testutil::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
+            test::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
   Counters c = channel_->counters();
   EXPECT_EQ(c.read_chunk_calls, 1u);
   EXPECT_EQ(c.read_chunks, 1u);
@@ -81,7 +81,7 @@ TEST_P(ApiTest, Rfc8166_4_DdpArgumentSentInlineWhenItFits) {
   auto f = channel_->Call(std::move(req));
   ASSERT_TRUE(Wait(f).ok());
   EXPECT_EQ(Received(0x2101).message,
-            testutil::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
+            test::WithXdrItem(reduced, kCallHeaderSize + 4, arg));
   EXPECT_EQ(channel_->counters().inline_calls, 1u);
   EXPECT_EQ(channel_->counters().read_chunk_calls, 0u);
 }
@@ -104,7 +104,7 @@ TEST_P(ApiTest, Rfc8166_3_5_3_PositionZeroLongCall) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->xdr, ReplyHeader(0x3001));
   EXPECT_EQ(Received(0x3001).message,
-            testutil::WithXdrItem(reduced, position, arg));
+            test::WithXdrItem(reduced, position, arg));
   Counters c = channel_->counters();
   EXPECT_EQ(c.long_calls, 1u);
   EXPECT_EQ(c.inline_calls, 0u);
@@ -411,27 +411,25 @@ TEST(ApiCreate, SoftTcpRoundTrip) {
 
 // rdma-cm cannot resolve a route to 127.0.0.1 over Soft-RoCE: server and
 // client both use the device's address.
-INSTANTIATE_TEST_SUITE_P(Api, ApiTest,
-                         ::testing::Values(Transport{
-                             "Rdma",
-                             [] {
-                               return absl::StrCat(
-                                   "rdma://", testutil::RdmaTestHost(), ":0");
-                             }}),
-                         TransportName);
+INSTANTIATE_TEST_SUITE_P(
+    Api, ApiTest,
+    ::testing::Values(Transport{
+        "Rdma",
+        [] { return absl::StrCat("rdma://", test::RdmaTestHost(), ":0"); }}),
+    TransportName);
 
 #endif  // RPCRDMA_API_TEST_VERBS
 
 }  // namespace
-}  // namespace rpcrdma::api_testing
+}  // namespace rpcrdma::test
 
 #ifdef RPCRDMA_API_TEST_VERBS
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Every test of this file passes on Soft-RoCE (rxe, Linux 6.1) as on
   // hardware: no test is left out for a device deviation.
-  if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::testutil::RdmaLeakCheck);
+  if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::test::RdmaLeakCheck);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }

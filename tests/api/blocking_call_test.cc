@@ -34,18 +34,18 @@
 namespace rpcrdma {
 namespace {
 
-using process_stats::VoluntarySwitches;
+using test::VoluntarySwitches;
 
-using test_calls::NullCall;
-using test_calls::ReplyHeader;
-using test_calls::ServeAndConnect;
+using test::NullCall;
+using test::ReplyHeader;
+using test::ServeAndConnect;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 std::string UnixUri(absl::string_view what) {
-  return test_calls::UniqueUnixUri(absl::StrCat("blocking-", what));
+  return test::UniqueUnixUri(absl::StrCat("blocking-", what));
 }
 
 uint32_t XidOf(const Reply& reply) {

@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,19 +21,10 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "rpcrdma/types.h"
+#include "tests/testing/byte_vectors.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::test_calls {
-
-inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out;
-  for (uint32_t word : words) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      out.push_back(static_cast<uint8_t>(word >> shift));
-    }
-  }
-  return out;
-}
+namespace rpcrdma::test {
 
 inline std::vector<uint8_t> MinimalCallStream(uint32_t xid) {
   return Words({xid, 0u, 2u, 0x20000000u, 1u, 0u});
@@ -57,7 +47,7 @@ inline CallRequest NullCall(uint32_t xid) {
 inline std::string UniqueUnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-", what, "-",
-                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                      ::rpcrdma::test::ProcessTag(), "-", counter++);
 }
 
 // A Server at `uri` answering with `handler`, and a Channel connected to
@@ -78,6 +68,6 @@ inline absl::StatusOr<ServerAndChannel> ServeAndConnect(
   return ServerAndChannel{*std::move(server), *std::move(channel)};
 }
 
-}  // namespace rpcrdma::test_calls
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_API_CALL_STREAM_H_

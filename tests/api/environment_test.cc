@@ -155,17 +155,16 @@ class EnvironmentTest : public ::testing::Test {
   // A Server and a Channel over soft+unix with `config`, and one call
   // answered: the connection is up on both sides when it returns.
   void Connect(const config::TransportConfig& config) {
-    auto server = Server::Create(test_calls::UniqueUnixUri("env"), config,
-                                 [](IncomingCall call, Responder r) {
-                                   HandlerReply reply;
-                                   reply.xdr.assign(call.message.begin(),
-                                                    call.message.begin() + 4);
-                                   (void)r.Send(std::move(reply));
-                                 });
+    auto server = Server::Create(
+        test::UniqueUnixUri("env"), config, [](IncomingCall call, Responder r) {
+          HandlerReply reply;
+          reply.xdr.assign(call.message.begin(), call.message.begin() + 4);
+          (void)r.Send(std::move(reply));
+        });
     ASSERT_TRUE(server.ok()) << server.status();
     auto channel = Channel::Create((*server)->uri(), config);
     ASSERT_TRUE(channel.ok()) << channel.status();
-    auto reply = (*channel)->Call(test_calls::NullCall(1));
+    auto reply = (*channel)->Call(test::NullCall(1));
     ASSERT_EQ(reply.wait_for(std::chrono::seconds(30)),
               std::future_status::ready);
     ASSERT_TRUE(reply.get().ok());
@@ -174,7 +173,7 @@ class EnvironmentTest : public ::testing::Test {
 
   // A Server nobody connects to: only its Create matters.
   absl::Status CreateServer(const config::TransportConfig& config = {}) {
-    return Server::Create(test_calls::UniqueUnixUri("env-alone"), config,
+    return Server::Create(test::UniqueUnixUri("env-alone"), config,
                           [](IncomingCall, Responder) {})
         .status();
   }
@@ -405,9 +404,9 @@ TEST_F(EnvironmentTest, BrokenConfigFileFailsCreateWithItsLine) {
   ScopedEnv env(api_internal::kConfigVariable, file);
   for (bool channel : {false, true}) {
     absl::Status s =
-        channel ? Channel::Create(test_calls::UniqueUnixUri("env-broken"), {})
-                      .status()
-                : CreateServer();
+        channel
+            ? Channel::Create(test::UniqueUnixUri("env-broken"), {}).status()
+            : CreateServer();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_TRUE(absl::StartsWith(
         s.message(), absl::StrCat("RPCRDMA_CONFIG=", file, ": ", file, ":2:")))

@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-namespace rpcrdma::http_client {
+namespace rpcrdma::test {
 
 class Socket {
  public:
@@ -88,6 +88,6 @@ inline std::string OkBody(const std::string& response) {
   return response.substr(body + 4);
 }
 
-}  // namespace rpcrdma::http_client
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_API_HTTP_CLIENT_H_

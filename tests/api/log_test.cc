@@ -82,9 +82,7 @@ class LogTest : public ::testing::Test {
   std::shared_ptr<CapturingSink> sink_;
 };
 
-std::vector<uint8_t> Call(uint32_t xid) {
-  return test_calls::MinimalCallStream(xid);
-}
+std::vector<uint8_t> Call(uint32_t xid) { return test::MinimalCallStream(xid); }
 
 config::TransportConfig FastReconnect() {
   config::TransportConfig c;

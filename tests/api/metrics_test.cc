@@ -66,7 +66,7 @@ HandlerReply EchoXid(const IncomingCall& call) {
 }
 
 std::vector<uint8_t> CallStream(uint32_t xid) {
-  return test_calls::MinimalCallStream(xid);
+  return test::MinimalCallStream(xid);
 }
 
 TEST(ApiMetrics, ChannelAndServerHistogramsCountEveryCall) {

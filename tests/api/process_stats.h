@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-namespace rpcrdma::process_stats {
+namespace rpcrdma::test {
 
 // Entries of `dir` but . and .. (/proc/self/fd, /proc/self/task).
 inline size_t CountEntries(const char* dir) {
@@ -60,6 +60,6 @@ inline long VoluntarySwitches(const std::string& tid) {
                    "voluntary_ctxt_switches:");
 }
 
-}  // namespace rpcrdma::process_stats
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_API_PROCESS_STATS_H_

@@ -28,8 +28,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using http_client::ConnectFrom;
-using http_client::Socket;
+using test::ConnectFrom;
+using test::Socket;
 
 // Whether the server closed the connection within `within` (reading EOF
 // or a reset), without the client having sent anything more.
@@ -43,7 +43,7 @@ bool ClosedByServer(const Socket& s, std::chrono::milliseconds within) {
 // GET /metrics over `s`: the status line, "" when no answer came within
 // 5 s.
 std::string StatusOfGet(const Socket& s) {
-  return http_client::StatusLine(http_client::Get(s));
+  return test::StatusLine(test::Get(s));
 }
 
 std::unique_ptr<PrometheusExporter> Start(PrometheusExporterOptions options) {

@@ -91,15 +91,14 @@ TEST(PrometheusStatusBrowser, ChromiumShowsPeersSettingsCountersAndCharts) {
     GTEST_SKIP() << "chromium is not installed (Debian: apt-get install "
                     "chromium; scripts/install-deps.sh lists it)";
   }
-  status_test::Peers peers = status_test::Connect("browser");
+  test::Peers peers = test::Connect("browser");
   ASSERT_NE(peers.channel, nullptr);
   auto exporter = PrometheusExporter::Create("127.0.0.1:0");
   ASSERT_TRUE(exporter.ok()) << exporter.status();
-  ASSERT_TRUE(
-      (*exporter)
-          ->Register(*peers.server,
-                     {{"service", "kv"}, {"note", status_test::kHostileLabel}})
-          .ok());
+  ASSERT_TRUE((*exporter)
+                  ->Register(*peers.server,
+                             {{"service", "kv"}, {"note", test::kHostileLabel}})
+                  .ok());
   ASSERT_TRUE((*exporter)->Register(*peers.channel, {{"peer", "kv-1"}}).ok());
 
   // Calls run while the browser loads the page.
@@ -107,7 +106,7 @@ TEST(PrometheusStatusBrowser, ChromiumShowsPeersSettingsCountersAndCharts) {
   std::atomic<uint32_t> completed{0};
   std::thread caller([&] {
     for (uint32_t xid = 1; !stop.load(); ++xid) {
-      if (status_test::CallOnce(*peers.channel, xid)) ++completed;
+      if (test::CallOnce(*peers.channel, xid)) ++completed;
     }
   });
   for (int i = 0; i < 500 && completed.load() < 20; ++i) {

@@ -23,7 +23,7 @@ namespace rpcrdma {
 namespace {
 
 using nlohmann::json;
-using status_test::kHostileLabel;
+using test::kHostileLabel;
 
 // The status line and headers of `response`, lower-cased (header names
 // are case-insensitive).
@@ -103,12 +103,12 @@ class PrometheusStatus : public ::testing::Test {
   static constexpr uint32_t kCalls = 5;
 
   void SetUp() override {
-    peers_ = status_test::Connect("unit");
+    peers_ = test::Connect("unit");
     ASSERT_NE(peers_.channel, nullptr);
     for (uint32_t xid = 1; xid <= kCalls; ++xid) {
-      ASSERT_TRUE(status_test::CallOnce(*peers_.channel, xid));
+      ASSERT_TRUE(test::CallOnce(*peers_.channel, xid));
     }
-    ASSERT_TRUE(status_test::WaitForServerReplies(*peers_.server, kCalls));
+    ASSERT_TRUE(test::WaitForServerReplies(*peers_.server, kCalls));
     auto exporter = PrometheusExporter::Create("127.0.0.1:0");
     ASSERT_TRUE(exporter.ok()) << exporter.status();
     exporter_ = *std::move(exporter);
@@ -119,18 +119,18 @@ class PrometheusStatus : public ::testing::Test {
     ASSERT_TRUE(exporter_->Register(*peers_.channel, {{"peer", "s1"}}).ok());
   }
 
-  status_test::Peers peers_;
+  test::Peers peers_;
   std::unique_ptr<PrometheusExporter> exporter_;
 };
 
 TEST_F(PrometheusStatus, JsonOverHttpHasEveryFieldAsTheApiReportsIt) {
   const std::string response =
-      status_test::HttpGet(exporter_->port(), "/status?format=json");
-  ASSERT_EQ(http_client::StatusLine(response), "HTTP/1.1 200 OK") << response;
+      test::HttpGet(exporter_->port(), "/status?format=json");
+  ASSERT_EQ(test::StatusLine(response), "HTTP/1.1 200 OK") << response;
   EXPECT_TRUE(
       absl::StrContains(Headers(response), "content-type: application/json"))
       << Headers(response);
-  const json status = json::parse(http_client::OkBody(response));
+  const json status = json::parse(test::OkBody(response));
   const json& sources = status.at("sources");
   ASSERT_EQ(sources.size(), 2u) << status;
 
@@ -184,16 +184,15 @@ TEST_F(PrometheusStatus, JsonOverHttpHasEveryFieldAsTheApiReportsIt) {
 }
 
 TEST_F(PrometheusStatus, HtmlOverHttpShowsSourcesConnectionsAndCharts) {
-  const std::string response =
-      status_test::HttpGet(exporter_->port(), "/status");
-  ASSERT_EQ(http_client::StatusLine(response), "HTTP/1.1 200 OK") << response;
+  const std::string response = test::HttpGet(exporter_->port(), "/status");
+  ASSERT_EQ(test::StatusLine(response), "HTTP/1.1 200 OK") << response;
   EXPECT_TRUE(absl::StrContains(Headers(response),
                                 "content-type: text/html; charset=utf-8"));
   EXPECT_TRUE(absl::StrContains(Headers(response),
                                 "content-security-policy: default-src 'none'; "
                                 "style-src 'unsafe-inline'"))
       << Headers(response);
-  const std::string html = http_client::OkBody(response);
+  const std::string html = test::OkBody(response);
   EXPECT_TRUE(absl::StartsWith(html, "<!DOCTYPE html>"));
   EXPECT_TRUE(absl::StrContains(html, "data-role=\"server\"")) << html;
   EXPECT_TRUE(absl::StrContains(html, "data-role=\"channel\""));
@@ -267,25 +266,23 @@ TEST_F(PrometheusStatus, UnregisteredSourcesLeaveThePage) {
 
 TEST_F(PrometheusStatus, UnknownPathIsNotFoundAndUnknownFormatIsBadRequest) {
   for (const char* path : {"/status/", "/statusx", "/status.json", "/"}) {
-    EXPECT_EQ(
-        http_client::StatusLine(status_test::HttpGet(exporter_->port(), path)),
-        "HTTP/1.1 404 Not Found")
+    EXPECT_EQ(test::StatusLine(test::HttpGet(exporter_->port(), path)),
+              "HTTP/1.1 404 Not Found")
         << path;
   }
   const std::string bad =
-      status_test::HttpGet(exporter_->port(), "/status?format=xml");
-  EXPECT_EQ(http_client::StatusLine(bad), "HTTP/1.1 400 Bad Request");
+      test::HttpGet(exporter_->port(), "/status?format=xml");
+  EXPECT_EQ(test::StatusLine(bad), "HTTP/1.1 400 Bad Request");
   EXPECT_TRUE(absl::StrContains(bad, "format must be html or json")) << bad;
-  EXPECT_EQ(http_client::StatusLine(
-                status_test::HttpGet(exporter_->port(), "/status?format=html")),
-            "HTTP/1.1 200 OK");
+  EXPECT_EQ(
+      test::StatusLine(test::HttpGet(exporter_->port(), "/status?format=html")),
+      "HTTP/1.1 200 OK");
 }
 
 // /status is served by the listener that serves /metrics, under its rules:
 // GET (or HEAD) only, and a request larger than its buffer is refused.
 TEST_F(PrometheusStatus, OnlyGetIsServedAndAnOversizedRequestIsRefused) {
-  http_client::Socket s =
-      http_client::ConnectFrom("127.0.0.1", exporter_->port());
+  test::Socket s = test::ConnectFrom("127.0.0.1", exporter_->port());
   const std::string post =
       "POST /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
       "Content-Length: 0\r\n\r\n";
@@ -295,13 +292,12 @@ TEST_F(PrometheusStatus, OnlyGetIsServedAndAnOversizedRequestIsRefused) {
   pollfd p{s.fd(), POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 5000), 1);
   ASSERT_GT(read(s.fd(), buffer, sizeof buffer - 1), 0);
-  EXPECT_EQ(http_client::StatusLine(buffer), "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_EQ(test::StatusLine(buffer), "HTTP/1.1 405 Method Not Allowed");
 
   const std::string oversized =
       absl::StrCat("/status?format=json&pad=", std::string(64 * 1024, 'a'));
-  const std::string response =
-      status_test::HttpGet(exporter_->port(), oversized);
-  EXPECT_EQ(http_client::StatusLine(response), "HTTP/1.1 414 URI Too Long")
+  const std::string response = test::HttpGet(exporter_->port(), oversized);
+  EXPECT_EQ(test::StatusLine(response), "HTTP/1.1 414 URI Too Long")
       << response.substr(0, 200);
 }
 

@@ -25,8 +25,7 @@ namespace {
 
 // GET /metrics from 127.0.0.1:port; the body, or "" on failure.
 std::string HttpGet(uint16_t port) {
-  return http_client::OkBody(
-      http_client::Get(http_client::ConnectFrom("127.0.0.1", port)));
+  return test::OkBody(test::Get(test::ConnectFrom("127.0.0.1", port)));
 }
 
 // Sample lines: "name{labels} value" keyed by "name{labels}".
@@ -56,7 +55,7 @@ TEST(PrometheusExporter, ScrapeOverHttpShowsCountersAndHistograms) {
   constexpr uint32_t kCalls = 7;
   for (uint32_t xid = 1; xid <= kCalls; ++xid) {
     CallRequest req;
-    req.xdr = test_calls::MinimalCallStream(xid);
+    req.xdr = test::MinimalCallStream(xid);
     req.max_reply_size = 64;
     auto f = (*channel)->Call(std::move(req));
     ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);

@@ -33,11 +33,11 @@
 namespace rpcrdma {
 namespace {
 
-using process_stats::CountEntries;
-using process_stats::Maps;
-using process_stats::ResidentKib;
+using test::CountEntries;
+using test::Maps;
+using test::ResidentKib;
 
-using test_calls::ReplyHeader;
+using test::ReplyHeader;
 
 // Memory maps per connection and process: its buffers, and on a
 // Unix-domain socket the two pages of the cross-memory gates (its own and
@@ -128,7 +128,7 @@ TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
   // SIGPIPE when the report is asked for.
   signal(SIGPIPE, SIG_IGN);
   const std::string uri = absl::StrCat("soft+unix://@rpcrdma-scale-",
-                                       ::rpcrdma::testing::ProcessTag());
+                                       ::rpcrdma::test::ProcessTag());
   int ready[2], control[2], report[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(control), 0);
@@ -178,7 +178,7 @@ TEST(TenThousandConnections, EachWithOneDescriptorPerSide) {
   std::string first_failure;
   for (size_t i = 0; i < kConnections; ++i) {
     CallRequest req;
-    req.xdr = test_calls::MinimalCallStream(static_cast<uint32_t>(i + 1));
+    req.xdr = test::MinimalCallStream(static_cast<uint32_t>(i + 1));
     req.max_reply_size = 64;
     channels[i]->Call(std::move(req), [&](absl::StatusOr<Reply> r) {
       if (r.ok()) {

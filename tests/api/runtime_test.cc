@@ -30,17 +30,17 @@
 namespace rpcrdma {
 namespace {
 
-using process_stats::Threads;
+using test::Threads;
 
-using test_calls::NullCall;
-using test_calls::ReplyHeader;
+using test::NullCall;
+using test::ReplyHeader;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 std::string UnixUri(absl::string_view what) {
-  return test_calls::UniqueUnixUri(absl::StrCat("runtime-", what));
+  return test::UniqueUnixUri(absl::StrCat("runtime-", what));
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {
@@ -297,7 +297,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
 
   std::vector<uint8_t> result(kSize);
   CallRequest echo;
-  echo.xdr = test_calls::MinimalCallStream(1);
+  echo.xdr = test::MinimalCallStream(1);
   echo.xdr[23] = 1;  // procedure 1: echo
   for (int shift = 24; shift >= 0; shift -= 8) {
     echo.xdr.push_back(static_cast<uint8_t>(kSize >> shift));
@@ -313,7 +313,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
   EXPECT_TRUE(result == lent);
 
   CallRequest big_reply;
-  big_reply.xdr = test_calls::MinimalCallStream(2);
+  big_reply.xdr = test::MinimalCallStream(2);
   big_reply.xdr[23] = 2;
   big_reply.max_reply_size = static_cast<uint32_t>(24 + kSize);
   auto g = (*channel)->Call(std::move(big_reply));

@@ -34,7 +34,7 @@
 namespace rpcrdma {
 namespace {
 
-using test_calls::ReplyHeader;
+using test::ReplyHeader;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -62,12 +62,12 @@ class EventLog {
 std::string UnixUri(absl::string_view what) {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-server-options-", what, "-",
-                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                      ::rpcrdma::test::ProcessTag(), "-", counter++);
 }
 
 CallRequest NullCall(uint32_t xid) {
   CallRequest req;
-  req.xdr = test_calls::MinimalCallStream(xid);
+  req.xdr = test::MinimalCallStream(xid);
   req.max_reply_size = 64;
   return req;
 }

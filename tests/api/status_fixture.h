@@ -22,7 +22,7 @@
 #include "tests/api/http_client.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::status_test {
+namespace rpcrdma::test {
 
 // Labels a hostile or careless application could give: markup, quotes
 // and an ampersand, which the page must show as text.
@@ -39,10 +39,10 @@ inline Peers Connect(const std::string& name) {
   config::TransportConfig config;
   auto server =
       Server::Create(absl::StrCat("soft+unix://@rpcrdma-status-", name, "-",
-                                  testing::ProcessTag(), "-", serial++),
+                                  test::ProcessTag(), "-", serial++),
                      config, [](IncomingCall call, Responder r) {
                        HandlerReply reply;
-                       reply.xdr = test_calls::ReplyHeader(call.xid);
+                       reply.xdr = test::ReplyHeader(call.xid);
                        (void)r.Send(std::move(reply));
                      });
   EXPECT_TRUE(server.ok()) << server.status();
@@ -56,7 +56,7 @@ inline Peers Connect(const std::string& name) {
 // One call, waited for; false when it failed or took over 30 s.
 inline bool CallOnce(Channel& channel, uint32_t xid) {
   CallRequest req;
-  req.xdr = test_calls::MinimalCallStream(xid);
+  req.xdr = test::MinimalCallStream(xid);
   req.max_reply_size = 64;
   auto f = channel.Call(std::move(req));
   return f.wait_for(std::chrono::seconds(30)) == std::future_status::ready &&
@@ -79,9 +79,9 @@ inline bool WaitForServerReplies(const Server& server, uint64_t calls) {
 
 // GET `path` of 127.0.0.1:port: the whole response, "" on failure.
 inline std::string HttpGet(uint16_t port, const std::string& path) {
-  return http_client::Get(http_client::ConnectFrom("127.0.0.1", port), path);
+  return test::Get(test::ConnectFrom("127.0.0.1", port), path);
 }
 
-}  // namespace rpcrdma::status_test
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_API_STATUS_FIXTURE_H_

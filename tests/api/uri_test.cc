@@ -156,7 +156,7 @@ void ExpectRoundTrip(const std::string& listen, const std::string& uri_prefix,
   auto channel = Channel::Create(target, c);
   ASSERT_TRUE(channel.ok()) << target << ": " << channel.status();
   CallRequest req;
-  req.xdr = test_calls::MinimalCallStream(0xABCD);
+  req.xdr = test::MinimalCallStream(0xABCD);
   req.max_reply_size = 64;
   auto f = (*channel)->Call(std::move(req));
   ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);

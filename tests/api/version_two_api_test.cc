@@ -35,7 +35,7 @@
 namespace rpcrdma {
 namespace {
 
-using test_calls::Words;
+using test::Words;
 
 constexpr uint32_t kPropA = kFirstExperimentalPropertyId + 0xA;  // client's
 constexpr uint32_t kPropB = kFirstExperimentalPropertyId + 0xB;  // server's
@@ -45,7 +45,7 @@ constexpr uint32_t kType = 0x4F505431;                           // "OPT1"
 // header (the server's handler reads the size from the call's argument).
 CallRequest BulkCall(uint32_t xid, uint32_t reply_octets) {
   CallRequest request;
-  request.xdr = test_calls::MinimalCallStream(xid);
+  request.xdr = test::MinimalCallStream(xid);
   const std::vector<uint8_t> arg = Words({reply_octets});
   request.xdr.insert(request.xdr.end(), arg.begin(), arg.end());
   request.max_reply_size = 24 + reply_octets;
@@ -53,7 +53,7 @@ CallRequest BulkCall(uint32_t xid, uint32_t reply_octets) {
 }
 
 std::vector<uint8_t> Bulk(uint32_t xid, uint32_t n) {
-  std::vector<uint8_t> out = test_calls::ReplyHeader(xid);
+  std::vector<uint8_t> out = test::ReplyHeader(xid);
   for (uint32_t i = 0; i < n; ++i) {
     out.push_back(static_cast<uint8_t>(xid + i * 13));
   }
@@ -395,19 +395,17 @@ TEST_P(VersionTwoApiTest, V2Draft_6_2_EveryMessageKindTravelsLive) {
 INSTANTIATE_TEST_SUITE_P(
     VersionTwo, VersionTwoApiTest,
     ::testing::Values(
-        Transport{"SoftUnix", [] { return test_calls::UniqueUnixUri("v2"); }},
+        Transport{"SoftUnix", [] { return test::UniqueUnixUri("v2"); }},
         Transport{"SoftTcp",
                   [] { return std::string("soft+tcp://127.0.0.1:0"); }}),
     TransportName);
 #else
-INSTANTIATE_TEST_SUITE_P(VersionTwo, VersionTwoApiTest,
-                         ::testing::Values(Transport{
-                             "Rdma",
-                             [] {
-                               return absl::StrCat(
-                                   "rdma://", testutil::RdmaTestHost(), ":0");
-                             }}),
-                         TransportName);
+INSTANTIATE_TEST_SUITE_P(
+    VersionTwo, VersionTwoApiTest,
+    ::testing::Values(Transport{
+        "Rdma",
+        [] { return absl::StrCat("rdma://", test::RdmaTestHost(), ":0"); }}),
+    TransportName);
 #endif
 
 }  // namespace

@@ -40,7 +40,7 @@ class SoftCrossMemory : public ::testing::Test {
     fabric_ = MakeSoftFabric();
     const std::string name =
         std::string("unix:@rpcrdma-cma-flush-") +
-        ::rpcrdma::testing::ProcessTag() + "-" +
+        ::rpcrdma::test::ProcessTag() + "-" +
         ::testing::UnitTest::GetInstance()->current_test_info()->name();
     auto listener = fabric_->Listen(name);
     ASSERT_TRUE(listener.ok()) << listener.status();

@@ -27,7 +27,7 @@ namespace rpcrdma::fabric::testing {
 
 inline std::string UniqueName() {
   static std::atomic<int> counter{0};
-  return absl::StrCat("rpcrdma-fabric-", ::rpcrdma::testing::ProcessTag(), "-",
+  return absl::StrCat("rpcrdma-fabric-", ::rpcrdma::test::ProcessTag(), "-",
                       counter++);
 }
 

@@ -34,7 +34,7 @@ FabricFactory VerbsFactory(std::string name, WindowMode windows) {
   f.make_client = [options] { return MakeVerbsFabric(options); };
   f.make_server = [options] { return MakeVerbsFabric(options); };
   f.listen_address = [] {
-    return absl::StrCat(::rpcrdma::testutil::RdmaTestHost(), ":0");
+    return absl::StrCat(::rpcrdma::test::RdmaTestHost(), ":0");
   };
   return f;
 }
@@ -55,7 +55,7 @@ class VerbsFabricTest : public FabricConformanceTest {
     client_fabric_ = MakeVerbsFabric(options);
     server_fabric_ = MakeVerbsFabric(options);
     absl::StatusOr<std::unique_ptr<Listener>> l = server_fabric_->Listen(
-        absl::StrCat(::rpcrdma::testutil::RdmaTestHost(), ":0"));
+        absl::StrCat(::rpcrdma::test::RdmaTestHost(), ":0"));
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = *std::move(l);
   }
@@ -69,12 +69,11 @@ std::vector<uint8_t> Seq(size_t n) {
 
 TEST_F(VerbsFabricTest, ListenerReportsTheChosenPort) {
   const std::string address = listener_->address();
-  ASSERT_TRUE(
-      absl::StartsWith(address, ::rpcrdma::testutil::RdmaTestHost() + ":"))
+  ASSERT_TRUE(absl::StartsWith(address, ::rpcrdma::test::RdmaTestHost() + ":"))
       << address;
   absl::StatusOr<verbs::SocketAddress> parsed = verbs::ParseAddress(address);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_NE(address, ::rpcrdma::testutil::RdmaTestHost() + ":0");
+  EXPECT_NE(address, ::rpcrdma::test::RdmaTestHost() + ":0");
 }
 
 // RFC 8797 §5.1 carries its message in the CM private data; rdma-cm on
@@ -438,8 +437,8 @@ void ExcludeKnownDeviations(const std::string& device) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleMock(&argc, argv);
   using rpcrdma::fabric::testing::ExcludeKnownDeviations;
-  ExcludeKnownDeviations(rpcrdma::testutil::ProbeVerbsDevice());
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::testutil::RdmaLeakCheck);
+  ExcludeKnownDeviations(rpcrdma::test::ProbeVerbsDevice());
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::test::RdmaLeakCheck);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }

@@ -23,7 +23,7 @@ class HostileResponder : public ::testing::Test {
     threads_before_ = Threads();
     fabric_ = fabric::MakeSoftFabric();
     auto l = fabric_->Listen(absl::StrCat("unix:@rpcrdma-hostile-responder-",
-                                          ::rpcrdma::testing::ProcessTag(), "-",
+                                          ::rpcrdma::test::ProcessTag(), "-",
                                           ++serial_));
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = std::move(*l);

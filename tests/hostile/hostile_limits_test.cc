@@ -26,7 +26,7 @@ using ::testing::HasSubstr;
 int serial = 0;
 std::string NewUri() {
   return absl::StrCat("soft+unix://@rpcrdma-hostile-limits-",
-                      ::rpcrdma::testing::ProcessTag(), "-", ++serial);
+                      ::rpcrdma::test::ProcessTag(), "-", ++serial);
 }
 
 // Answers every call at once, except XIDs in `swallow`, which it keeps

@@ -44,7 +44,7 @@ inline size_t OpenDescriptors() { return CountEntries("/proc/self/fd"); }
 inline size_t Threads() { return CountEntries("/proc/self/task"); }
 // Resident sizes say nothing under AddressSanitizer (its runtime, UBSan's
 // too, also needs free descriptors for its own checks).
-using ::rpcrdma::testing::kUnderSanitizer;
+using ::rpcrdma::test::kUnderSanitizer;
 
 // Resident memory of this process in octets (VmRSS of /proc/self/status).
 inline uint64_t ResidentBytes() {

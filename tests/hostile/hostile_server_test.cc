@@ -43,7 +43,7 @@ class HostileServer : public ::testing::Test {
   void StartServer(config::TransportConfig config = {}) {
     auto s = Server::Create(
         absl::StrCat("soft+unix://@rpcrdma-hostile-",
-                     ::rpcrdma::testing::ProcessTag(), "-", ++serial_),
+                     ::rpcrdma::test::ProcessTag(), "-", ++serial_),
         config, [this](IncomingCall call, Responder r) {
           std::lock_guard<std::mutex> lock(mu_);
           delivered_.push_back(call.message.size());

@@ -16,7 +16,7 @@
 namespace rpcrdma::nfs4 {
 namespace {
 
-using testutil::Words;
+using test::Words;
 
 std::vector<uint8_t> Cat(std::initializer_list<std::vector<uint8_t>> parts) {
   std::vector<uint8_t> out;

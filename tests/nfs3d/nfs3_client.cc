@@ -70,7 +70,7 @@ bool Nfs3Client::Start(unsigned threads) {
   config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
   absl::StatusOr<SVCXPRT*> xprt = oncrpc::CreateServerTransport(
       absl::StrCat("soft+unix://@rpcrdma-nfs3d-test-",
-                   ::rpcrdma::testing::ProcessTag(), "-", next++),
+                   ::rpcrdma::test::ProcessTag(), "-", next++),
       config);
   if (!xprt.ok()) return false;
   xprt_ = *xprt;

@@ -24,7 +24,7 @@ inline std::string ListenUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "soft+tcp") return "soft+tcp://127.0.0.1:0";
   return absl::StrCat("soft+unix://@rpcrdma-oncrpc-test-",
-                      ::rpcrdma::testing::ProcessTag(), "-", next++);
+                      ::rpcrdma::test::ProcessTag(), "-", next++);
 }
 
 // testprog's Upper Layer Binding: READ's data and ECHO's result in a

@@ -17,8 +17,8 @@
 namespace rpcrdma::oncrpc {
 namespace {
 
-using ::rpcrdma::testutil::AppendWord;
-using ::rpcrdma::testutil::Words;
+using ::rpcrdma::test::AppendWord;
+using ::rpcrdma::test::Words;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 

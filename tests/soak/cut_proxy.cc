@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<CutProxy>> CutProxy::Start(
   p->mean_interval_ = mean_interval;
   static std::atomic<int> counter{0};
   const std::string name = absl::StrCat(
-      "rpcrdma-soak-proxy-", ::rpcrdma::testing::ProcessTag(), "-", counter++);
+      "rpcrdma-soak-proxy-", ::rpcrdma::test::ProcessTag(), "-", counter++);
   Address listen = tcp ? TcpAddress(0) : UnixAddress(name);
   p->listener_ = socket(tcp ? AF_INET : AF_UNIX,
                         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

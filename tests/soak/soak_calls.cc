@@ -36,12 +36,12 @@ void PlanEcho(PlannedCall& call, std::vector<uint8_t> stream,
 void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
                 uint32_t seed, uint32_t bulk, bool write_chunk,
                 std::mt19937_64& rng) {
-  testutil::AppendWord(stream, n);
-  testutil::AppendWord(stream, seed);
-  testutil::AppendWord(stream, bulk);
+  test::AppendWord(stream, n);
+  test::AppendWord(stream, seed);
+  test::AppendWord(stream, bulk);
   call.request.xdr = std::move(stream);
   std::vector<uint8_t> reduced = ReplyHeader(call.xid);
-  testutil::AppendWord(reduced, n);
+  test::AppendWord(reduced, n);
   PutOpaque(reduced, Pattern(bulk, seed + 1));
   if (write_chunk) {
     call.result_memory.assign(n + Uniform(rng, 0, 64), 0xEE);
@@ -51,7 +51,7 @@ void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
     call.expected_xdr = std::move(reduced);
   } else {
     call.expected_xdr =
-        testutil::WithXdrItem(reduced, kReplyHeaderSize + 4, Pattern(n, seed));
+        test::WithXdrItem(reduced, kReplyHeaderSize + 4, Pattern(n, seed));
   }
   call.request.max_reply_size = static_cast<uint32_t>(call.expected_xdr.size());
 }
@@ -67,14 +67,14 @@ uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
   std::vector<uint8_t> out;
   for (uint32_t w : {xid, 0u, 2u, kProgram, 1u, proc, 0u, 0u, 0u, 0u}) {
-    testutil::AppendWord(out, w);
+    test::AppendWord(out, w);
   }
   return out;
 }
 
 std::vector<uint8_t> ReplyHeader(uint32_t xid) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) testutil::AppendWord(out, w);
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) test::AppendWord(out, w);
   return out;
 }
 
@@ -87,7 +87,7 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 }
 
 void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
-  testutil::AppendWord(out, static_cast<uint32_t>(data.size()));
+  test::AppendWord(out, static_cast<uint32_t>(data.size()));
   out.insert(out.end(), data.begin(), data.end());
   out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
 }
@@ -120,8 +120,8 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
                             ? kResult
                             : kEcho;
   std::vector<uint8_t> stream = CallHeader(xid, proc);
-  testutil::AppendWord(stream, options.delay_ms);
-  testutil::AppendWord(stream, options.backward);
+  test::AppendWord(stream, options.delay_ms);
+  test::AppendWord(stream, options.backward);
   const uint32_t seed = static_cast<uint32_t>(rng());
   switch (shape) {
     case Shape::kInline: {
@@ -141,16 +141,16 @@ void Plan(PlannedCall& call, Shape shape, uint32_t xid, std::mt19937_64& rng,
         const uint32_t size =
             (rng() & 3) == 0 ? Uniform(rng, 1, 64) : Uniform(rng, 256, 24576);
         call.argument_memory.push_back(RandomBytes(rng, size));
-        testutil::AppendWord(stream, size);
-        testutil::AppendWord(complete, size);
+        test::AppendWord(stream, size);
+        test::AppendWord(complete, size);
         call.request.arguments.push_back(
             {static_cast<uint32_t>(stream.size()),
              absl::MakeConstSpan(call.argument_memory.back())});
-        complete = testutil::WithXdrItem(complete, complete.size(),
-                                         call.argument_memory.back());
+        complete = test::WithXdrItem(complete, complete.size(),
+                                     call.argument_memory.back());
         const uint32_t filler = static_cast<uint32_t>(rng());
-        testutil::AppendWord(stream, filler);
-        testutil::AppendWord(complete, filler);
+        test::AppendWord(stream, filler);
+        test::AppendWord(complete, filler);
       }
       PlanEcho(call, std::move(stream), std::move(complete));
       return;
@@ -191,8 +191,8 @@ void PlanBackward(PlannedCall& call, uint32_t xid, uint32_t size,
                   std::mt19937_64& rng) {
   call.xid = xid;
   std::vector<uint8_t> stream = CallHeader(xid, kEcho);
-  testutil::AppendWord(stream, 0);
-  testutil::AppendWord(stream, 0);
+  test::AppendWord(stream, 0);
+  test::AppendWord(stream, 0);
   PutOpaque(stream, RandomBytes(rng, size));
   std::vector<uint8_t> complete = stream;
   PlanEcho(call, std::move(stream), std::move(complete));
@@ -255,7 +255,7 @@ HandlerReply Answer(const IncomingCall& call) {
   const uint32_t n = std::min<uint32_t>(Get(m, args), 1 << 20);
   const uint32_t seed = Get(m, args + 4);
   const uint32_t bulk = std::min<uint32_t>(Get(m, args + 8), 1 << 20);
-  testutil::AppendWord(reply.xdr, n);
+  test::AppendWord(reply.xdr, n);
   reply.results.push_back({kReplyHeaderSize + 4, Pattern(n, seed)});
   PutOpaque(reply.xdr, Pattern(bulk, seed + 1));
   return reply;

@@ -144,7 +144,7 @@ std::string TransportName(const ::testing::TestParamInfo<Transport>& info) {
 [[maybe_unused]] std::string FreshUnixUri() {
   static std::atomic<int> counter{0};
   return absl::StrCat("soft+unix://@rpcrdma-soak-",
-                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                      ::rpcrdma::test::ProcessTag(), "-", counter++);
 }
 
 // One Channel's call under way.
@@ -509,7 +509,7 @@ INSTANTIATE_TEST_SUITE_P(
     Soak, SoakTest,
     ::testing::Values(Transport{
         "Rdma",
-        [] { return absl::StrCat("rdma://", testutil::RdmaTestHost(), ":0"); },
+        [] { return absl::StrCat("rdma://", test::RdmaTestHost(), ":0"); },
         false}),
     TransportName);
 #endif
@@ -557,7 +557,7 @@ int main(int argc, char** argv) {
   rpcrdma::soak::g_version =
       FlagOrEnv(argc, argv, "soak_version", "RPCRDMA_SOAK_VERSION", 1);
 #ifdef RPCRDMA_SOAK_VERBS
-  if (rpcrdma::testutil::ProbeVerbsDevice().empty()) return 1;
+  if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
 #endif
   std::fflush(stdout);
   return RUN_ALL_TESTS();

@@ -10,7 +10,7 @@
 
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::testutil {
+namespace rpcrdma::test {
 
 // Big-endian 32-bit words, as XDR lays them out.
 inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
@@ -56,6 +56,12 @@ inline std::vector<uint8_t> WithXdrItem(const std::vector<uint8_t>& reduced,
   return out;
 }
 
-}  // namespace rpcrdma::testutil
+}  // namespace rpcrdma::test
+
+namespace rpcrdma {
+// The engine's tests still name these testutil::Words and
+// testutil::AppendWord; the alias goes once they say test::.
+namespace testutil = test;
+}  // namespace rpcrdma
 
 #endif  // RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_

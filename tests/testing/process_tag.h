@@ -19,7 +19,7 @@
 #include <random>
 #include <string>
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 
 inline std::string ProcessTag() {
   static const uint32_t random_part = [] {
@@ -32,6 +32,6 @@ inline std::string ProcessTag() {
   return tag;
 }
 
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_TESTING_PROCESS_TAG_H_

@@ -18,7 +18,7 @@
 
 #include "gtest/gtest.h"
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 namespace {
 
 struct Report {
@@ -126,4 +126,4 @@ TEST(ProcessTag, AbstractSocketNamesStayApartAcrossPidNamespaces) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "plugin/fabric/verbs/verbs_fabric.h"
 
-namespace rpcrdma::testutil {
+namespace rpcrdma::test {
 
 // The address of the VM's RDMA device (RPCRDMA_TEST_ADDR, set by the
 // harness). rdma-cm cannot resolve a route to 127.0.0.1 over Soft-RoCE, so
@@ -103,6 +103,6 @@ class RdmaLeakCheck : public ::testing::Environment {
   std::optional<std::map<std::string, long>> before_;
 };
 
-}  // namespace rpcrdma::testutil
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_TESTING_RDMA_VM_H_

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 
 struct CommandResult {
   int exit_status = -1;  // -1 when it could not run or did not exit
@@ -30,6 +30,6 @@ inline CommandResult RunCommand(const std::string& command) {
 // Single-quotes `s` for the shell (paths here never hold a quote).
 inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_TESTING_RUN_COMMAND_H_

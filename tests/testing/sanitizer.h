@@ -6,7 +6,7 @@
 #ifndef RPCRDMA_TESTS_TESTING_SANITIZER_H_
 #define RPCRDMA_TESTS_TESTING_SANITIZER_H_
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool kUnderSanitizer = true;
@@ -20,6 +20,6 @@ inline constexpr bool kUnderSanitizer = false;
 inline constexpr bool kUnderSanitizer = false;
 #endif
 
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_TESTING_SANITIZER_H_

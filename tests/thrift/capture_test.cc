@@ -20,9 +20,9 @@
 namespace rpcrdma::thrift::test {
 namespace {
 
-using rpcrdma::testing::CommandResult;
-using rpcrdma::testing::Quote;
-using rpcrdma::testing::RunCommand;
+using rpcrdma::test::CommandResult;
+using rpcrdma::test::Quote;
+using rpcrdma::test::RunCommand;
 
 class ThriftCapture : public ::testing::Test {
  protected:

@@ -164,7 +164,7 @@ std::string ServerUri(Fabric fabric) {
         "rdma://", addr != nullptr && *addr != '\0' ? addr : "192.0.2.1", ":0");
   }
   return absl::StrCat("soft+unix://@rpcrdma-thrift-test-",
-                      ::rpcrdma::testing::ProcessTag(), "-", counter++);
+                      ::rpcrdma::test::ProcessTag(), "-", counter++);
 }
 
 // ---- StoreHandler ----------------------------------------------------------

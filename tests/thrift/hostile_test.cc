@@ -36,8 +36,8 @@ namespace rpcrdma::thrift::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using process_stats::ProcValue;
-using ::rpcrdma::testing::kUnderSanitizer;
+using ::rpcrdma::test::kUnderSanitizer;
+using ::rpcrdma::test::ProcValue;
 
 // A raw client of the bridge program: THRIFT_CALL and friends built here.
 class RawClient {

@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 std::vector<uint8_t> Bytes(const std::string& hex) {
-  return ::rpcrdma::testutil::HexBytes(hex);
+  return ::rpcrdma::test::HexBytes(hex);
 }
 
 json Format(const std::string& hex, uint64_t frame = 7,

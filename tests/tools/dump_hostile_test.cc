@@ -32,7 +32,7 @@ constexpr char kEscapedName[] = "St\\xff\\xfe:e\\\\c\xc3\xa9";
 
 TEST(DumpHostile, NonUtf8ThriftMethodNameIsEscapedInTheJson) {
   std::optional<json> j =
-      FormatMessage(::rpcrdma::testutil::HexBytes(kThriftCallWithBadName),
+      FormatMessage(::rpcrdma::test::HexBytes(kThriftCallWithBadName),
                     MessageContext{1, std::nullopt});
   ASSERT_TRUE(j.has_value());
   ASSERT_TRUE(j->contains("rpc")) << j->dump();

@@ -18,7 +18,7 @@ namespace rpcrdma::pcap {
 namespace {
 
 std::vector<uint8_t> Bytes(const std::string& hex) {
-  return ::rpcrdma::testutil::HexBytes(hex);
+  return ::rpcrdma::test::HexBytes(hex);
 }
 
 // CRC-32 one bit at a time, straight from the polynomial (x^32 + x^26 + ...

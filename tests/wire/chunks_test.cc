@@ -19,8 +19,8 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-using ::rpcrdma::testutil::AppendWord;
-using ::rpcrdma::testutil::Words;
+using ::rpcrdma::test::AppendWord;
+using ::rpcrdma::test::Words;
 
 std::vector<uint8_t> Encode(const ChunkLists& lists) {
   std::vector<uint8_t> buf(ChunkListsEncodedSize(lists));

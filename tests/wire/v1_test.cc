@@ -27,8 +27,8 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-using ::rpcrdma::testutil::AppendWord;
-using ::rpcrdma::testutil::Words;
+using ::rpcrdma::test::AppendWord;
+using ::rpcrdma::test::Words;
 
 std::vector<uint8_t> Concat(std::vector<uint8_t> a,
                             const std::vector<uint8_t>& b) {
