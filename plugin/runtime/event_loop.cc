@@ -254,7 +254,7 @@ void EventLoop::Post(Task task) {
   }
 }
 
-void EventLoop::RunSync(const Task& task) {
+void EventLoop::RunSync(absl::FunctionRef<void()> task) {
   if (InLoopThread()) {
     task();
     return;
