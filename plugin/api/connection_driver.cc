@@ -95,10 +95,14 @@ void ConnectionDriver::PostWork() {
   // One weak pointer that shares the owner's lifetime and points at this
   // driver: the task fits the loop's inline storage, so that the work a
   // blocking call leaves to the loop after each reply allocates nothing.
+  if (work_posted_.exchange(true)) return;  // that round will do
   std::weak_ptr<ConnectionDriver> weak =
       std::shared_ptr<ConnectionDriver>(owner_.WeakOwner().lock(), this);
   loop_->Post([weak = std::move(weak)] {
     if (std::shared_ptr<ConnectionDriver> self = weak.lock()) {
+      // Cleared first: what is asked after this point gets a round of
+      // its own.
+      self->work_posted_.store(false);
       self->Work(/*readable=*/false);
     }
   });

@@ -221,6 +221,10 @@ class ConnectionDriver final : public runtime::Source,
   VersionTwoUser v2_;
   // When the loop will look again at the latest (WakeBy compares).
   std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
+  // A round posted by PostWork and not yet begun: the next one waits for
+  // it, so that a loop kept from running meanwhile does not find the
+  // same round queued once per call.
+  std::atomic<bool> work_posted_{false};
 };
 
 template <typename Answer, typename Operation>

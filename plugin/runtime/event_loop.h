@@ -147,6 +147,7 @@ class EventLoop {
   std::atomic<std::thread::id> runner_{};
   std::mutex run_mu_;  // held while a thread runs an iteration
 
+  static constexpr size_t kReservedTasks = 64;
   std::mutex tasks_mu_;
   std::vector<Task> tasks_;
   std::vector<Task> running_tasks_;  // loop thread: the batch being run
