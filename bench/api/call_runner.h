@@ -22,7 +22,7 @@ inline void SetCounters(benchmark::State& state,
                         const ProcessCounters::Delta& d, double allocations) {
   if (d.syscalls >= 0) state.counters["syscalls"] = d.syscalls;
   state.counters["ctx_switches"] = d.context_switches;
-  if (allocations >= 0) state.counters["allocs"] = allocations;
+  if (allocations >= 0) state.counters["allocs_per_call"] = allocations;
 }
 
 // Waits for one call's completion; reused, so that waiting allocates
@@ -76,14 +76,22 @@ class AllocationWindows {
 // allocation window once its request is built.
 inline constexpr int kCountedCalls = 2000;
 
+//
+// `server_allocations`, when given, reads the heap allocations of the
+// server's process (another one), which get their own counter,
+// server_allocs_per_call: all it allocated during the counted pass, its
+// handler's reply stream included.
 template <typename Call>
-void RunNullCalls(benchmark::State& state, Call call) {
+void RunNullCalls(benchmark::State& state, Call call,
+                  int64_t (*server_allocations)() = nullptr) {
   AllocationWindows untimed;
   for (auto _ : state) {
     if (!call(untimed)) state.SkipWithError("call failed");
   }
   AllocationWindows allocations;
   ProcessCounters counters;
+  const int64_t server_before =
+      server_allocations != nullptr ? server_allocations() : -1;
   counters.Start();
   for (int i = 0; i < kCountedCalls; ++i) {
     call(allocations);
@@ -91,6 +99,12 @@ void RunNullCalls(benchmark::State& state, Call call) {
   }
   SetCounters(state, counters.Stop(kCountedCalls),
               allocations.PerCall(kCountedCalls));
+  const int64_t server_after =
+      server_allocations != nullptr ? server_allocations() : -1;
+  if (server_before >= 0 && server_after >= 0) {
+    state.counters["server_allocs_per_call"] =
+        static_cast<double>(server_after - server_before) / kCountedCalls;
+  }
 }
 
 // The same octets copied each way: what an echo of state.range(0) octets

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "tests/testing/heap_allocations.h"
+
 namespace rpcrdma::bench {
 
-// Heap allocations made by the process so far (malloc, calloc, realloc,
-// the aligned forms; operator new calls malloc); -1 when not counted (a
-// sanitizer build, whose allocator must not be wrapped).
-int64_t HeapAllocations();
+// Heap allocations made by the process so far; -1 when not counted.
+using ::rpcrdma::testing::HeapAllocations;
 
 class ProcessCounters {
  public:

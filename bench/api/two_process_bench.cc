@@ -5,7 +5,10 @@
 // TRdmaServerSocket (soft+unix), and libtirpc over TCP, all on loopback.
 //   NullCall/*       a void call's round trip, one in flight; counters (this
 //                    client process only): system calls, context switches
-//                    and heap allocations per call
+//                    and heap allocations per call (allocs_per_call); and
+//                    the server process's heap allocations per call
+//                    (server_allocs_per_call, every server it runs, the
+//                    handler's own reply stream included)
 //   Echo/*/SIZE      SIZE octets each way (rpcrdma: the argument in a read
 //                    chunk, the result in a write chunk); memcpy copies the
 //                    same octets twice in one process
@@ -80,6 +83,10 @@ struct Endpoints {
   int thrift_framed = 0;
   int tirpc = 0;
   std::string bridge = "-";  // "-": built without the Thrift bridge
+  // A byte written to `ask` makes the server process write its heap
+  // allocations so far (int64_t) to `answer`.
+  int ask = -1;
+  int answer = -1;
 };
 
 Endpoints& Served() {
@@ -93,7 +100,9 @@ Endpoints& Served() {
 }
 
 // The child: starts every server, writes where they listen as one line to
-// `report`, and serves until the parent goes (its end of `alive` closes).
+// `report`, and serves until the parent goes (its end of `alive` closes);
+// each byte the parent writes to `alive` asks for the child's heap
+// allocations so far, which it writes to `report`.
 [[noreturn]] void Serve(int report, int alive) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   const config::TransportConfig config;
@@ -123,9 +132,13 @@ Endpoints& Served() {
       static_cast<ssize_t>(line.size())) {
     _exit(4);
   }
-  close(report);
   char byte;
   while (read(alive, &byte, 1) > 0) {
+    const int64_t allocations = HeapAllocations();
+    if (write(report, &allocations, sizeof allocations) !=
+        static_cast<ssize_t>(sizeof allocations)) {
+      _exit(5);
+    }
   }
   _exit(0);
 }
@@ -145,9 +158,10 @@ void StartServerProcess() {
   std::string line;
   char c;
   while (read(report[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  close(report[0]);
   std::istringstream fields(line);
   Endpoints& e = Served();
+  e.ask = alive[1];
+  e.answer = report[0];
   if (!(fields >> e.soft_unix >> e.soft_tcp >> e.thrift_buffered >>
         e.thrift_framed >> e.tirpc >> e.bridge)) {
     // Still running, it would wait for this process to go: ask it only
@@ -163,6 +177,18 @@ void StartServerProcess() {
             : absl::StrCat("; signal ", WTERMSIG(status)),
         ")"));
   }
+}
+
+// The server process's heap allocations so far; -1 when not counted.
+int64_t ServerHeapAllocations() {
+  const Endpoints& e = Served();
+  int64_t allocations = -1;
+  if (write(e.ask, "?", 1) != 1 ||
+      read(e.answer, &allocations, sizeof allocations) !=
+          static_cast<ssize_t>(sizeof allocations)) {
+    return -1;
+  }
+  return allocations;
 }
 
 // N processes spinning until this one exits.
@@ -201,11 +227,14 @@ void NullCallBlocking(benchmark::State& state, const std::string* uri) {
   std::unique_ptr<Channel> channel = Connect(state, *uri);
   if (channel == nullptr) return;
   uint32_t xid = 1;
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    CallRequest request = perf::NullCall(xid++);
-    allocations.Open();
-    return channel->BlockingCall(std::move(request)).ok();
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        CallRequest request = perf::NullCall(xid++);
+        allocations.Open();
+        return channel->BlockingCall(std::move(request)).ok();
+      },
+      ServerHeapAllocations);
 }
 
 void NullCallCallback(benchmark::State& state) {
@@ -213,23 +242,29 @@ void NullCallCallback(benchmark::State& state) {
   if (channel == nullptr) return;
   Waiter waiter;
   uint32_t xid = 1;
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    CallRequest request = perf::NullCall(xid++);
-    allocations.Open();
-    channel->Call(std::move(request), waiter.Callback());
-    return waiter.Wait();
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        CallRequest request = perf::NullCall(xid++);
+        allocations.Open();
+        channel->Call(std::move(request), waiter.Callback());
+        return waiter.Wait();
+      },
+      ServerHeapAllocations);
 }
 
 void NullCallFuture(benchmark::State& state) {
   std::unique_ptr<Channel> channel = Connect(state, Served().soft_unix);
   if (channel == nullptr) return;
   uint32_t xid = 1;
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    CallRequest request = perf::NullCall(xid++);
-    allocations.Open();
-    return channel->Call(std::move(request)).get().ok();
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        CallRequest request = perf::NullCall(xid++);
+        allocations.Open();
+        return channel->Call(std::move(request)).get().ok();
+      },
+      ServerHeapAllocations);
 }
 
 void NullCallThrift(benchmark::State& state, ThriftFraming framing) {
@@ -237,19 +272,25 @@ void NullCallThrift(benchmark::State& state, ThriftFraming framing) {
                           ? Served().thrift_buffered
                           : Served().thrift_framed,
                       framing);
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    allocations.Open();
-    client.Ping();
-    return true;
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        allocations.Open();
+        client.Ping();
+        return true;
+      },
+      ServerHeapAllocations);
 }
 
 void NullCallTirpc(benchmark::State& state) {
   TirpcClient client(Served().tirpc);
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    allocations.Open();
-    return client.Null();
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        allocations.Open();
+        return client.Null();
+      },
+      ServerHeapAllocations);
 }
 
 #ifdef RPCRDMA_BENCH_HAVE_BRIDGE
@@ -273,11 +314,14 @@ class BridgeClient {
 
 void NullCallBridge(benchmark::State& state) {
   BridgeClient bridge;
-  RunNullCalls(state, [&](AllocationWindows& allocations) {
-    allocations.Open();
-    bridge.client().ping();
-    return true;
-  });
+  RunNullCalls(
+      state,
+      [&](AllocationWindows& allocations) {
+        allocations.Open();
+        bridge.client().ping();
+        return true;
+      },
+      ServerHeapAllocations);
 }
 
 void EchoBridge(benchmark::State& state) {

@@ -216,7 +216,7 @@ void SetCounters(benchmark::State& state, const ProcessCounters::Delta& d,
                  double cpu_us) {
   if (d.syscalls >= 0) state.counters["syscalls"] = d.syscalls;
   state.counters["ctx_switches"] = d.context_switches;
-  if (d.allocations >= 0) state.counters["allocs"] = d.allocations;
+  if (d.allocations >= 0) state.counters["allocs_per_call"] = d.allocations;
   state.counters["cpu_us"] = cpu_us;
 }
 

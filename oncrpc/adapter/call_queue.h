@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "rpcrdma/address.h"
 #include "rpcrdma/responder.h"
@@ -21,6 +22,21 @@ struct Job {
   // connection may be gone by the time it is dispatched (unset when the
   // Server did not say, and for a backchannel).
   std::optional<SocketAddress> peer;
+};
+
+// A FIFO of jobs in slots it keeps: once it has grown to the deepest
+// queue seen, a push allocates nothing (a std::deque allocates a node per
+// job as large as a Job, and frees it when the job leaves).
+class JobFifo {
+ public:
+  bool empty() const { return size_ == 0; }
+  void Push(Job job);
+  Job Pop();  // not empty()
+
+ private:
+  std::vector<std::optional<Job>> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
 };
 
 class CallQueue {
@@ -58,7 +74,7 @@ class CallQueue {
   const int event_fd_;
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<Job> jobs_;
+  JobFifo jobs_;
   std::deque<Job> unanswered_;  // since Stop()
   bool to_threads_ = false;
   bool stopped_ = false;

@@ -81,6 +81,24 @@ bool IsErrChunk(const absl::Status& status) {
          absl::StrContains(status.message(), "ERR_CHUNK");
 }
 
+// The copy of a call that a second try needs (RdmaClient::Exchange), made
+// into a request this thread keeps: copy assignment reuses its vectors'
+// capacity, so that the copy allocates nothing per call in steady state.
+CallRequest& SpareRequest() {
+  thread_local CallRequest spare;
+  return spare;
+}
+
+// A thread keeps no more than this of a spare's stream: a large call
+// leaves no large buffer behind.
+constexpr size_t kMostSpareOctets = 64 * 1024;
+
+void ReleaseLargeSpare(CallRequest& spare) {
+  if (spare.xdr.capacity() > kMostSpareOctets) {
+    std::vector<uint8_t>().swap(spare.xdr);
+  }
+}
+
 uint32_t RandomXid() {
   std::random_device device;
   return static_cast<uint32_t>(device());
@@ -198,16 +216,22 @@ absl::StatusOr<Reply> RdmaClient::Exchange(Prepared& prepared) {
   // replies for backward calls, which would run twice.
   const bool may_retry = path_->channel() != nullptr &&
                          prepared.request.max_reply_size < largest_reply_;
-  std::optional<CallRequest> again;
-  if (may_retry) again = prepared.request;
+  CallRequest* again = nullptr;
+  if (may_retry) {
+    again = &SpareRequest();
+    *again = prepared.request;  // into the spare's kept capacity
+  }
   absl::StatusOr<Reply> reply = path_->Call(std::move(prepared.request));
-  if (!may_retry || reply.ok() || !IsErrChunk(reply.status())) return reply;
+  if (!may_retry || reply.ok() || !IsErrChunk(reply.status())) {
+    if (again != nullptr) ReleaseLargeSpare(*again);
+    return reply;
+  }
   // The server kept the reply (svc_rdma.h): the same call, with the same
   // XID and before the same deadline, offering a reply chunk as large as
   // any reply may be, fetches it without running the procedure again.
   const uint32_t offered = again->max_reply_size;
   again->max_reply_size = largest_reply_;
-  reply = path_->Call(*std::move(again));
+  reply = path_->Call(std::move(*again));
   if (reply.ok() && !prepared.reply_size_stated) {
     LearnReplySize(prepared.program, prepared.version, prepared.procedure,
                    static_cast<uint32_t>(reply->xdr.size()));
@@ -330,9 +354,15 @@ void RdmaClient::OfferResults(const RdmaXdrEncoder& encoder,
     request.results.push_back(
         absl::MakeSpan(static_cast<uint8_t*>(buffer), length));
   };
-  prepared.owned_results.reserve(1 + encoder.write_chunks().size());
   const uint32_t bound_write_chunk =
       prepared.ddp ? policy.WriteChunkOctets(prepared.procedure) : 0;
+  // Reserved, since `offer` keeps pointers into them; only when there are
+  // any (a call without write chunks allocates nothing here).
+  size_t owned = bound_write_chunk != 0 ? 1 : 0;
+  for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
+    if (prepared.ddp && chunk.buffer == nullptr) ++owned;
+  }
+  if (owned != 0) prepared.owned_results.reserve(owned);
   if (bound_write_chunk != 0) offer(bound_write_chunk, nullptr);
   for (const xdr_rdma_write_chunk& chunk : encoder.write_chunks()) {
     if (prepared.ddp) offer(chunk.length, chunk.buffer);

@@ -58,11 +58,9 @@ Channel::CallId Channel::Call(CallRequest request, Callback done) {
 }
 
 std::future<absl::StatusOr<Reply>> Channel::Call(CallRequest request) {
-  auto promise = std::make_shared<std::promise<absl::StatusOr<Reply>>>();
-  std::future<absl::StatusOr<Reply>> future = promise->get_future();
-  core_->Submit(std::move(request), [promise](absl::StatusOr<Reply> r) {
-    promise->set_value(std::move(r));
-  });
+  Callback done;
+  std::future<absl::StatusOr<Reply>> future = core_->promises().Start(done);
+  core_->Submit(std::move(request), std::move(done));
   return future;
 }
 

@@ -62,7 +62,15 @@ absl::StatusOr<Reply> ChannelCore::BlockingCall(CallRequest request) {
 
 Channel::CallId ChannelCore::StartCall(CallRequest request) {
   // The slot exists before Submit, which may complete the call at once.
-  auto slot = std::make_unique<BlockingSlot>();
+  std::unique_ptr<BlockingSlot> slot;
+  {
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    if (!spare_slots_.empty()) {
+      slot = std::move(spare_slots_.back());
+      spare_slots_.pop_back();
+    }
+  }
+  if (slot == nullptr) slot = std::make_unique<BlockingSlot>();
   BlockingSlot* const filled = slot.get();
   const Channel::CallId id = Submit(
       std::move(request), BlockingCompletion{this, filled}, /*blocking=*/true);
@@ -91,7 +99,12 @@ absl::StatusOr<Reply> ChannelCore::Await(Channel::CallId id) {
   }
   absl::StatusOr<Reply> result = WaitForBlockingSlot(*slot);
   std::lock_guard<std::mutex> lock(driver_.mu());
-  started_.erase(id);
+  auto it = started_.find(id);
+  if (spare_slots_.size() < kMostSpareSlots) {
+    *it->second = BlockingSlot();
+    spare_slots_.push_back(std::move(it->second));
+  }
+  started_.erase(it);
   return result;
 }
 

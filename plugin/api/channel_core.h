@@ -33,6 +33,7 @@
 #include "plugin/api/connection.h"
 #include "plugin/api/connection_driver.h"
 #include "plugin/api/limits.h"
+#include "plugin/api/promise_pool.h"
 #include "plugin/api/reply_target.h"
 #include "plugin/api/version_two_user.h"
 #include "plugin/runtime/event_loop.h"
@@ -58,6 +59,8 @@ class ChannelCore final : public ConnectionDriver::Owner,
   Channel::CallId Submit(CallRequest request, Channel::Callback done,
                          bool blocking = false);
   absl::StatusOr<Reply> BlockingCall(CallRequest request);
+  // The promises of Channel::Call's futures (any thread).
+  PromisePool& promises() { return promises_; }
   // BlockingCall in two steps (channel.h StartCall, Await).
   Channel::CallId StartCall(CallRequest request);
   absl::StatusOr<Reply> Await(Channel::CallId id);
@@ -232,6 +235,12 @@ class ChannelCore final : public ConnectionDriver::Owner,
   bool parked_for_blocking_calls_ = false;
   // Calls made by StartCall, until Await takes their outcome.
   absl::flat_hash_map<Channel::CallId, std::unique_ptr<BlockingSlot>> started_;
+  // Slots Await is done with, for the next StartCall: a started call
+  // allocates none in steady state. At most kMostSpareSlots are kept, so
+  // that a burst of started calls leaves little behind.
+  static constexpr size_t kMostSpareSlots = 64;
+  std::vector<std::unique_ptr<BlockingSlot>> spare_slots_;
+  PromisePool promises_;
 };
 
 // Testing: how long the thread that reads for blocking calls sleeps in

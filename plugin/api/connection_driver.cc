@@ -92,9 +92,19 @@ void ConnectionDriver::WakeBy(Clock::time_point when) {
 }
 
 void ConnectionDriver::PostWork() {
-  std::weak_ptr<Owner> weak = owner_.WeakOwner();
-  loop_->Post([weak, this] {
-    if (std::shared_ptr<Owner> keep = weak.lock()) Work(/*readable=*/false);
+  // One weak pointer that shares the owner's lifetime and points at this
+  // driver: the task fits the loop's inline storage, so that the work a
+  // blocking call leaves to the loop after each reply allocates nothing.
+  if (work_posted_.exchange(true)) return;  // that round will do
+  std::weak_ptr<ConnectionDriver> weak =
+      std::shared_ptr<ConnectionDriver>(owner_.WeakOwner().lock(), this);
+  loop_->Post([weak = std::move(weak)] {
+    if (std::shared_ptr<ConnectionDriver> self = weak.lock()) {
+      // Cleared first: what is asked after this point gets a round of
+      // its own.
+      self->work_posted_.store(false);
+      self->Work(/*readable=*/false);
+    }
   });
 }
 
@@ -103,7 +113,7 @@ void ConnectionDriver::RunOutcomes(DriverOutcomes& o) {
   for (auto& [done, result] : o.completions) done(std::move(result));
   for (HandlerJob& job : o.calls) owner_.RunHandler(job);
   for (std::function<void()>& job : o.jobs) job();
-  for (std::function<void()>& notice : o.notices) notice();
+  for (absl::AnyInvocable<void()>& notice : o.notices) notice();
   // o.released and o.dropped release their replies as `o` goes.
 }
 

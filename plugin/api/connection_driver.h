@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -59,8 +60,10 @@ struct DriverOutcomes {
   std::vector<ReleasingReply> dropped;  // a lost connection's replies
   // Version two's handlers and decisions (version_two_user.h).
   std::vector<std::function<void()>> jobs;
-  // The owner's own reports (a Server's connection events), run last.
-  std::vector<std::function<void()>> notices;
+  // The owner's own reports (a Server's connection events, and the memory
+  // a round released), run last. Inline, as are their small captures: a
+  // Server reports released memory after every call.
+  absl::InlinedVector<absl::AnyInvocable<void()>, 2> notices;
   // The owner left its loop this round: it asks for no next deadline.
   bool retired = false;
   bool empty() const {
@@ -216,6 +219,10 @@ class ConnectionDriver final : public runtime::Source,
   VersionTwoUser v2_;
   // When the loop will look again at the latest (WakeBy compares).
   std::atomic<int64_t> scheduled_ns_{std::numeric_limits<int64_t>::max()};
+  // A round posted by PostWork and not yet begun: the next one waits for
+  // it, so that a loop kept from running meanwhile does not find the
+  // same round queued once per call.
+  std::atomic<bool> work_posted_{false};
 };
 
 template <typename Answer, typename Operation>

@@ -58,6 +58,11 @@ absl::StatusOr<std::unique_ptr<EventLoop>> EventLoop::Create(bool own_thread,
 }
 
 absl::Status EventLoop::Init(bool own_thread, std::string name) {
+  // Room for the tasks a busy moment piles up (a blocking call's thread
+  // posts one after each reply while the loop is descheduled): a Post
+  // then allocates nothing; the two batches swap, so both get it.
+  tasks_.reserve(kReservedTasks);
+  running_tasks_.reserve(kReservedTasks);
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (!own_thread) {
@@ -254,7 +259,7 @@ void EventLoop::Post(Task task) {
   }
 }
 
-void EventLoop::RunSync(const Task& task) {
+void EventLoop::RunSync(absl::FunctionRef<void()> task) {
   if (InLoopThread()) {
     task();
     return;

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -66,7 +68,10 @@ bool TimerNeedsArming(Clock::time_point armed, Clock::time_point next);
 
 class EventLoop {
  public:
-  using Task = std::function<void()>;
+  // A task whose captures fit two pointers is kept inline: posting it
+  // allocates nothing (a std::function allocates for any capture that is
+  // not trivially copyable, a weak_ptr's for one).
+  using Task = absl::AnyInvocable<void()>;
 
   // With `own_thread` the loop runs on a thread it starts (named `name`);
   // otherwise whoever calls RunOnce() drives it.
@@ -98,7 +103,7 @@ class EventLoop {
   void Post(Task task);
   // Runs `task` on the loop thread and waits for it (at once when called
   // on the loop thread).
-  void RunSync(const Task& task);
+  void RunSync(absl::FunctionRef<void()> task);
   // True on the loop's thread (or while this thread drives a loop of its
   // own through RunOnce).
   bool InLoopThread() const;
@@ -142,6 +147,7 @@ class EventLoop {
   std::atomic<std::thread::id> runner_{};
   std::mutex run_mu_;  // held while a thread runs an iteration
 
+  static constexpr size_t kReservedTasks = 64;
   std::mutex tasks_mu_;
   std::vector<Task> tasks_;
   std::vector<Task> running_tasks_;  // loop thread: the batch being run

@@ -1,11 +1,12 @@
 // Counts the process's heap allocations by standing in for glibc's malloc
-// family (operator new calls malloc). Linked into the benchmark only where
-// no sanitizer replaces the allocator (bench/api/CMakeLists.txt).
+// family (operator new calls malloc). Linked only where no sanitizer
+// replaces the allocator (tests/testing/CMakeLists.txt).
+#include "tests/testing/heap_allocations.h"
+
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-
-#include "bench/api/process_counters.h"
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -16,7 +17,11 @@ void* __libc_memalign(size_t alignment, size_t size);
 
 namespace {
 std::atomic<int64_t> allocations{0};
-void Count() { allocations.fetch_add(1, std::memory_order_relaxed); }
+// Zero-initialised and in the executable: reading it allocates nothing.
+thread_local bool uncounted = false;
+void Count() {
+  if (!uncounted) allocations.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 extern "C" {
@@ -43,14 +48,21 @@ void* memalign(size_t alignment, size_t size) {
 int posix_memalign(void** out, size_t alignment, size_t size) {
   Count();
   void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return 12;  // ENOMEM
+  if (p == nullptr) return ENOMEM;
   *out = p;
   return 0;
 }
 }
 
-namespace rpcrdma::bench {
+namespace rpcrdma::testing {
+
 int64_t HeapAllocations() {
   return allocations.load(std::memory_order_relaxed);
 }
-}  // namespace rpcrdma::bench
+
+NotCounted::NotCounted() : was_counted_(!uncounted) { uncounted = true; }
+NotCounted::~NotCounted() {
+  if (was_counted_) uncounted = false;
+}
+
+}  // namespace rpcrdma::testing
