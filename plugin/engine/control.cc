@@ -13,7 +13,7 @@ namespace rpcrdma::engine {
 
 uint32_t Engine::NextControlXid() {
   auto taken = [this](uint32_t xid) {
-    if (live_xids_.contains(xid) || v2_.in_flight.contains(xid)) return true;
+    if (requester_.IsLiveXid(xid) || v2_.in_flight.contains(xid)) return true;
     return std::any_of(
         v2_.waiting.begin(), v2_.waiting.end(),
         [xid](const VersionTwoState::Exchange& x) { return x.xid == xid; });
@@ -47,7 +47,7 @@ void Engine::AdmitExchanges(Actions& out) {
               wire::InterpretProperties({p});
           if (known.ok() && known->rbsiz) {
             v2_.local_rbsiz = *known->rbsiz;
-            thresholds_.receive = *known->rbsiz;
+            ctx_.thresholds.receive = *known->rbsiz;
           }
           continue;
         }
@@ -58,7 +58,7 @@ void Engine::AdmitExchanges(Actions& out) {
       ++v2_.epoch;
     }
     for (std::vector<uint8_t>& bytes : x.messages) {
-      out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+      out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
     }
     x.messages.clear();
     const uint32_t xid = x.xid;
@@ -84,7 +84,7 @@ void Engine::FailExchange(const VersionTwoState::Exchange& x,
     out.push_back(OptionalAnswered{x.xid, std::move(status), {}, {}});
     return;
   }
-  if (v2_.lowering.erase(x.xid) != 0 && connected_) UpdateSendThreshold();
+  if (v2_.lowering.erase(x.xid) != 0 && ctx_.connected) UpdateSendThreshold();
   out.push_back(PropertiesAnswered{x.xid, {}, lost, {}, std::move(status)});
 }
 
@@ -136,11 +136,12 @@ void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
     return;
   }
   if (v2_.optionals_delivered.contains(xid)) return;  // one at a time per XID
-  if (!config_.optional_types.contains(optional.opttype) ||
+  if (!ctx_.config.optional_types.contains(optional.opttype) ||
       wire::IsPropertyOperationOptType(optional.opttype)) {
     wire::V2Error e;
     e.code = wire::V2ErrorCode::kInvalidOption;
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, e},
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                          ctx_.roles.responder_grant, e},
            out);
     return;
   }
@@ -162,14 +163,14 @@ absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
   }
   const uint32_t xid = NextControlXid();
   const wire::V2Header header{
-      xid, wire::kRpcRdmaVersion2, requester_limit_,
+      xid, wire::kRpcRdmaVersion2, ctx_.roles.requester_limit,
       wire::V2Optional{wire::MsgDirection::kCall, type, std::move(info)}};
   const size_t header_size = wire::V2EncodedSize(header);
-  if (header_size + payload.size() > thresholds_.send) {
+  if (header_size + payload.size() > ctx_.thresholds.send) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the optional message has ", header_size + payload.size(),
         " octets; it travels inline, and the peer's receive buffer size is ",
-        thresholds_.send, " octets (draft-04 §5.2.1)"));
+        ctx_.thresholds.send, " octets (draft-04 §5.2.1)"));
   }
   VersionTwoState::Exchange x;
   x.kind = VersionTwoState::Exchange::Kind::kOptional;
@@ -199,30 +200,32 @@ absl::Status Engine::AnswerOptional(uint32_t xid,
   wire::V2Error system;
   system.code = wire::V2ErrorCode::kSystem;
   if (!answer.ok()) {
-    SendV2(
-        wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, system},
-        out);
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                          ctx_.roles.responder_grant, system},
+           out);
     return absl::OkStatus();
   }
-  const wire::V2Header header{xid, wire::kRpcRdmaVersion2, responder_grant_,
+  const wire::V2Header header{xid, wire::kRpcRdmaVersion2,
+                              ctx_.roles.responder_grant,
                               wire::V2Optional{wire::MsgDirection::kReply, type,
                                                std::move(answer->info)}};
   const size_t header_size = wire::V2EncodedSize(header);
   const size_t size = header_size + answer->payload.size();
-  if (size > thresholds_.send) {
-    SendV2(
-        wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, system},
-        out);
+  if (size > ctx_.thresholds.send) {
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                          ctx_.roles.responder_grant, system},
+           out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer has ", size, " octets; the peer's receive buffer size is ",
-        thresholds_.send, " octets (draft-04 §5.2.1): sent RDMA2_ERR_SYSTEM"));
+        ctx_.thresholds.send,
+        " octets (draft-04 §5.2.1): sent RDMA2_ERR_SYSTEM"));
   }
-  std::vector<uint8_t> bytes = TakeSendBuffer();
+  std::vector<uint8_t> bytes = ctx_.TakeSendBuffer();
   bytes.resize(size);
   (void)wire::EncodeV2(header, absl::MakeSpan(bytes).first(header_size));
   std::copy(answer->payload.begin(), answer->payload.end(),
             bytes.begin() + header_size);
-  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+  out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
   return absl::OkStatus();
 }
 

@@ -173,8 +173,9 @@ std::optional<CallLayout> LayoutOf(const wire::ChunkLists& lists, bool nomsg,
 
 void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
                        std::optional<wire::V2Error> v2, absl::string_view why) {
-  if (version_ == wire::kRpcRdmaVersion2 && v2) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, *v2},
+  if (ctx_.version == wire::kRpcRdmaVersion2 && v2) {
+    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                          ctx_.roles.responder_grant, *v2},
            out, why);
     return;
   }
@@ -182,11 +183,12 @@ void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
   err.code = code;
   if (code == wire::V1ErrorCode::kVers) {
     // The versions this side serves (draft-04 §7.2).
-    err.vers_low = config_.require_version_two ? 2 : 1;
-    err.vers_high = config_.serve_version_two ? 2 : 1;
+    err.vers_low = ctx_.config.require_version_two ? 2 : 1;
+    err.vers_high = ctx_.config.serve_version_two ? 2 : 1;
   }
-  wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
-  out.push_back(MakeSend(NextOp(), h, {}, std::nullopt, 0, why));
+  wire::V1Header h{xid, wire::kRpcRdmaVersion1, ctx_.roles.responder_grant,
+                   err};
+  out.push_back(ctx_.MakeSend(ctx_.NextOp(), h, {}, std::nullopt, 0, why));
 }
 
 void Engine::HandleCall(const wire::V1Decoded& decoded,
@@ -217,10 +219,10 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   // starts with one credit protects the requester, and calls within what
   // this side posted receives for harm nothing (the Linux client sends one
   // call before the first reply anyway).
-  if (calls_unanswered_ >= responder_grant_) {
+  if (calls_unanswered_ >= ctx_.roles.responder_grant) {
     closing_ = true;
     out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
-        "the requester sent more than the ", responder_grant_,
+        "the requester sent more than the ", ctx_.roles.responder_grant,
         " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
     return;
   }
@@ -241,16 +243,16 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
     e.code = wire::V2ErrorCode::kSystem;
     SendError(h.xid, wire::V1ErrorCode::kChunk, out, e);
   };
-  if (size > config_.max_call_size) return too_large();
+  if (size > ctx_.config.max_call_size) return too_large();
   // RFC 5666 §11: a call the reassembly budgets can never hold is refused
   // like one over max_call_size.
-  if ((config_.max_reassembly_bytes != 0 &&
-       size > config_.max_reassembly_bytes) ||
+  if ((ctx_.config.max_reassembly_bytes != 0 &&
+       size > ctx_.config.max_reassembly_bytes) ||
       (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
     return too_large();
   }
 
-  CallId id = next_call_++;
+  CallId id = ctx_.NextCallId();
   ResponderCall& c = incoming_[id];
   c.id = id;
   c.xid = h.xid;
@@ -277,8 +279,8 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
 }
 
 bool Engine::ReserveReassembly(uint64_t bytes) {
-  if (config_.max_reassembly_bytes != 0 &&
-      reassembly_held_ + bytes > config_.max_reassembly_bytes) {
+  if (ctx_.config.max_reassembly_bytes != 0 &&
+      reassembly_held_ + bytes > ctx_.config.max_reassembly_bytes) {
     return false;
   }
   if (shared_budget_ != nullptr && bytes != 0 &&
@@ -290,7 +292,7 @@ bool Engine::ReserveReassembly(uint64_t bytes) {
 }
 
 void Engine::StartCallsAwaitingMemory(Actions& out) {
-  while (connected_ && !closing_ && !awaiting_memory_.empty()) {
+  while (ctx_.connected && !closing_ && !awaiting_memory_.empty()) {
     auto it = incoming_.find(awaiting_memory_.front());
     if (it == incoming_.end()) {
       awaiting_memory_.pop_front();
@@ -440,7 +442,7 @@ void Engine::IssueReads(Actions& out) {
   while (reads_in_flight_.size() < max_reads_ && !read_queue_.empty()) {
     PendingRead r = read_queue_.pop_front();
     if (incoming_.count(r.call) == 0) continue;
-    OpId op = NextOp();
+    OpId op = ctx_.NextOp();
     reads_in_flight_[op] = r.call;
     out.push_back(RdmaRead{op, r.source, r.destination});
   }
@@ -455,7 +457,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
   if (call != incoming_.end()) {
     ResponderCall& c = call->second;
     --c.reads_pending;
-    if (!success || !connected_) {
+    if (!success || !ctx_.connected) {
       // The connection is failing; the call is never delivered and is
       // dropped once no read of it is still in flight.
       c.failed = true;
@@ -467,7 +469,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
       Deliver(c, out);
     }
   }
-  if (connected_) IssueReads(out);
+  if (ctx_.connected) IssueReads(out);
 }
 
 void Engine::Deliver(ResponderCall& c, Actions& out) {
@@ -537,8 +539,8 @@ std::optional<uint32_t> Engine::InvalidateHandleFor(
   // Version two (draft-04 §3, §6.2.3): the handle the requester named, if
   // this side is willing and the call's chunks hold it (as Linux's svcrdma
   // invalidates only a handle it was sent).
-  if (version_ == wire::kRpcRdmaVersion2) {
-    if (!config_.local.remote_invalidation || c.inv_handle == 0 ||
+  if (ctx_.version == wire::kRpcRdmaVersion2) {
+    if (!ctx_.config.local.remote_invalidation || c.inv_handle == 0 ||
         handles.count(c.inv_handle) == 0) {
       return std::nullopt;
     }
@@ -547,7 +549,7 @@ std::optional<uint32_t> Engine::InvalidateHandleFor(
   // RFC 8797 §4.1: only when both peers set R, and (as the Linux server
   // does) only when every segment of the call names one and the same
   // handle, so the choice is unambiguous.
-  if (!thresholds_.remote_invalidation || handles.size() != 1) {
+  if (!ctx_.thresholds.remote_invalidation || handles.size() != 1) {
     return std::nullopt;
   }
   return *handles.begin();
@@ -570,17 +572,17 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
     }
     previous = r.position;
   }
-  if (!connected_) {
+  if (!ctx_.connected) {
     EndIncoming(id, out);
     return absl::UnavailableError("connection lost before the reply");
   }
-  const ReplyPlan plan =
-      PlanReply(ReplyPlanInputFor(c.chunks, reply, version_, thresholds_.send));
+  const ReplyPlan plan = PlanReply(
+      ReplyPlanInputFor(c.chunks, reply, ctx_.version, ctx_.thresholds.send));
   if (plan.form == ReplyForm::kErrChunk) {
     // The reply cannot be conveyed: ERR_CHUNK instead (as Linux).
     ReleaseResponderCredit(c);
     SendError(c.xid, wire::V1ErrorCode::kChunk, out, NoRoomError(plan),
-              WhyNoRoom(plan, c.chunks, thresholds_.send));
+              WhyNoRoom(plan, c.chunks, ctx_.thresholds.send));
     // The reply's memory is free at once, like the call's state.
     out.push_back(ReplySent{id});
     EndIncoming(id, out);
@@ -607,7 +609,7 @@ void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
   c.reply_stream = inline_items.empty() ? std::move(reply.xdr)
                                         : InsertItems(reply.xdr, inline_items);
   const bool use_reply_chunk = plan.form == ReplyForm::kReplyChunk;
-  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
+  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, ctx_.roles.responder_grant,
                    wire::V1Msg{{{}, std::move(returned), std::nullopt}}};
   if (use_reply_chunk) {
     // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
@@ -624,7 +626,7 @@ void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
     for (const wire::Segment& s : chunk) {
       if (at == data.size()) break;
       size_t n = std::min<size_t>(s.length, data.size() - at);
-      out.push_back(RdmaWrite{NextOp(),
+      out.push_back(RdmaWrite{ctx_.NextOp(),
                               data.subspan(at, n),
                               {s.handle, static_cast<uint32_t>(n), s.offset}});
       at += n;
@@ -634,18 +636,18 @@ void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
     write_out(reply.results[i].data, writes[i]);
   }
   if (use_reply_chunk) write_out(c.reply_stream, *c.chunks.reply);
-  c.send_op = NextOp();
+  c.send_op = ctx_.NextOp();
   c.state = RespState::kSending;
   // The credit is free once the reply is on its way: the requester may
   // reuse it as soon as it sees the reply, which can race the send
   // completion. The call's memory is released when the Send completes.
   ReleaseResponderCredit(c);
   reply_sends_[c.send_op] = c.id;
-  out.push_back(MakeSend(c.send_op, h,
-                         use_reply_chunk
-                             ? absl::Span<const uint8_t>()
-                             : absl::Span<const uint8_t>(c.reply_stream),
-                         InvalidateHandleFor(c)));
+  out.push_back(ctx_.MakeSend(c.send_op, h,
+                              use_reply_chunk
+                                  ? absl::Span<const uint8_t>()
+                                  : absl::Span<const uint8_t>(c.reply_stream),
+                              InvalidateHandleFor(c)));
 }
 
 void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
