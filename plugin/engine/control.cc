@@ -140,9 +140,9 @@ void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
       wire::IsPropertyOperationOptType(optional.opttype)) {
     wire::V2Error e;
     e.code = wire::V2ErrorCode::kInvalidOption;
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, e},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, e},
+                out);
     return;
   }
   v2_.optionals_delivered.emplace(xid, optional.opttype);
@@ -200,9 +200,9 @@ absl::Status Engine::AnswerOptional(uint32_t xid,
   wire::V2Error system;
   system.code = wire::V2ErrorCode::kSystem;
   if (!answer.ok()) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, system},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, system},
+                out);
     return absl::OkStatus();
   }
   const wire::V2Header header{xid, wire::kRpcRdmaVersion2,
@@ -212,9 +212,9 @@ absl::Status Engine::AnswerOptional(uint32_t xid,
   const size_t header_size = wire::V2EncodedSize(header);
   const size_t size = header_size + answer->payload.size();
   if (size > ctx_.thresholds.send) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, system},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, system},
+                out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer has ", size, " octets; the peer's receive buffer size is ",
         ctx_.thresholds.send,

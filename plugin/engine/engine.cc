@@ -20,7 +20,7 @@ Engine::Engine(Config config, MemoryExposer* exposer,
                ReassemblyBudget* shared_budget)
     : ctx_(std::move(config), exposer),
       requester_(ctx_, *this),
-      shared_budget_(shared_budget) {}
+      responder_(ctx_, shared_budget) {}
 
 uint32_t Engine::ReceivesFor(const Config& config) {
   return ReceivesPostedFor(config);
@@ -36,12 +36,11 @@ std::array<uint8_t, wire::kPrivateDataSize> Engine::LocalPrivateData() const {
 
 void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   ctx_.connected = true;
-  closing_ = false;
   // RFC 8797 §4.2 / §5.1, redone on every connection.
   peer_private_data_ = wire::FindPrivateData(params.peer_private_data);
   ctx_.thresholds = wire::NegotiateInline(
       ctx_.config.local, wire::PrivateDataOrDefault(params.peer_private_data));
-  max_reads_ = std::max<uint32_t>(params.max_outstanding_reads, 1);
+  responder_.OnConnected(std::max<uint32_t>(params.max_outstanding_reads, 1));
   requester_.OnConnected();
   first_message_ = true;
   StartVersionTwo();
@@ -151,29 +150,12 @@ void Engine::OnDisconnected(Actions& out) {
   ctx_.negotiating = false;
   FailExchanges(out);
   requester_.OnDisconnected(out);
-  // Responder: calls not waiting for a read or send completion are dropped
-  // (releasing their memory); memory the fabric may still touch stays
-  // reserved until its flush completion ends the call. No credit survives
-  // the connection.
-  read_queue_.clear();
-  awaiting_memory_.clear();
-  calls_awaiting_memory_ = 0;
-  std::vector<CallId> ended;
-  for (auto& [id, c] : incoming_) {
-    ReleaseResponderCredit(c);
-    bool busy = false;
-    for (const auto& [op, call] : reads_in_flight_) busy |= call == id;
-    if (!busy && c.state != RespState::kSending) ended.push_back(id);
-  }
-  std::sort(ended.begin(), ended.end());
-  for (CallId id : ended) EndIncoming(id, out);
+  responder_.OnDisconnected(out);
 }
-
-// ---- Requester ------------------------------------------------------------
 
 void Engine::OnReceive(absl::Span<const uint8_t> bytes,
                        std::optional<uint32_t> invalidated, Actions& out) {
-  if (!ctx_.connected || closing_) return;
+  if (!ctx_.connected || responder_.closing()) return;
   // The consumed receive is replaced at once (receives per credit).
   out.push_back(PostReceives{1, ReceiveCapacity()});
   if (ctx_.negotiating) {
@@ -207,7 +189,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   if (is_call && ctx_.config.require_version_two && !ctx_.config.requester) {
     // version_policy V2: a version-one client is told which versions this
     // side speaks (§7.2) and served nothing.
-    SendError(xid, wire::V1ErrorCode::kVers, out);
+    responder_.SendError(xid, wire::V1ErrorCode::kVers, out);
     return;
   }
   Route(*decoded, bytes, is_call, invalidated, out);
@@ -242,23 +224,10 @@ void Engine::Route(const wire::V1Decoded& decoded,
   // ULP to use the backchannel only once both sides support it).
   if (!ctx_.roles.responder_on || bytes.size() < kMinCallHeader) return;
   if (error != nullptr) {
-    // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
-    // goes from responder to requester only); a malformed one is dropped,
-    // as Linux's svcrdma drops every RDMA_ERROR.
-    if (LoadBigEndian32(bytes.data() + 12) ==
-        static_cast<uint32_t>(wire::V1Proc::kError)) {
-      return;
-    }
-    // RFC 8166 §4.5.1 / §4.5.2.
-    wire::V1Header reply =
-        wire::V1ErrorReplyFor(bytes, *error, ctx_.roles.responder_grant);
-    out.push_back(ctx_.MakeSend(ctx_.NextOp(), reply, {}));
+    responder_.OnUndecodableCall(bytes, *error, out);
     return;
   }
-  HandleCall(decoded, bytes, out);
+  responder_.OnCall(decoded, bytes, routing_inv_handle_, out);
 }
-
-// ---- Responder
-// ---------------------------------------------------------------
 
 }  // namespace rpcrdma::engine

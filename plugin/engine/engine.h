@@ -174,6 +174,7 @@
 #include "plugin/engine/engine_types.h"
 #include "plugin/engine/marshal_plan.h"
 #include "plugin/engine/requester.h"
+#include "plugin/engine/responder.h"
 #include "plugin/engine/version_two.h"
 #include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
@@ -256,19 +257,25 @@ class Engine : private BackwardCallGate {
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
-  void OnBudgetReleased(Actions& out);
+  void OnBudgetReleased(Actions& out) { responder_.OnBudgetReleased(out); }
 
   // Responder: answers a delivered call. INVALID_ARGUMENT for an unknown
   // call or misplaced result positions. A reply that cannot be conveyed in
   // the chunks the requester offered is answered with RDMA_ERROR ERR_CHUNK.
-  absl::Status Reply(CallId call, OutgoingReply reply, Actions& out);
+  absl::Status Reply(CallId call, OutgoingReply reply, Actions& out) {
+    return responder_.Reply(call, std::move(reply), out);
+  }
 
   // A receive completed with `bytes`; `invalidated` is the handle a Send
   // With Invalidate revoked, if any.
   void OnReceive(absl::Span<const uint8_t> bytes,
                  std::optional<uint32_t> invalidated, Actions& out);
-  void OnSendComplete(OpId op, bool success, Actions& out);
-  void OnReadComplete(OpId op, bool success, Actions& out);
+  void OnSendComplete(OpId op, bool /*success*/, Actions& out) {
+    responder_.OnSendComplete(op, out);
+  }
+  void OnReadComplete(OpId op, bool success, Actions& out) {
+    responder_.OnReadComplete(op, success, out);
+  }
   void OnInvalidated(uint32_t handle, Actions& out) {
     requester_.OnInvalidated(handle, out);
   }
@@ -291,17 +298,21 @@ class Engine : private BackwardCallGate {
   // awaiting a reply that may never come.
   uint32_t calls_abandoned() const { return requester_.calls_abandoned(); }
   // Responder: incoming calls waiting for reassembly memory.
-  size_t calls_awaiting_memory() const { return calls_awaiting_memory_; }
+  size_t calls_awaiting_memory() const {
+    return responder_.calls_awaiting_memory();
+  }
   // Responder: calls received and not yet answered (each holds one of the
   // credits this side granted, RFC 8166 §3.3.1).
-  uint32_t calls_unanswered() const { return calls_unanswered_; }
+  uint32_t calls_unanswered() const { return responder_.calls_unanswered(); }
   // Responder: octets reserved for incoming calls on this connection (in
   // the per-connection limit and the shared budget alike).
-  uint64_t reassembly_bytes_held() const { return reassembly_held_; }
+  uint64_t reassembly_bytes_held() const {
+    return responder_.reassembly_bytes_held();
+  }
   // Responder: incoming calls dropped without delivery or reply because
   // their RPC message is no RPC call (shorter than an RPC call header,
   // msg_type not CALL, or an RPC XID other than rdma_xid; RFC 8166 §4.1).
-  uint64_t calls_discarded() const { return calls_discarded_; }
+  uint64_t calls_discarded() const { return responder_.calls_discarded(); }
   size_t calls_queued() const { return requester_.calls_queued(); }
   bool connected() const { return ctx_.connected; }
   // Receives this side keeps posted (credits plus backchannel receives).
@@ -330,33 +341,6 @@ class Engine : private BackwardCallGate {
   static uint32_t ReceivesFor(const Config& config);
 
  private:
-  enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
-  struct ResponderCall {
-    CallId id = 0;
-    uint32_t xid = 0;
-    wire::ChunkLists chunks;
-    bool nomsg = false;
-    uint64_t size = 0;      // the reassembled call, octets
-    uint64_t reserved = 0;  // of the budgets, released when the call ends
-    bool holds_credit = false;
-    std::vector<uint8_t> inline_payload;  // RDMA_MSG awaiting memory
-    Buffer staging;                       // base stream then each chunk's data
-    Buffer message;
-    std::vector<uint8_t> reply_stream;  // kept until the Send completes
-    size_t reads_pending = 0;
-    bool failed = false;  // a read failed; never delivered
-    RespState state = RespState::kReading;
-    OpId send_op = 0;
-    uint32_t base_length = 0;  // inline payload or position-zero chunk
-    uint32_t inv_handle = 0;   // version two: rdma_inv_handle (§6.2.3)
-    bool assembled = false;    // reads land in `message` directly
-  };
-  struct PendingRead {
-    CallId call = 0;
-    wire::Segment source;
-    absl::Span<uint8_t> destination;
-  };
-
   // Version negotiation (engine.cc).
   void SendVersionProbe(uint32_t xid, Actions& out);
   void HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out);
@@ -406,46 +390,10 @@ class Engine : private BackwardCallGate {
   // Why the client's Backward Request Support does not allow a backward
   // call (§5.2.2); OK when it does or outside version two.
   absl::Status BackwardCallAllowed(const CallPlanInput& call) const override;
-  // `why`: for an RDMA2_ERROR, the words the log gives (MessageSeen::why).
-  void SendV2(wire::V2Header header, Actions& out, absl::string_view why = {});
-
-  // Responder.
-  void HandleCall(const wire::V1Decoded& decoded,
-                  absl::Span<const uint8_t> bytes, Actions& out);
-  void BeginReassembly(ResponderCall& c,
-                       absl::Span<const uint8_t> inline_payload, Actions& out);
-  bool ReserveReassembly(uint64_t bytes);
-  void StartCallsAwaitingMemory(Actions& out);
-  void EndIncoming(CallId id, Actions& out);
-  void ReleaseResponderCredit(ResponderCall& c);
-  // In version two, `v2` says the cause precisely (draft-04 §6.2.4);
-  // without it ERR_CHUNK goes as RDMA2_ERR_BAD_XDR. `why` is what the log
-  // says of it (MessageSeen::why).
-  void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                 std::optional<wire::V2Error> v2 = std::nullopt,
-                 absl::string_view why = {});
-  void IssueReads(Actions& out);
-  bool PlaceReadsDirectly(ResponderCall& c,
-                          absl::Span<const uint8_t> inline_payload, bool nomsg,
-                          size_t total);
-  void Assemble(ResponderCall& c);
-  void Deliver(ResponderCall& c, Actions& out);
-  std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
-  // Carries out a PlanReply that conveys the reply: the RDMA Writes, then
-  // the Send.
-  void SendReply(ResponderCall& c, const ReplyPlan& plan, OutgoingReply& reply,
-                 Actions& out);
 
   EngineContext ctx_;
   Requester requester_;
-  ReassemblyBudget* shared_budget_;
-  size_t calls_awaiting_memory_ = 0;
-  uint32_t calls_unanswered_ = 0;
-  uint64_t reassembly_held_ = 0;
-  uint64_t calls_discarded_ = 0;
-  // CloseConnection was emitted: receives are ignored until reconnected.
-  bool closing_ = false;
-  std::deque<CallId> awaiting_memory_;  // in arrival order (rare path)
+  Responder responder_;
   std::optional<wire::PrivateData> peer_private_data_;
   // Version two: properties and optional messages (version_two.h).
   VersionTwoState v2_;
@@ -462,12 +410,6 @@ class Engine : private BackwardCallGate {
   uint32_t probe_xid_ = 0;
   uint32_t peer_version_low_ = 0;
   uint32_t peer_version_high_ = 0;
-  uint32_t max_reads_ = 1;
-
-  absl::flat_hash_map<CallId, ResponderCall> incoming_;
-  absl::flat_hash_map<OpId, CallId> reads_in_flight_;
-  memory::RingQueue<PendingRead> read_queue_;
-  absl::flat_hash_map<OpId, CallId> reply_sends_;
 };
 
 }  // namespace rpcrdma::engine

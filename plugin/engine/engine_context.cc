@@ -113,4 +113,19 @@ Send EngineContext::MakeSend(OpId op, const wire::V1Header& header,
   return Send{op, std::move(bytes), invalidate};
 }
 
+void EngineContext::SendV2(const wire::V2Header& header, Actions& out,
+                           absl::string_view why) {
+  if (header.proc() == wire::V2Proc::kError) {
+    Observe({.sent = true,
+             .xid = header.xid,
+             .v2_error = true,
+             .v2_code = std::get<wire::V2Error>(header.body).code,
+             .why = why});
+  }
+  std::vector<uint8_t> bytes = TakeSendBuffer();
+  bytes.resize(wire::V2EncodedSize(header));
+  (void)wire::EncodeV2(header, absl::MakeSpan(bytes));
+  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+}
+
 }  // namespace rpcrdma::engine

@@ -17,6 +17,7 @@
 #include "plugin/engine/engine_types.h"
 #include "plugin/wire/private_data.h"
 #include "plugin/wire/v1.h"
+#include "plugin/wire/v2.h"
 
 namespace rpcrdma::engine {
 
@@ -80,6 +81,10 @@ struct EngineContext {
                 absl::Span<const uint8_t> payload,
                 std::optional<uint32_t> invalidate = std::nullopt,
                 uint32_t inv_handle = 0, absl::string_view why = {});
+  // Queues a Send of the version-two `header` (draft-04 §6), in a recycled
+  // buffer. `why`: for an RDMA2_ERROR, the words the log gives.
+  void SendV2(const wire::V2Header& header, Actions& out,
+              absl::string_view why = {});
 
  private:
   CallId next_call = 1;

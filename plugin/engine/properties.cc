@@ -162,9 +162,9 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
     }
   }
   if (u.indices.empty()) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, std::move(u.answer)},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, std::move(u.answer)},
+                out);
     return;
   }
   PropertiesRequested asked{xid, {}};
@@ -212,9 +212,9 @@ absl::Status Engine::DecideProperties(uint32_t xid,
     // owner's is taken (the engine's own decisions stand).
     wire::V2ResProp rejected = std::move(u.answer);
     for (size_t i : u.indices) wire::SubsetAdd(rejected.rejected, i);
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, std::move(rejected)},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, std::move(rejected)},
+                out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer with these values exceeds the peer's receive buffer "
         "size, ",
@@ -225,7 +225,7 @@ absl::Status Engine::DecideProperties(uint32_t xid,
     SetProperty(v2_.local_experimental, p);
   }
   ++v2_.epoch;
-  SendV2(header, out);
+  ctx_.SendV2(header, out);
   return absl::OkStatus();
 }
 

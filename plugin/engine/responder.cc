@@ -1,5 +1,7 @@
 // The responder role of the engine (RFC 8166 §3, §4.5): validating and
 // fetching incoming calls, reassembly, replies and error replies.
+#include "plugin/engine/responder.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -8,7 +10,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
@@ -109,14 +110,6 @@ ReplyPlanInput ReplyPlanInputFor(const wire::ChunkLists& offered,
   return in;
 }
 
-// The reassembled call: its base stream (the inline payload, or the
-// position-zero chunk of RDMA_NOMSG) and its size with every chunk
-// inserted.
-struct CallLayout {
-  uint64_t base = 0;
-  uint64_t size = 0;
-};
-
 // The layout the call's lists describe, or nothing when they break RFC
 // 8166 §3.4.5-§3.5.4 and the call is answered ERR_CHUNK (§4.5.2).
 std::optional<CallLayout> LayoutOf(const wire::ChunkLists& lists, bool nomsg,
@@ -171,12 +164,13 @@ std::optional<CallLayout> LayoutOf(const wire::ChunkLists& lists, bool nomsg,
 
 }  // namespace
 
-void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                       std::optional<wire::V2Error> v2, absl::string_view why) {
+void Responder::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
+                          std::optional<wire::V2Error> v2,
+                          absl::string_view why) {
   if (ctx_.version == wire::kRpcRdmaVersion2 && v2) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
-                          ctx_.roles.responder_grant, *v2},
-           out, why);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, *v2},
+                out, why);
     return;
   }
   wire::V1Error err;
@@ -191,22 +185,37 @@ void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
   out.push_back(ctx_.MakeSend(ctx_.NextOp(), h, {}, std::nullopt, 0, why));
 }
 
-void Engine::HandleCall(const wire::V1Decoded& decoded,
-                        absl::Span<const uint8_t> bytes, Actions& out) {
+void Responder::OnCall(const wire::V1Decoded& decoded,
+                       absl::Span<const uint8_t> bytes, uint32_t inv_handle,
+                       Actions& out) {
   const wire::V1Header& h = decoded.header;
+  if (!TakesProcedure(h, out) || !WithinGrant(out)) return;
+  const uint64_t inline_length = bytes.size() - decoded.header_length;
+  const std::optional<CallLayout> layout = Validate(h, inline_length, out);
+  if (!layout) return;
+  Admit(h, *layout, bytes.subspan(decoded.header_length, inline_length),
+        inv_handle, out);
+}
+
+bool Responder::TakesProcedure(const wire::V1Header& h, Actions& out) {
   switch (h.proc()) {
     case wire::V1Proc::kMsg:
     case wire::V1Proc::kNoMsg:
-      break;
+      return true;
     case wire::V1Proc::kDone:
     case wire::V1Proc::kError:
       // The Linux server drops RDMA_DONE and RDMA_ERROR without a reply.
-      return;
+      return false;
     case wire::V1Proc::kMsgp:
       // RFC 8166 §4.6 deprecates RDMA_MSGP; the Linux server answers it
       // with ERR_CHUNK.
-      return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+      SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+      return false;
   }
+  return false;
+}
+
+bool Responder::WithinGrant(Actions& out) {
   // RFC 8166 §3.3.1: a requester MUST NOT exceed the credits this side
   // granted; "the RDMA layer may signal an error, possibly terminating the
   // connection". Linux's svcrdma does not count a client's unanswered
@@ -219,66 +228,69 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   // starts with one credit protects the requester, and calls within what
   // this side posted receives for harm nothing (the Linux client sends one
   // call before the first reply anyway).
-  if (calls_unanswered_ >= ctx_.roles.responder_grant) {
-    closing_ = true;
-    out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
-        "the requester sent more than the ", ctx_.roles.responder_grant,
-        " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
-    return;
-  }
-  const wire::ChunkLists& lists = *h.chunks();
-  const bool nomsg = h.proc() == wire::V1Proc::kNoMsg;
-  const uint64_t inline_length = bytes.size() - decoded.header_length;
+  if (calls_unanswered_ < ctx_.roles.responder_grant) return true;
+  closing_ = true;
+  out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
+      "the requester sent more than the ", ctx_.roles.responder_grant,
+      " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
+  return false;
+}
 
+std::optional<CallLayout> Responder::Validate(const wire::V1Header& h,
+                                              uint64_t inline_length,
+                                              Actions& out) {
   // Validate every list before anything is allocated (RFC 8166 §4.5.2).
   const std::optional<CallLayout> layout =
-      LayoutOf(lists, nomsg, inline_length);
-  if (!layout) return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
-  const uint64_t base = layout->base;
+      LayoutOf(*h.chunks(), h.proc() == wire::V1Proc::kNoMsg, inline_length);
+  if (!layout) {
+    SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+    return std::nullopt;
+  }
+  // RFC 5666 §11: a call the reassembly budgets can never hold is refused
+  // like one over max_call_size.
   const uint64_t size = layout->size;
-  // Version two has no code for a call larger than this side accepts
-  // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
-  auto too_large = [&] {
+  if (size > ctx_.config.max_call_size ||
+      (ctx_.config.max_reassembly_bytes != 0 &&
+       size > ctx_.config.max_reassembly_bytes) ||
+      (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
+    // Version two has no code for a call larger than this side accepts
+    // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
     wire::V2Error e;
     e.code = wire::V2ErrorCode::kSystem;
     SendError(h.xid, wire::V1ErrorCode::kChunk, out, e);
-  };
-  if (size > ctx_.config.max_call_size) return too_large();
-  // RFC 5666 §11: a call the reassembly budgets can never hold is refused
-  // like one over max_call_size.
-  if ((ctx_.config.max_reassembly_bytes != 0 &&
-       size > ctx_.config.max_reassembly_bytes) ||
-      (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
-    return too_large();
+    return std::nullopt;
   }
+  return layout;
+}
 
+void Responder::Admit(const wire::V1Header& h, const CallLayout& layout,
+                      absl::Span<const uint8_t> payload, uint32_t inv_handle,
+                      Actions& out) {
   CallId id = ctx_.NextCallId();
-  ResponderCall& c = incoming_[id];
+  Call& c = calls_[id];
   c.id = id;
   c.xid = h.xid;
-  c.chunks = lists;
-  c.nomsg = nomsg;
-  c.size = size;
-  c.base_length = static_cast<uint32_t>(base);
-  c.inv_handle = routing_inv_handle_;
+  c.chunks = *h.chunks();
+  c.nomsg = h.proc() == wire::V1Proc::kNoMsg;
+  c.size = layout.size;
+  c.base_length = static_cast<uint32_t>(layout.base);
+  c.inv_handle = inv_handle;
   c.holds_credit = true;
   ++calls_unanswered_;
-  const auto payload = bytes.subspan(decoded.header_length, inline_length);
   // Calls start in arrival order: while any call waits for memory, later
   // ones wait behind it.
-  if (awaiting_memory_.empty() && ReserveReassembly(size)) {
-    c.reserved = size;
+  if (awaiting_memory_.empty() && ReserveReassembly(c.size)) {
+    c.reserved = c.size;
     return BeginReassembly(c, payload, out);
   }
   // Nothing is allocated for a waiting call but its inline payload (at most
   // one receive buffer, and at most one waiting call per credit).
-  c.state = RespState::kAwaitingMemory;
+  c.state = State::kAwaitingMemory;
   c.inline_payload.assign(payload.begin(), payload.end());
   awaiting_memory_.push_back(id);
-  calls_awaiting_memory_ = awaiting_memory_.size();
 }
 
-bool Engine::ReserveReassembly(uint64_t bytes) {
+bool Responder::ReserveReassembly(uint64_t bytes) {
   if (ctx_.config.max_reassembly_bytes != 0 &&
       reassembly_held_ + bytes > ctx_.config.max_reassembly_bytes) {
     return false;
@@ -291,28 +303,24 @@ bool Engine::ReserveReassembly(uint64_t bytes) {
   return true;
 }
 
-void Engine::StartCallsAwaitingMemory(Actions& out) {
+void Responder::StartCallsAwaitingMemory(Actions& out) {
   while (ctx_.connected && !closing_ && !awaiting_memory_.empty()) {
-    auto it = incoming_.find(awaiting_memory_.front());
-    if (it == incoming_.end()) {
+    auto it = calls_.find(awaiting_memory_.front());
+    if (it == calls_.end()) {
       awaiting_memory_.pop_front();
       continue;
     }
-    ResponderCall& c = it->second;
+    Call& c = it->second;
     if (!ReserveReassembly(c.size)) break;
     awaiting_memory_.pop_front();
-    calls_awaiting_memory_ = awaiting_memory_.size();
     c.reserved = c.size;
-    c.state = RespState::kReading;
+    c.state = State::kReading;
     std::vector<uint8_t> payload = std::move(c.inline_payload);
     BeginReassembly(c, payload, out);
   }
-  calls_awaiting_memory_ = awaiting_memory_.size();
 }
 
-void Engine::OnBudgetReleased(Actions& out) { StartCallsAwaitingMemory(out); }
-
-void Engine::ReleaseResponderCredit(ResponderCall& c) {
+void Responder::ReleaseCredit(Call& c) {
   if (c.holds_credit) {
     c.holds_credit = false;
     --calls_unanswered_;
@@ -321,31 +329,30 @@ void Engine::ReleaseResponderCredit(ResponderCall& c) {
 
 // Whatever ends an incoming call (reply sent, ERR_CHUNK, failed read,
 // discarded message, disconnect) releases exactly what it reserved.
-void Engine::EndIncoming(CallId id, Actions& out) {
-  auto it = incoming_.find(id);
-  if (it == incoming_.end()) return;
-  ResponderCall& c = it->second;
-  ReleaseResponderCredit(c);
+void Responder::EndIncoming(CallId id, Actions& out) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  Call& c = it->second;
+  ReleaseCredit(c);
   const uint64_t released = c.reserved;
   if (released != 0) {
     reassembly_held_ -= released;
     if (shared_budget_ != nullptr) shared_budget_->Release(released);
   }
-  if (c.state == RespState::kAwaitingMemory) {
+  if (c.state == State::kAwaitingMemory) {
     std::erase(awaiting_memory_, id);
-    calls_awaiting_memory_ = awaiting_memory_.size();
   }
-  incoming_.erase(it);
+  calls_.erase(it);
   // A call of zero octets releases nothing but may have kept later calls
   // waiting behind it in arrival order.
   StartCallsAwaitingMemory(out);
 }
 
-void Engine::BeginReassembly(ResponderCall& c,
-                             absl::Span<const uint8_t> inline_payload,
-                             Actions& out) {
+void Responder::BeginReassembly(Call& c,
+                                absl::Span<const uint8_t> inline_payload,
+                                Actions& out) {
   const CallId id = c.id;
-  c.state = RespState::kReading;
+  c.state = State::kReading;
   if (PlaceReadsDirectly(c, inline_payload, c.nomsg, c.size)) {
     if (c.reads_pending == 0) return Deliver(c, out);
     return IssueReads(out);
@@ -379,9 +386,9 @@ void Engine::BeginReassembly(ResponderCall& c,
 // depends on each other), the inline pieces are copied and the RDMA Reads
 // land directly where the chunks belong, so the reassembled call is never
 // copied again.
-bool Engine::PlaceReadsDirectly(ResponderCall& c,
-                                absl::Span<const uint8_t> inline_payload,
-                                bool nomsg, size_t total) {
+bool Responder::PlaceReadsDirectly(Call& c,
+                                   absl::Span<const uint8_t> inline_payload,
+                                   bool nomsg, size_t total) {
   const auto& reads = c.chunks.reads;
   const bool position_zero =
       std::any_of(reads.begin(), reads.end(),
@@ -437,25 +444,25 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
   return true;
 }
 
-void Engine::IssueReads(Actions& out) {
+void Responder::IssueReads(Actions& out) {
   // At most max_reads_ RDMA Reads outstanding (the negotiated ORD).
   while (reads_in_flight_.size() < max_reads_ && !read_queue_.empty()) {
     PendingRead r = read_queue_.pop_front();
-    if (incoming_.count(r.call) == 0) continue;
+    if (calls_.count(r.call) == 0) continue;
     OpId op = ctx_.NextOp();
     reads_in_flight_[op] = r.call;
     out.push_back(RdmaRead{op, r.source, r.destination});
   }
 }
 
-void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
+void Responder::OnReadComplete(OpId op, bool success, Actions& out) {
   auto it = reads_in_flight_.find(op);
   if (it == reads_in_flight_.end()) return;
   CallId id = it->second;
   reads_in_flight_.erase(it);
-  auto call = incoming_.find(id);
-  if (call != incoming_.end()) {
-    ResponderCall& c = call->second;
+  auto call = calls_.find(id);
+  if (call != calls_.end()) {
+    Call& c = call->second;
     --c.reads_pending;
     if (!success || !ctx_.connected) {
       // The connection is failing; the call is never delivered and is
@@ -472,7 +479,7 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
   if (ctx_.connected) IssueReads(out);
 }
 
-void Engine::Deliver(ResponderCall& c, Actions& out) {
+void Responder::Deliver(Call& c, Actions& out) {
   if (!c.assembled) Assemble(c);
   // RFC 8166 §4.1: rdma_xid MUST be the RPC message's XID. A message that
   // is no RPC call (shorter than the smallest call header, msg_type not
@@ -494,11 +501,11 @@ void Engine::Deliver(ResponderCall& c, Actions& out) {
   if (c.chunks.reply) {
     deliver.reply_chunk_capacity = ChunkLength(*c.chunks.reply);
   }
-  c.state = RespState::kDelivered;
+  c.state = State::kDelivered;
   out.push_back(std::move(deliver));
 }
 
-void Engine::Assemble(ResponderCall& c) {
+void Responder::Assemble(Call& c) {
   // The staging buffer holds the base stream (inline payload or position-
   // zero chunk) followed by each non-zero-position chunk's octets. Insert
   // the chunks at their positions with XDR roundup (RFC 8166 §3.4.6: the
@@ -526,8 +533,7 @@ void Engine::Assemble(ResponderCall& c) {
   c.staging = Buffer();
 }
 
-std::optional<uint32_t> Engine::InvalidateHandleFor(
-    const ResponderCall& c) const {
+std::optional<uint32_t> Responder::InvalidateHandleFor(const Call& c) const {
   std::set<uint32_t> handles;
   for (const auto& r : c.chunks.reads) handles.insert(r.target.handle);
   for (const auto& w : c.chunks.writes) {
@@ -555,13 +561,13 @@ std::optional<uint32_t> Engine::InvalidateHandleFor(
   return *handles.begin();
 }
 
-absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
-  auto it = incoming_.find(id);
-  if (it == incoming_.end() || it->second.state != RespState::kDelivered) {
+absl::Status Responder::Reply(CallId id, OutgoingReply reply, Actions& out) {
+  auto it = calls_.find(id);
+  if (it == calls_.end() || it->second.state != State::kDelivered) {
     return absl::InvalidArgumentError(
         absl::StrCat("call ", id, " is not awaiting a reply"));
   }
-  ResponderCall& c = it->second;
+  Call& c = it->second;
   uint32_t previous = 0;
   for (const DdpResult& r : reply.results) {
     if (r.position % 4 != 0 || r.position < previous ||
@@ -580,7 +586,7 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
       ReplyPlanInputFor(c.chunks, reply, ctx_.version, ctx_.thresholds.send));
   if (plan.form == ReplyForm::kErrChunk) {
     // The reply cannot be conveyed: ERR_CHUNK instead (as Linux).
-    ReleaseResponderCredit(c);
+    ReleaseCredit(c);
     SendError(c.xid, wire::V1ErrorCode::kChunk, out, NoRoomError(plan),
               WhyNoRoom(plan, c.chunks, ctx_.thresholds.send));
     // The reply's memory is free at once, like the call's state.
@@ -592,8 +598,8 @@ absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
   return absl::OkStatus();
 }
 
-void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
-                       OutgoingReply& reply, Actions& out) {
+void Responder::SendReply(Call& c, const ReplyPlan& plan, OutgoingReply& reply,
+                          Actions& out) {
   const auto& writes = c.chunks.writes;
   // Results with a write chunk go there; the rest stay inline.
   std::vector<Item> inline_items;
@@ -637,11 +643,11 @@ void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
   }
   if (use_reply_chunk) write_out(c.reply_stream, *c.chunks.reply);
   c.send_op = ctx_.NextOp();
-  c.state = RespState::kSending;
+  c.state = State::kSending;
   // The credit is free once the reply is on its way: the requester may
   // reuse it as soon as it sees the reply, which can race the send
   // completion. The call's memory is released when the Send completes.
-  ReleaseResponderCredit(c);
+  ReleaseCredit(c);
   reply_sends_[c.send_op] = c.id;
   out.push_back(ctx_.MakeSend(c.send_op, h,
                               use_reply_chunk
@@ -650,13 +656,51 @@ void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
                               InvalidateHandleFor(c)));
 }
 
-void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
+void Responder::OnSendComplete(OpId op, Actions& out) {
   auto it = reply_sends_.find(op);
   if (it == reply_sends_.end()) return;
   CallId id = it->second;
   reply_sends_.erase(it);
   out.push_back(ReplySent{id});
   EndIncoming(id, out);
+}
+
+void Responder::OnConnected(uint32_t max_reads) {
+  closing_ = false;
+  max_reads_ = max_reads;
+}
+
+void Responder::OnDisconnected(Actions& out) {
+  // Calls not waiting for a read or send completion are dropped (releasing
+  // their memory); memory the fabric may still touch stays reserved until
+  // its flush completion ends the call. No credit survives the connection.
+  read_queue_.clear();
+  awaiting_memory_.clear();
+  std::vector<CallId> ended;
+  for (auto& [id, c] : calls_) {
+    ReleaseCredit(c);
+    bool busy = false;
+    for (const auto& [op, call] : reads_in_flight_) busy |= call == id;
+    if (!busy && c.state != State::kSending) ended.push_back(id);
+  }
+  std::sort(ended.begin(), ended.end());
+  for (CallId id : ended) EndIncoming(id, out);
+}
+
+void Responder::OnUndecodableCall(absl::Span<const uint8_t> bytes,
+                                  const wire::DecodeError& error,
+                                  Actions& out) {
+  // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
+  // goes from responder to requester only); a malformed one is dropped,
+  // as Linux's svcrdma drops every RDMA_ERROR.
+  if (LoadBigEndian32(bytes.data() + 12) ==
+      static_cast<uint32_t>(wire::V1Proc::kError)) {
+    return;
+  }
+  // RFC 8166 §4.5.1 / §4.5.2.
+  wire::V1Header reply =
+      wire::V1ErrorReplyFor(bytes, error, ctx_.roles.responder_grant);
+  out.push_back(ctx_.MakeSend(ctx_.NextOp(), reply, {}));
 }
 
 }  // namespace rpcrdma::engine

@@ -126,21 +126,6 @@ absl::Status Engine::BackwardCallAllowed(const CallPlanInput& call) const {
                    needs));
 }
 
-void Engine::SendV2(wire::V2Header header, Actions& out,
-                    absl::string_view why) {
-  if (header.proc() == wire::V2Proc::kError) {
-    ctx_.Observe({.sent = true,
-                  .xid = header.xid,
-                  .v2_error = true,
-                  .v2_code = std::get<wire::V2Error>(header.body).code,
-                  .why = why});
-  }
-  std::vector<uint8_t> bytes = ctx_.TakeSendBuffer();
-  bytes.resize(wire::V2EncodedSize(header));
-  (void)wire::EncodeV2(header, absl::MakeSpan(bytes));
-  out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
-}
-
 // §7.1: a responder that serves version two answers a client's opening
 // RDMA2_CONNPROP with its own, and the connection is in version two.
 bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
@@ -154,9 +139,9 @@ bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
   ctx_.version = wire::kRpcRdmaVersion2;
   peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
   AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
-  SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
-                        ctx_.roles.responder_grant, LocalConnProp()},
-         out);
+  ctx_.SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
+                             ctx_.roles.responder_grant, LocalConnProp()},
+              out);
   return true;
 }
 
@@ -177,8 +162,9 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
       return;
     }
     if (!ctx_.roles.responder_on) return;
-    SendV2(wire::V2ErrorReplyFor(bytes, d.error(), ctx_.roles.responder_grant),
-           out);
+    ctx_.SendV2(
+        wire::V2ErrorReplyFor(bytes, d.error(), ctx_.roles.responder_grant),
+        out);
     return;
   }
   const wire::V2Header& h = d->header;
