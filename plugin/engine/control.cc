@@ -2,18 +2,21 @@
 // optional messages (§4.1, §6.2.2) and the window that bounds how many of
 // this side's RDMA2_REQPROP, RDMA2_UPDPROP and RDMA2_OPTIONAL await their
 // answer (version_two.h says why).
+#include "plugin/engine/control.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
+#include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
 
 namespace rpcrdma::engine {
 
-uint32_t Engine::NextControlXid() {
+uint32_t Control::NextControlXid() {
   auto taken = [this](uint32_t xid) {
-    if (requester_.IsLiveXid(xid) || v2_.in_flight.contains(xid)) return true;
+    if (requester_xids_.IsLiveXid(xid) || v2_.in_flight.contains(xid))
+      return true;
     return std::any_of(
         v2_.waiting.begin(), v2_.waiting.end(),
         [xid](const VersionTwoState::Exchange& x) { return x.xid == xid; });
@@ -23,14 +26,14 @@ uint32_t Engine::NextControlXid() {
   return xid;
 }
 
-void Engine::Enqueue(VersionTwoState::Exchange exchange, Actions& out) {
+void Control::Enqueue(VersionTwoState::Exchange exchange, Actions& out) {
   v2_.waiting.push_back(std::move(exchange));
   AdmitExchanges(out);
 }
 
 // In order: a later exchange never overtakes an earlier one that waits
 // for room.
-void Engine::AdmitExchanges(Actions& out) {
+void Control::AdmitExchanges(Actions& out) {
   while (!v2_.waiting.empty() &&
          v2_.slots_used + v2_.waiting.front().slots <= kControlWindow) {
     VersionTwoState::Exchange x = std::move(v2_.waiting.front());
@@ -66,8 +69,8 @@ void Engine::AdmitExchanges(Actions& out) {
   }
 }
 
-std::optional<VersionTwoState::Exchange> Engine::EndExchange(uint32_t xid,
-                                                             Actions& out) {
+std::optional<VersionTwoState::Exchange> Control::EndExchange(uint32_t xid,
+                                                              Actions& out) {
   auto it = v2_.in_flight.find(xid);
   if (it == v2_.in_flight.end()) return std::nullopt;
   VersionTwoState::Exchange x = std::move(it->second);
@@ -77,8 +80,8 @@ std::optional<VersionTwoState::Exchange> Engine::EndExchange(uint32_t xid,
   return x;
 }
 
-void Engine::FailExchange(const VersionTwoState::Exchange& x,
-                          absl::Status status, Actions& out) {
+void Control::FailExchange(const VersionTwoState::Exchange& x,
+                           absl::Status status, Actions& out) {
   const bool lost = absl::IsUnavailable(status);
   if (x.kind == VersionTwoState::Exchange::Kind::kOptional) {
     out.push_back(OptionalAnswered{x.xid, std::move(status), {}, {}});
@@ -88,7 +91,7 @@ void Engine::FailExchange(const VersionTwoState::Exchange& x,
   out.push_back(PropertiesAnswered{x.xid, {}, lost, {}, std::move(status)});
 }
 
-void Engine::FailExchanges(Actions& out) {
+void Control::OnDisconnected(Actions& out) {
   const absl::Status lost = absl::UnavailableError(
       "RPC-over-RDMA connection lost before the peer answered");
   std::map<uint32_t, VersionTwoState::Exchange> in_flight =
@@ -111,8 +114,8 @@ void Engine::FailExchanges(Actions& out) {
 // operations included. One with REPLY answers an optional message of this
 // side's; any other is dropped: errors never flow from requester to
 // responder (§6.2.4), so an unknown type in a REPLY is not answered.
-void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
-                            absl::Span<const uint8_t> payload, Actions& out) {
+void Control::OnOptional(uint32_t xid, const wire::V2Optional& optional,
+                         absl::Span<const uint8_t> payload, Actions& out) {
   if (optional.optdir == wire::MsgDirection::kReply) {
     auto found = v2_.in_flight.find(xid);
     if (found == v2_.in_flight.end() ||
@@ -151,10 +154,10 @@ void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
                       std::vector<uint8_t>(payload.begin(), payload.end())});
 }
 
-absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
-                                               std::vector<uint8_t> info,
-                                               std::vector<uint8_t> payload,
-                                               Actions& out) {
+absl::StatusOr<uint32_t> Control::StartOptional(uint32_t type,
+                                                std::vector<uint8_t> info,
+                                                std::vector<uint8_t> payload,
+                                                Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   if (wire::IsPropertyOperationOptType(type)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -187,9 +190,9 @@ absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
 // §6.2.2: the answer goes with rdma_optdir REPLY and the XID of the
 // message it answers; a handler's failure is RDMA2_ERR_SYSTEM, the error
 // for a responder's problem that fits no other code (§6.2.4).
-absl::Status Engine::AnswerOptional(uint32_t xid,
-                                    absl::StatusOr<DeliverOptional> answer,
-                                    Actions& out) {
+absl::Status Control::AnswerOptional(uint32_t xid,
+                                     absl::StatusOr<DeliverOptional> answer,
+                                     Actions& out) {
   auto it = v2_.optionals_delivered.find(xid);
   if (it == v2_.optionals_delivered.end()) {
     return absl::NotFoundError(
@@ -227,6 +230,48 @@ absl::Status Engine::AnswerOptional(uint32_t xid,
             bytes.begin() + header_size);
   out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
   return absl::OkStatus();
+}
+
+bool Control::OnPeerError(uint32_t xid, absl::Status status, Actions& out) {
+  std::optional<VersionTwoState::Exchange> x = EndExchange(xid, out);
+  if (!x) return false;
+  FailExchange(*x, std::move(status), out);
+  return true;
+}
+
+absl::Status Control::BackwardCallAllowed(const CallPlanInput& call) const {
+  if (!ctx_.roles.backward_requester ||
+      ctx_.version != wire::kRpcRdmaVersion2) {
+    return absl::OkStatus();
+  }
+  if (v2_.peer_brs == wire::BackwardRequestSupport::kNone) {
+    return absl::FailedPreconditionError(
+        "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
+        "draft-04 §5.2.2)");
+  }
+  if (v2_.peer_brs != wire::BackwardRequestSupport::kInline) {
+    return absl::OkStatus();
+  }
+  // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
+  // any chunk. Whether the call fits is asked without room for its reply
+  // (a reply chunk is named below), which leaves a call without results
+  // no write chunk: the header PlanCall sizes is the empty one.
+  CallPlanInput alone = call;
+  alone.max_reply_size = 0;
+  const char* needs = nullptr;
+  if (!call.result_sizes.empty()) {
+    needs = "write chunks for its results";
+  } else if (PlanCall(alone).form != CallForm::kInline) {
+    needs = "a read chunk (it does not fit inline)";
+  } else if (PlanCall(call).offers_reply_chunk) {
+    needs = "a reply chunk (its reply may not fit inline)";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("the client takes backward calls inline only "
+                   "(RDMA2_BKREQSUP_INLINE, draft-04 §5.2.2); this one "
+                   "needs ",
+                   needs));
 }
 
 }  // namespace rpcrdma::engine

@@ -20,7 +20,8 @@ Engine::Engine(Config config, MemoryExposer* exposer,
                ReassemblyBudget* shared_budget)
     : ctx_(std::move(config), exposer),
       requester_(ctx_, *this),
-      responder_(ctx_, shared_budget) {}
+      responder_(ctx_, shared_budget),
+      control_(ctx_, requester_) {}
 
 uint32_t Engine::ReceivesFor(const Config& config) {
   return ReceivesPostedFor(config);
@@ -43,11 +44,11 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   responder_.OnConnected(std::max<uint32_t>(params.max_outstanding_reads, 1));
   requester_.OnConnected();
   first_message_ = true;
-  StartVersionTwo();
+  control_.OnConnected();
   // A responder settles the version from the client's first message; a
   // requester from the probe's answer.
   if (!ctx_.config.requester) ctx_.version = 1;
-  out.push_back(PostReceives{ctx_.roles.receives, ReceiveCapacity()});
+  out.push_back(PostReceives{ctx_.roles.receives, ctx_.ReceiveCapacity()});
   if (ctx_.roles.requester_on && !ctx_.roles.backward_requester &&
       ctx_.config.offered_version == 2 && ctx_.negotiation.ok()) {
     SendVersionProbe(params.version_probe_xid, out);
@@ -66,7 +67,7 @@ void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
   probe.xid = xid;
   probe.vers = wire::kRpcRdmaVersion2;
   probe.credits = ctx_.roles.requester_limit;
-  probe.body = LocalConnProp();
+  probe.body = control_.LocalConnProp();
   ctx_.negotiating = true;
   probe_xid_ = xid;
   requester_.HoldProbeCredit();
@@ -103,7 +104,7 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
       // its properties and its credit grant.
       ctx_.version = wire::kRpcRdmaVersion2;
       peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-      AdoptPeerConnProp(*props);
+      control_.AdoptPeerConnProp(*props);
       granted = d->header.credits;
     } else {
       ctx_.negotiation = absl::DataLossError(
@@ -148,7 +149,7 @@ void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
 void Engine::OnDisconnected(Actions& out) {
   ctx_.connected = false;
   ctx_.negotiating = false;
-  FailExchanges(out);
+  control_.OnDisconnected(out);
   requester_.OnDisconnected(out);
   responder_.OnDisconnected(out);
 }
@@ -157,7 +158,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
                        std::optional<uint32_t> invalidated, Actions& out) {
   if (!ctx_.connected || responder_.closing()) return;
   // The consumed receive is replaced at once (receives per credit).
-  out.push_back(PostReceives{1, ReceiveCapacity()});
+  out.push_back(PostReceives{1, ctx_.ReceiveCapacity()});
   if (ctx_.negotiating) {
     HandleProbeAnswer(bytes, out);
     return;

@@ -170,6 +170,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/engine/control.h"
 #include "plugin/engine/engine_context.h"
 #include "plugin/engine/engine_types.h"
 #include "plugin/engine/marshal_plan.h"
@@ -234,26 +235,37 @@ class Engine : private BackwardCallGate {
   // PropertiesAnswered. Only properties the peer's RDMA2_CONNPROP lets
   // change (§5.3.1); a lower RBSIZ bounds this side's Sends at once, until
   // the answer (§5.2.1); a higher one than this side sends is refused.
-  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out);
+  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out) {
+    return control_.RequestProperties(std::move(want), out);
+  }
   // Changes this side's properties and tells the peer (RDMA2_UPDPROP,
   // §5.3.4): RBSIZ only upward and only as far as every posted receive
   // holds (§5.2.1), experimental ones stated at connect. PropertiesAnswered
   // (with nothing accepted) once the peer has taken it.
-  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out);
+  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out) {
+    return control_.UpdateProperties(std::move(now), out);
+  }
   // Sends an RDMA2_OPTIONAL (CALL) of `type` (§4.1): OptionalAnswered.
   absl::StatusOr<uint32_t> StartOptional(uint32_t type,
                                          std::vector<uint8_t> info,
                                          std::vector<uint8_t> payload,
-                                         Actions& out);
+                                         Actions& out) {
+    return control_.StartOptional(type, std::move(info), std::move(payload),
+                                  out);
+  }
   // Answers a DeliverOptional: its answer as an RDMA2_OPTIONAL (REPLY), or
   // with an error RDMA2_ERR_SYSTEM (§6.2.4). NOT_FOUND for an unknown XID.
   absl::Status AnswerOptional(uint32_t xid,
                               absl::StatusOr<DeliverOptional> answer,
-                              Actions& out);
+                              Actions& out) {
+    return control_.AnswerOptional(xid, std::move(answer), out);
+  }
   // Decides a PropertiesRequested, one decision per item, in order.
   absl::Status DecideProperties(uint32_t xid,
                                 std::vector<PropertyDecision> decisions,
-                                Actions& out);
+                                Actions& out) {
+    return control_.DecideProperties(xid, std::move(decisions), out);
+  }
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
@@ -336,7 +348,7 @@ class Engine : private BackwardCallGate {
     return {peer_version_low_, peer_version_high_};
   }
   // Version two: both sides' properties (version_two.h).
-  const VersionTwoState& version_two() const { return v2_; }
+  const VersionTwoState& version_two() const { return control_.state(); }
   // The receives this configuration keeps posted (receives_posted()).
   static uint32_t ReceivesFor(const Config& config);
 
@@ -357,51 +369,14 @@ class Engine : private BackwardCallGate {
   void OnReceiveV2(absl::Span<const uint8_t> bytes,
                    std::optional<uint32_t> invalidated, Actions& out);
   void HandleV2Error(const wire::V2Header& header, Actions& out);
-  // §5 properties (properties.cc).
-  void StartVersionTwo();  // at connect: this side's initial properties
-  // The peer's RDMA2_CONNPROP (§5.3.1).
-  void AdoptPeerConnProp(const wire::V2ConnProp& connprop);
-  // Properties the peer states (CONNPROP, UPDPROP, RESPROP): only those
-  // present change (§5.3.4).
-  void AdoptPeerProperties(const wire::PropSet& properties);
-  void UpdateSendThreshold();
-  wire::V2ConnProp LocalConnProp() const;
-  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                             Actions& out);
-  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                          Actions& out);
-  absl::Status CheckVersionTwo() const;
-  // Optional messages and the control window (control.cc).
-  void HandleOptional(uint32_t xid, const wire::V2Optional& optional,
-                      absl::Span<const uint8_t> payload, Actions& out);
-  // Queues `exchange` and sends what the window admits.
-  void Enqueue(VersionTwoState::Exchange exchange, Actions& out);
-  void AdmitExchanges(Actions& out);
-  // The answer to exchange `xid` came (or the peer's error): its slots are
-  // free. Returns it, or nullopt when none awaits an answer with `xid`.
-  std::optional<VersionTwoState::Exchange> EndExchange(uint32_t xid,
-                                                       Actions& out);
-  // Every exchange fails with `status` (the connection's loss).
-  void FailExchanges(Actions& out);
-  uint32_t NextControlXid();
-  // Fails exchange `x` with `status` (its owner's action).
-  void FailExchange(const VersionTwoState::Exchange& x, absl::Status status,
-                    Actions& out);
-  // Why the client's Backward Request Support does not allow a backward
-  // call (§5.2.2); OK when it does or outside version two.
+  // BackwardCallGate, answered by the control.
   absl::Status BackwardCallAllowed(const CallPlanInput& call) const override;
 
   EngineContext ctx_;
   Requester requester_;
   Responder responder_;
+  Control control_;
   std::optional<wire::PrivateData> peer_private_data_;
-  // Version two: properties and optional messages (version_two.h).
-  VersionTwoState v2_;
-  // Octets of each posted receive (§5.2.1: at least what is advertised).
-  uint32_t ReceiveCapacity() const {
-    return std::max(ctx_.config.local.receive_size,
-                    ctx_.config.max_receive_size_granted);
-  }
   // Version two: rdma_inv_handle of the call being routed (§6.2.3).
   uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the

@@ -6,6 +6,7 @@
 #ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_CONTEXT_H_
 #define RPCRDMA_PLUGIN_ENGINE_ENGINE_CONTEXT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -58,6 +59,12 @@ struct EngineContext {
   // `negotiation` says why calls cannot go out when it failed.
   bool negotiating = false;
   absl::Status negotiation;
+
+  // Octets of each posted receive (draft-04 §5.2.1: at least what is
+  // advertised).
+  uint32_t ReceiveCapacity() const {
+    return std::max(config.local.receive_size, config.max_receive_size_granted);
+  }
 
   CallId NextCallId() { return next_call++; }
   OpId NextOp() { return next_op++; }

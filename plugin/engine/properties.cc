@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
+#include "plugin/engine/control.h"
 #include "plugin/wire/v2.h"
 
 namespace rpcrdma::engine {
@@ -42,7 +42,7 @@ absl::StatusOr<uint32_t> RbsizValue(const wire::PropVal& p) {
 
 }  // namespace
 
-absl::Status Engine::CheckVersionTwo() const {
+absl::Status Control::CheckVersionTwo() const {
   if (!ctx_.connected || ctx_.negotiating) {
     return absl::UnavailableError(
         "the connection is not established, or still negotiating its "
@@ -56,7 +56,7 @@ absl::Status Engine::CheckVersionTwo() const {
   return absl::OkStatus();
 }
 
-void Engine::StartVersionTwo() {
+void Control::OnConnected() {
   const uint64_t epoch = v2_.epoch + 1;
   const uint32_t next_xid = v2_.next_xid;
   v2_ = VersionTwoState{};
@@ -71,7 +71,7 @@ void Engine::StartVersionTwo() {
 // it serves them, not at all (NONE) when it has no backward service; that
 // is fixed by its configuration, so rdma_nochg says it will not change
 // (§5.3.1). RBSIZ and the experimental properties may change.
-wire::V2ConnProp Engine::LocalConnProp() const {
+wire::V2ConnProp Control::LocalConnProp() const {
   wire::V2ConnProp c;
   c.start.push_back(wire::MakeRbsizProperty(v2_.local_rbsiz));
   if (ctx_.config.requester) {
@@ -87,7 +87,7 @@ wire::V2ConnProp Engine::LocalConnProp() const {
 
 // §5.3.1: what the peer did not state keeps its default and may not
 // change; what it marked in rdma_nochg will not change either.
-void Engine::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
+void Control::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
   v2_.peer_changeable.clear();
   for (size_t i = 0; i < connprop.start.size(); ++i) {
     if (!wire::SubsetContains(connprop.nochg, i)) {
@@ -102,7 +102,7 @@ void Engine::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
 // experimental ones are kept for the owner (§5.4.2). Remote invalidation
 // in version two is requested per message (rdma_inv_handle, §6.2.3), not
 // by RFC 8797's flag.
-void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
+void Control::AdoptPeerProperties(const wire::PropSet& properties) {
   wire::DecodeResult<wire::KnownProperties> known =
       wire::InterpretProperties(properties);
   if (known.ok() && known->rbsiz) v2_.peer_rbsiz = *known->rbsiz;
@@ -119,7 +119,7 @@ void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
 
 // §5.2.1: while this side has asked the peer for a lower receive buffer
 // size, it sends no more than that, until the answer.
-void Engine::UpdateSendThreshold() {
+void Control::UpdateSendThreshold() {
   uint32_t send = std::min(ctx_.config.local.send_size, v2_.peer_rbsiz);
   for (const auto& [xid, lower] : v2_.lowering) send = std::min(send, lower);
   ctx_.thresholds.send = send;
@@ -133,8 +133,8 @@ void Engine::UpdateSendThreshold() {
 // (Config::decides_properties), the experimental properties it stated at
 // connect. Anything else is rejected, unknown ids included (§5.3.3: "not
 // known or supported by the receiver").
-void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                                   Actions& out) {
+void Control::OnPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                                Actions& out) {
   VersionTwoState::Undecided u;
   u.want = request.want;
   const bool duplicate = v2_.undecided.contains(xid);
@@ -145,7 +145,7 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
     } else if (p.which == wire::kPropIdRbsiz) {
       absl::StatusOr<uint32_t> rbsiz = RbsizValue(p);
       if (rbsiz.ok() && *rbsiz >= wire::kMinInlineSize &&
-          *rbsiz <= ReceiveCapacity()) {
+          *rbsiz <= ctx_.ReceiveCapacity()) {
         v2_.local_rbsiz = *rbsiz;
         ctx_.thresholds.receive = *rbsiz;
         ++v2_.epoch;
@@ -173,9 +173,9 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
   out.push_back(std::move(asked));
 }
 
-absl::Status Engine::DecideProperties(uint32_t xid,
-                                      std::vector<PropertyDecision> decisions,
-                                      Actions& out) {
+absl::Status Control::DecideProperties(uint32_t xid,
+                                       std::vector<PropertyDecision> decisions,
+                                       Actions& out) {
   auto it = v2_.undecided.find(xid);
   if (it == v2_.undecided.end()) {
     return absl::NotFoundError(
@@ -229,8 +229,8 @@ absl::Status Engine::DecideProperties(uint32_t xid,
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
-                                                   Actions& out) {
+absl::StatusOr<uint32_t> Control::RequestProperties(wire::PropSet want,
+                                                    Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   std::optional<uint32_t> lower;
   for (const wire::PropVal& p : want) {
@@ -274,8 +274,8 @@ absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
   return xid;
 }
 
-absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
-                                                  Actions& out) {
+absl::StatusOr<uint32_t> Control::UpdateProperties(wire::PropSet now,
+                                                   Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   for (const wire::PropVal& p : now) {
     if (p.which == wire::kPropIdRbsiz) {
@@ -287,9 +287,9 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
             " octets; it is lowered only at the peer's request (draft-04 "
             "§5.2.1)"));
       }
-      if (*rbsiz > ReceiveCapacity()) {
+      if (*rbsiz > ctx_.ReceiveCapacity()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "the posted receives hold ", ReceiveCapacity(),
+            "the posted receives hold ", ctx_.ReceiveCapacity(),
             " octets (inline_threshold.receive_grantable); the receive "
             "buffer size rises only as far as every posted receive holds "
             "(draft-04 §5.2.1)"));
@@ -334,8 +334,8 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
 // named in rdma_other, was not changed; a value in rdma_other for a
 // requested property is the peer's new value (a partial grant), one for
 // any other property is ignored.
-void Engine::TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                                Actions& out) {
+void Control::OnPropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                               Actions& out) {
   auto found = v2_.in_flight.find(xid);
   if (found == v2_.in_flight.end() ||
       found->second.kind == VersionTwoState::Exchange::Kind::kOptional) {

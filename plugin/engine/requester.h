@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/engine/control.h"
 #include "plugin/engine/engine_context.h"
 #include "plugin/engine/engine_types.h"
 #include "plugin/engine/marshal_plan.h"
@@ -36,7 +37,7 @@ class BackwardCallGate {
   virtual absl::Status BackwardCallAllowed(const CallPlanInput& call) const = 0;
 };
 
-class Requester {
+class Requester : public LiveXids {
  public:
   Requester(EngineContext& context, const BackwardCallGate& gate)
       : ctx_(context), gate_(gate) {}
@@ -70,7 +71,9 @@ class Requester {
   // True when a call sent with `xid` awaits its reply.
   bool AwaitsReply(uint32_t xid) const { return by_xid_.contains(xid); }
   // True when a call with `xid` is in flight (not finishing).
-  bool IsLiveXid(uint32_t xid) const { return live_xids_.contains(xid); }
+  bool IsLiveXid(uint32_t xid) const override {
+    return live_xids_.contains(xid);
+  }
   // The reply to the call awaiting `decoded`'s XID (AwaitsReply).
   void OnReply(const wire::V1Decoded& decoded, absl::Span<const uint8_t> bytes,
                std::optional<uint32_t> invalidated, Actions& out);

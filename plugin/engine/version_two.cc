@@ -92,38 +92,7 @@ uint32_t Engine::max_inline_reply() const {
 }
 
 absl::Status Engine::BackwardCallAllowed(const CallPlanInput& call) const {
-  if (!ctx_.roles.backward_requester ||
-      ctx_.version != wire::kRpcRdmaVersion2) {
-    return absl::OkStatus();
-  }
-  if (v2_.peer_brs == wire::BackwardRequestSupport::kNone) {
-    return absl::FailedPreconditionError(
-        "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
-        "draft-04 §5.2.2)");
-  }
-  if (v2_.peer_brs != wire::BackwardRequestSupport::kInline) {
-    return absl::OkStatus();
-  }
-  // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
-  // any chunk. Whether the call fits is asked without room for its reply
-  // (a reply chunk is named below), which leaves a call without results
-  // no write chunk: the header PlanCall sizes is the empty one.
-  CallPlanInput alone = call;
-  alone.max_reply_size = 0;
-  const char* needs = nullptr;
-  if (!call.result_sizes.empty()) {
-    needs = "write chunks for its results";
-  } else if (PlanCall(alone).form != CallForm::kInline) {
-    needs = "a read chunk (it does not fit inline)";
-  } else if (PlanCall(call).offers_reply_chunk) {
-    needs = "a reply chunk (its reply may not fit inline)";
-  }
-  if (needs == nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("the client takes backward calls inline only "
-                   "(RDMA2_BKREQSUP_INLINE, draft-04 §5.2.2); this one "
-                   "needs ",
-                   needs));
+  return control_.BackwardCallAllowed(call);
 }
 
 // §7.1: a responder that serves version two answers a client's opening
@@ -138,10 +107,11 @@ bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
   if (!d.ok()) return false;  // answered ERR_VERS as version one would be
   ctx_.version = wire::kRpcRdmaVersion2;
   peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-  AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
-  ctx_.SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
-                             ctx_.roles.responder_grant, LocalConnProp()},
-              out);
+  control_.AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
+  ctx_.SendV2(
+      wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
+                     ctx_.roles.responder_grant, control_.LocalConnProp()},
+      out);
   return true;
 }
 
@@ -194,19 +164,19 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     return;
   }
   if (const auto* opt = std::get_if<wire::V2Optional>(&h.body)) {
-    HandleOptional(xid, *opt, bytes.subspan(d->header_length), out);
+    control_.OnOptional(xid, *opt, bytes.subspan(d->header_length), out);
     return;
   }
   if (const auto* upd = std::get_if<wire::V2UpdProp>(&h.body)) {
-    AdoptPeerProperties(upd->now);  // §5.3.4: the sender's values now
+    control_.AdoptPeerProperties(upd->now);  // §5.3.4: the sender's values now
     return;
   }
   if (const auto* req = std::get_if<wire::V2ReqProp>(&h.body)) {
-    AnswerPropertyRequest(xid, *req, out);
+    control_.OnPropertyRequest(xid, *req, out);
     return;
   }
   if (const auto* res = std::get_if<wire::V2ResProp>(&h.body)) {
-    TakePropertyAnswer(xid, *res, out);
+    control_.OnPropertyAnswer(xid, *res, out);
     return;
   }
   // A later RDMA2_CONNPROP: ignored.
@@ -216,11 +186,7 @@ void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
   const auto& e = std::get<wire::V2Error>(header.body);
   if (!ctx_.roles.requester_on || !requester_.AwaitsReply(header.xid)) {
     // The answer to a message without RPC of this side's (§4.1, §5.3).
-    if (std::optional<VersionTwoState::Exchange> x =
-            EndExchange(header.xid, out)) {
-      FailExchange(*x, V2ErrorStatus(e), out);
-      return;
-    }
+    if (control_.OnPeerError(header.xid, V2ErrorStatus(e), out)) return;
     if (!ctx_.roles.requester_on) return;
     requester_.DropLateReply(header.xid, header.credits, out);
     return;
