@@ -10,10 +10,14 @@
 // it returns (post receives, Send, Send With Invalidate, RDMA Read/Write,
 // invalidate a handle, deliver/complete/fail a call).
 //
-// Both roles live in one connection engine:
-// - requester: StartCall() sends forward calls, replies complete them;
-// - responder: incoming calls are fetched, reassembled and delivered
-//   (DeliverCall); Reply() answers them.
+// Both roles live in one connection engine, each in a class of its own
+// that Engine routes to (docs/architecture.md):
+// - requester (requester.h): StartCall() sends forward calls, replies
+//   complete them;
+// - responder (responder.h): incoming calls are fetched, reassembled and
+//   delivered (DeliverCall); Reply() answers them;
+// - in version two, the control (control.h) keeps the properties and the
+//   messages without RPC.
 // A received message is a reply when its XID matches a call this side sent
 // and still awaits, unless it is an RDMA_MSG whose RPC msg_type is CALL or
 // an RDMA_NOMSG with a read list (RFC 8167 §4: forward and backward XIDs
