@@ -1,8 +1,8 @@
-// What the engine's roles (requester.h, and the responder and version-two
-// control still inside Engine) share: the configuration, the roles and
-// credits it fixes (RFC 8167 §3), the connection's negotiated state, the id
-// sources and the composition of outgoing Sends. Engine owns one and hands
-// it to each role by reference; roles never reach into one another.
+// What the engine's roles (requester.h, responder.h, control.h) share: the
+// configuration, the roles and credits it fixes (RFC 8167 §3), the
+// connection's negotiated state, the id sources and the composition of
+// outgoing Sends. Engine owns one and hands it to each role by reference;
+// roles never reach into one another.
 #ifndef RPCRDMA_PLUGIN_ENGINE_ENGINE_CONTEXT_H_
 #define RPCRDMA_PLUGIN_ENGINE_ENGINE_CONTEXT_H_
 

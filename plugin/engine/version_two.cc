@@ -1,9 +1,11 @@
 // RPC-over-RDMA version two (draft-cel-nfsv4-rpcrdma-version-two-04): the
-// responder's side of the negotiation (§7.1), messages in version two,
-// transport properties (§5) and version-two errors (§6.2.4). Calls and
-// replies keep version one's chunk forms and credits (§4.2), so once a
-// message is decoded it takes the version-one paths in its version-one
-// form, with the direction the header states (§6.2.2).
+// responder's side of the negotiation (§7.1), and the routing of messages
+// in version two: calls and replies to the roles, transport properties
+// (§5) and optional messages to the control (control.h), version-two
+// errors (§6.2.4) to whichever awaits them. Calls and replies keep version
+// one's chunk forms and credits (§4.2), so once a message is decoded it
+// takes the version-one paths in its version-one form, with the direction
+// the header states (§6.2.2).
 #include <algorithm>
 #include <string>
 #include <utility>
