@@ -2,18 +2,21 @@
 // optional messages (§4.1, §6.2.2) and the window that bounds how many of
 // this side's RDMA2_REQPROP, RDMA2_UPDPROP and RDMA2_OPTIONAL await their
 // answer (version_two.h says why).
+#include "plugin/engine/control.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
+#include "plugin/engine/engine_util.h"
 #include "plugin/wire/v2.h"
 
 namespace rpcrdma::engine {
 
-uint32_t Engine::NextControlXid() {
+uint32_t Control::NextControlXid() {
   auto taken = [this](uint32_t xid) {
-    if (live_xids_.contains(xid) || v2_.in_flight.contains(xid)) return true;
+    if (requester_xids_.IsLiveXid(xid) || v2_.in_flight.contains(xid))
+      return true;
     return std::any_of(
         v2_.waiting.begin(), v2_.waiting.end(),
         [xid](const VersionTwoState::Exchange& x) { return x.xid == xid; });
@@ -23,14 +26,14 @@ uint32_t Engine::NextControlXid() {
   return xid;
 }
 
-void Engine::Enqueue(VersionTwoState::Exchange exchange, Actions& out) {
+void Control::Enqueue(VersionTwoState::Exchange exchange, Actions& out) {
   v2_.waiting.push_back(std::move(exchange));
   AdmitExchanges(out);
 }
 
 // In order: a later exchange never overtakes an earlier one that waits
 // for room.
-void Engine::AdmitExchanges(Actions& out) {
+void Control::AdmitExchanges(Actions& out) {
   while (!v2_.waiting.empty() &&
          v2_.slots_used + v2_.waiting.front().slots <= kControlWindow) {
     VersionTwoState::Exchange x = std::move(v2_.waiting.front());
@@ -47,7 +50,7 @@ void Engine::AdmitExchanges(Actions& out) {
               wire::InterpretProperties({p});
           if (known.ok() && known->rbsiz) {
             v2_.local_rbsiz = *known->rbsiz;
-            thresholds_.receive = *known->rbsiz;
+            ctx_.thresholds.receive = *known->rbsiz;
           }
           continue;
         }
@@ -58,7 +61,7 @@ void Engine::AdmitExchanges(Actions& out) {
       ++v2_.epoch;
     }
     for (std::vector<uint8_t>& bytes : x.messages) {
-      out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+      out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
     }
     x.messages.clear();
     const uint32_t xid = x.xid;
@@ -66,8 +69,8 @@ void Engine::AdmitExchanges(Actions& out) {
   }
 }
 
-std::optional<VersionTwoState::Exchange> Engine::EndExchange(uint32_t xid,
-                                                             Actions& out) {
+std::optional<VersionTwoState::Exchange> Control::EndExchange(uint32_t xid,
+                                                              Actions& out) {
   auto it = v2_.in_flight.find(xid);
   if (it == v2_.in_flight.end()) return std::nullopt;
   VersionTwoState::Exchange x = std::move(it->second);
@@ -77,18 +80,18 @@ std::optional<VersionTwoState::Exchange> Engine::EndExchange(uint32_t xid,
   return x;
 }
 
-void Engine::FailExchange(const VersionTwoState::Exchange& x,
-                          absl::Status status, Actions& out) {
+void Control::FailExchange(const VersionTwoState::Exchange& x,
+                           absl::Status status, Actions& out) {
   const bool lost = absl::IsUnavailable(status);
   if (x.kind == VersionTwoState::Exchange::Kind::kOptional) {
     out.push_back(OptionalAnswered{x.xid, std::move(status), {}, {}});
     return;
   }
-  if (v2_.lowering.erase(x.xid) != 0 && connected_) UpdateSendThreshold();
+  if (v2_.lowering.erase(x.xid) != 0 && ctx_.connected) UpdateSendThreshold();
   out.push_back(PropertiesAnswered{x.xid, {}, lost, {}, std::move(status)});
 }
 
-void Engine::FailExchanges(Actions& out) {
+void Control::OnDisconnected(Actions& out) {
   const absl::Status lost = absl::UnavailableError(
       "RPC-over-RDMA connection lost before the peer answered");
   std::map<uint32_t, VersionTwoState::Exchange> in_flight =
@@ -111,8 +114,8 @@ void Engine::FailExchanges(Actions& out) {
 // operations included. One with REPLY answers an optional message of this
 // side's; any other is dropped: errors never flow from requester to
 // responder (§6.2.4), so an unknown type in a REPLY is not answered.
-void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
-                            absl::Span<const uint8_t> payload, Actions& out) {
+void Control::OnOptional(uint32_t xid, const wire::V2Optional& optional,
+                         absl::Span<const uint8_t> payload, Actions& out) {
   if (optional.optdir == wire::MsgDirection::kReply) {
     auto found = v2_.in_flight.find(xid);
     if (found == v2_.in_flight.end() ||
@@ -136,12 +139,13 @@ void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
     return;
   }
   if (v2_.optionals_delivered.contains(xid)) return;  // one at a time per XID
-  if (!config_.optional_types.contains(optional.opttype) ||
+  if (!ctx_.config.optional_types.contains(optional.opttype) ||
       wire::IsPropertyOperationOptType(optional.opttype)) {
     wire::V2Error e;
     e.code = wire::V2ErrorCode::kInvalidOption;
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, e},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, e},
+                out);
     return;
   }
   v2_.optionals_delivered.emplace(xid, optional.opttype);
@@ -150,10 +154,10 @@ void Engine::HandleOptional(uint32_t xid, const wire::V2Optional& optional,
                       std::vector<uint8_t>(payload.begin(), payload.end())});
 }
 
-absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
-                                               std::vector<uint8_t> info,
-                                               std::vector<uint8_t> payload,
-                                               Actions& out) {
+absl::StatusOr<uint32_t> Control::StartOptional(uint32_t type,
+                                                std::vector<uint8_t> info,
+                                                std::vector<uint8_t> payload,
+                                                Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   if (wire::IsPropertyOperationOptType(type)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -162,14 +166,14 @@ absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
   }
   const uint32_t xid = NextControlXid();
   const wire::V2Header header{
-      xid, wire::kRpcRdmaVersion2, requester_limit_,
+      xid, wire::kRpcRdmaVersion2, ctx_.roles.requester_limit,
       wire::V2Optional{wire::MsgDirection::kCall, type, std::move(info)}};
   const size_t header_size = wire::V2EncodedSize(header);
-  if (header_size + payload.size() > thresholds_.send) {
+  if (header_size + payload.size() > ctx_.thresholds.send) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the optional message has ", header_size + payload.size(),
         " octets; it travels inline, and the peer's receive buffer size is ",
-        thresholds_.send, " octets (draft-04 §5.2.1)"));
+        ctx_.thresholds.send, " octets (draft-04 §5.2.1)"));
   }
   VersionTwoState::Exchange x;
   x.kind = VersionTwoState::Exchange::Kind::kOptional;
@@ -186,9 +190,9 @@ absl::StatusOr<uint32_t> Engine::StartOptional(uint32_t type,
 // §6.2.2: the answer goes with rdma_optdir REPLY and the XID of the
 // message it answers; a handler's failure is RDMA2_ERR_SYSTEM, the error
 // for a responder's problem that fits no other code (§6.2.4).
-absl::Status Engine::AnswerOptional(uint32_t xid,
-                                    absl::StatusOr<DeliverOptional> answer,
-                                    Actions& out) {
+absl::Status Control::AnswerOptional(uint32_t xid,
+                                     absl::StatusOr<DeliverOptional> answer,
+                                     Actions& out) {
   auto it = v2_.optionals_delivered.find(xid);
   if (it == v2_.optionals_delivered.end()) {
     return absl::NotFoundError(
@@ -199,31 +203,75 @@ absl::Status Engine::AnswerOptional(uint32_t xid,
   wire::V2Error system;
   system.code = wire::V2ErrorCode::kSystem;
   if (!answer.ok()) {
-    SendV2(
-        wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, system},
-        out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, system},
+                out);
     return absl::OkStatus();
   }
-  const wire::V2Header header{xid, wire::kRpcRdmaVersion2, responder_grant_,
+  const wire::V2Header header{xid, wire::kRpcRdmaVersion2,
+                              ctx_.roles.responder_grant,
                               wire::V2Optional{wire::MsgDirection::kReply, type,
                                                std::move(answer->info)}};
   const size_t header_size = wire::V2EncodedSize(header);
   const size_t size = header_size + answer->payload.size();
-  if (size > thresholds_.send) {
-    SendV2(
-        wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, system},
-        out);
+  if (size > ctx_.thresholds.send) {
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, system},
+                out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer has ", size, " octets; the peer's receive buffer size is ",
-        thresholds_.send, " octets (draft-04 §5.2.1): sent RDMA2_ERR_SYSTEM"));
+        ctx_.thresholds.send,
+        " octets (draft-04 §5.2.1): sent RDMA2_ERR_SYSTEM"));
   }
-  std::vector<uint8_t> bytes = TakeSendBuffer();
+  std::vector<uint8_t> bytes = ctx_.TakeSendBuffer();
   bytes.resize(size);
   (void)wire::EncodeV2(header, absl::MakeSpan(bytes).first(header_size));
   std::copy(answer->payload.begin(), answer->payload.end(),
             bytes.begin() + header_size);
-  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+  out.push_back(Send{ctx_.NextOp(), std::move(bytes), std::nullopt});
   return absl::OkStatus();
+}
+
+bool Control::OnPeerError(uint32_t xid, absl::Status status, Actions& out) {
+  std::optional<VersionTwoState::Exchange> x = EndExchange(xid, out);
+  if (!x) return false;
+  FailExchange(*x, std::move(status), out);
+  return true;
+}
+
+absl::Status Control::BackwardCallAllowed(const CallPlanInput& call) const {
+  if (!ctx_.roles.backward_requester ||
+      ctx_.version != wire::kRpcRdmaVersion2) {
+    return absl::OkStatus();
+  }
+  if (v2_.peer_brs == wire::BackwardRequestSupport::kNone) {
+    return absl::FailedPreconditionError(
+        "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
+        "draft-04 §5.2.2)");
+  }
+  if (v2_.peer_brs != wire::BackwardRequestSupport::kInline) {
+    return absl::OkStatus();
+  }
+  // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
+  // any chunk. Whether the call fits is asked without room for its reply
+  // (a reply chunk is named below), which leaves a call without results
+  // no write chunk: the header PlanCall sizes is the empty one.
+  CallPlanInput alone = call;
+  alone.max_reply_size = 0;
+  const char* needs = nullptr;
+  if (!call.result_sizes.empty()) {
+    needs = "write chunks for its results";
+  } else if (PlanCall(alone).form != CallForm::kInline) {
+    needs = "a read chunk (it does not fit inline)";
+  } else if (PlanCall(call).offers_reply_chunk) {
+    needs = "a reply chunk (its reply may not fit inline)";
+  }
+  if (needs == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("the client takes backward calls inline only "
+                   "(RDMA2_BKREQSUP_INLINE, draft-04 §5.2.2); this one "
+                   "needs ",
+                   needs));
 }
 
 }  // namespace rpcrdma::engine

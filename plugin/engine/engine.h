@@ -10,10 +10,14 @@
 // it returns (post receives, Send, Send With Invalidate, RDMA Read/Write,
 // invalidate a handle, deliver/complete/fail a call).
 //
-// Both roles live in one connection engine:
-// - requester: StartCall() sends forward calls, replies complete them;
-// - responder: incoming calls are fetched, reassembled and delivered
-//   (DeliverCall); Reply() answers them.
+// Both roles live in one connection engine, each in a class of its own
+// that Engine routes to (docs/architecture.md):
+// - requester (requester.h): StartCall() sends forward calls, replies
+//   complete them;
+// - responder (responder.h): incoming calls are fetched, reassembled and
+//   delivered (DeliverCall); Reply() answers them;
+// - in version two, the control (control.h) keeps the properties and the
+//   messages without RPC.
 // A received message is a reply when its XID matches a call this side sent
 // and still awaits, unless it is an RDMA_MSG whose RPC msg_type is CALL or
 // an RDMA_NOMSG with a read list (RFC 8167 §4: forward and backward XIDs
@@ -170,8 +174,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "plugin/engine/control.h"
+#include "plugin/engine/engine_context.h"
 #include "plugin/engine/engine_types.h"
 #include "plugin/engine/marshal_plan.h"
+#include "plugin/engine/requester.h"
+#include "plugin/engine/responder.h"
 #include "plugin/engine/version_two.h"
 #include "plugin/memory/ring_queue.h"
 #include "plugin/wire/chunks.h"
@@ -185,7 +193,7 @@ namespace rpcrdma::engine {
 // ---- The engine ------------------------------------------------------------
 // Its types (actions, calls, configuration) are in engine_types.h.
 
-class Engine {
+class Engine : private BackwardCallGate {
  public:
   // `shared_budget` (optional, not owned): the reassembly memory shared
   // with other connections (a Server's), besides
@@ -196,7 +204,7 @@ class Engine {
   // Called for every version-one message sent and every message received
   // while connected, before the engine acts on it.
   void set_message_observer(MessageObserver observer) {
-    observer_ = std::move(observer);
+    ctx_.observer = std::move(observer);
   }
 
   // The eight octets of RFC 8797 private data to send on connect/accept.
@@ -213,12 +221,16 @@ class Engine {
   // Requester: queues `call`; it is sent as soon as the connection is up and
   // a credit is free. Errors: INVALID_ARGUMENT for a malformed call,
   // ALREADY_EXISTS for an XID already in flight.
-  absl::StatusOr<CallId> StartCall(OutgoingCall call, Actions& out);
+  absl::StatusOr<CallId> StartCall(OutgoingCall call, Actions& out) {
+    return requester_.StartCall(std::move(call), out);
+  }
   // Requester: ends a call early (deadline or cancellation) with `status`.
   // A call already sent keeps its credit until its reply arrives (and is
   // dropped), so the grant is never exceeded; calls_abandoned() counts
   // them, so the driver can tell when they hold every credit.
-  void Cancel(CallId call, absl::Status status, Actions& out);
+  void Cancel(CallId call, absl::Status status, Actions& out) {
+    requester_.Cancel(call, std::move(status), out);
+  }
 
   // Version two (version_two.h; FAILED_PRECONDITION on a connection that
   // is not in version two, UNAVAILABLE before it is up and has settled its
@@ -227,79 +239,102 @@ class Engine {
   // PropertiesAnswered. Only properties the peer's RDMA2_CONNPROP lets
   // change (§5.3.1); a lower RBSIZ bounds this side's Sends at once, until
   // the answer (§5.2.1); a higher one than this side sends is refused.
-  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out);
+  absl::StatusOr<uint32_t> RequestProperties(wire::PropSet want, Actions& out) {
+    return control_.RequestProperties(std::move(want), out);
+  }
   // Changes this side's properties and tells the peer (RDMA2_UPDPROP,
   // §5.3.4): RBSIZ only upward and only as far as every posted receive
   // holds (§5.2.1), experimental ones stated at connect. PropertiesAnswered
   // (with nothing accepted) once the peer has taken it.
-  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out);
+  absl::StatusOr<uint32_t> UpdateProperties(wire::PropSet now, Actions& out) {
+    return control_.UpdateProperties(std::move(now), out);
+  }
   // Sends an RDMA2_OPTIONAL (CALL) of `type` (§4.1): OptionalAnswered.
   absl::StatusOr<uint32_t> StartOptional(uint32_t type,
                                          std::vector<uint8_t> info,
                                          std::vector<uint8_t> payload,
-                                         Actions& out);
+                                         Actions& out) {
+    return control_.StartOptional(type, std::move(info), std::move(payload),
+                                  out);
+  }
   // Answers a DeliverOptional: its answer as an RDMA2_OPTIONAL (REPLY), or
   // with an error RDMA2_ERR_SYSTEM (§6.2.4). NOT_FOUND for an unknown XID.
   absl::Status AnswerOptional(uint32_t xid,
                               absl::StatusOr<DeliverOptional> answer,
-                              Actions& out);
+                              Actions& out) {
+    return control_.AnswerOptional(xid, std::move(answer), out);
+  }
   // Decides a PropertiesRequested, one decision per item, in order.
   absl::Status DecideProperties(uint32_t xid,
                                 std::vector<PropertyDecision> decisions,
-                                Actions& out);
+                                Actions& out) {
+    return control_.DecideProperties(xid, std::move(decisions), out);
+  }
 
   // Responder: memory was released in the shared ReassemblyBudget by
   // another engine; calls waiting for it are started if it now suffices.
-  void OnBudgetReleased(Actions& out);
+  void OnBudgetReleased(Actions& out) { responder_.OnBudgetReleased(out); }
 
   // Responder: answers a delivered call. INVALID_ARGUMENT for an unknown
   // call or misplaced result positions. A reply that cannot be conveyed in
   // the chunks the requester offered is answered with RDMA_ERROR ERR_CHUNK.
-  absl::Status Reply(CallId call, OutgoingReply reply, Actions& out);
+  absl::Status Reply(CallId call, OutgoingReply reply, Actions& out) {
+    return responder_.Reply(call, std::move(reply), out);
+  }
 
   // A receive completed with `bytes`; `invalidated` is the handle a Send
   // With Invalidate revoked, if any.
   void OnReceive(absl::Span<const uint8_t> bytes,
                  std::optional<uint32_t> invalidated, Actions& out);
-  void OnSendComplete(OpId op, bool success, Actions& out);
-  void OnReadComplete(OpId op, bool success, Actions& out);
-  void OnInvalidated(uint32_t handle, Actions& out);
+  void OnSendComplete(OpId op, bool /*success*/, Actions& out) {
+    responder_.OnSendComplete(op, out);
+  }
+  void OnReadComplete(OpId op, bool success, Actions& out) {
+    responder_.OnReadComplete(op, success, out);
+  }
+  void OnInvalidated(uint32_t handle, Actions& out) {
+    requester_.OnInvalidated(handle, out);
+  }
 
   // The driver is done with a Send's bytes (copied them into its send
   // buffer): the engine reuses the vector for a later message.
-  void RecycleSendBuffer(std::vector<uint8_t> bytes);
+  void RecycleSendBuffer(std::vector<uint8_t> bytes) {
+    ctx_.RecycleSendBuffer(std::move(bytes));
+  }
 
   // Introspection for the api layer and tests.
-  const wire::InlineThresholds& thresholds() const { return thresholds_; }
+  const wire::InlineThresholds& thresholds() const { return ctx_.thresholds; }
   // The largest reduced reply that arrives inline for a call without write
   // chunks: the receive threshold less the reply's transport header. A
   // call's max_reply_size at most this offers no reply chunk.
   uint32_t max_inline_reply() const;
-  uint32_t credit_grant() const { return grant_; }
-  uint32_t calls_outstanding() const { return outstanding_; }
+  uint32_t credit_grant() const { return requester_.credit_grant(); }
+  uint32_t calls_outstanding() const { return requester_.calls_outstanding(); }
   // Sent calls that ended early (Cancel) and still hold their credit,
   // awaiting a reply that may never come.
-  uint32_t calls_abandoned() const {
-    return static_cast<uint32_t>(cancelled_xids_.size());
-  }
+  uint32_t calls_abandoned() const { return requester_.calls_abandoned(); }
   // Responder: incoming calls waiting for reassembly memory.
-  size_t calls_awaiting_memory() const { return calls_awaiting_memory_; }
+  size_t calls_awaiting_memory() const {
+    return responder_.calls_awaiting_memory();
+  }
   // Responder: calls received and not yet answered (each holds one of the
   // credits this side granted, RFC 8166 §3.3.1).
-  uint32_t calls_unanswered() const { return calls_unanswered_; }
+  uint32_t calls_unanswered() const { return responder_.calls_unanswered(); }
   // Responder: octets reserved for incoming calls on this connection (in
   // the per-connection limit and the shared budget alike).
-  uint64_t reassembly_bytes_held() const { return reassembly_held_; }
+  uint64_t reassembly_bytes_held() const {
+    return responder_.reassembly_bytes_held();
+  }
   // Responder: incoming calls dropped without delivery or reply because
   // their RPC message is no RPC call (shorter than an RPC call header,
   // msg_type not CALL, or an RPC XID other than rdma_xid; RFC 8166 §4.1).
-  uint64_t calls_discarded() const { return calls_discarded_; }
-  size_t calls_queued() const { return queue_.size(); }
-  bool connected() const { return connected_; }
+  uint64_t calls_discarded() const { return responder_.calls_discarded(); }
+  size_t calls_queued() const { return requester_.calls_queued(); }
+  bool connected() const { return ctx_.connected; }
   // Receives this side keeps posted (credits plus backchannel receives).
-  uint32_t receives_posted() const { return receives_; }
+  uint32_t receives_posted() const { return ctx_.roles.receives; }
   // True when StartCall issues backward calls (RFC 8167 server).
-  bool issues_backward_calls() const { return backward_requester_; }
+  bool issues_backward_calls() const { return ctx_.roles.backward_requester; }
   // The peer's RFC 8797 private data on this connection, when valid.
   const std::optional<wire::PrivateData>& peer_private_data() const {
     return peer_private_data_;
@@ -310,87 +345,21 @@ class Engine {
   // (FAILED_PRECONDITION naming the peer's range). peer_versions() is the
   // range of the peer's ERR_VERS (0..0 when it sent none; 2..2 for a peer
   // that answered in version two).
-  bool negotiating() const { return negotiating_; }
-  uint32_t version() const { return version_; }
-  const absl::Status& negotiation_status() const { return negotiation_; }
+  bool negotiating() const { return ctx_.negotiating; }
+  uint32_t version() const { return ctx_.version; }
+  const absl::Status& negotiation_status() const { return ctx_.negotiation; }
   std::pair<uint32_t, uint32_t> peer_versions() const {
     return {peer_version_low_, peer_version_high_};
   }
   // Version two: both sides' properties (version_two.h).
-  const VersionTwoState& version_two() const { return v2_; }
+  const VersionTwoState& version_two() const { return control_.state(); }
   // The receives this configuration keeps posted (receives_posted()).
   static uint32_t ReceivesFor(const Config& config);
 
  private:
-  enum class ReqState { kQueued, kSent, kFinishing };
-  struct RequesterCall {
-    CallId id = 0;
-    uint32_t xid = 0;
-    OutgoingCall call;
-    ReqState state = ReqState::kQueued;
-    bool holds_credit = false;
-    std::vector<uint8_t> long_call;  // position-zero chunk contents
-    Buffer reply_buffer;             // reply chunk target
-    std::vector<wire::WriteChunk> write_chunks;
-    std::optional<wire::WriteChunk> reply_chunk;
-    std::vector<uint32_t> handles;  // every handle exposed
-    size_t pending_invalidations = 0;
-    std::optional<Action> outcome;  // CompleteCall or FailCall
-  };
-  // `error` with what the call offered for its reply appended, for errors
-  // that may mean the reply did not fit: the caller learns what to raise.
-  absl::Status WithReplyRoom(const absl::Status& error,
-                             const RequesterCall& c) const;
-  // What a reply to `c` completes it with, or why it fails the call.
-  absl::StatusOr<CompleteCall> ReplyOutcome(const wire::V1Decoded& decoded,
-                                            absl::Span<const uint8_t> bytes,
-                                            RequesterCall& c) const;
-  enum class RespState { kAwaitingMemory, kReading, kDelivered, kSending };
-  struct ResponderCall {
-    CallId id = 0;
-    uint32_t xid = 0;
-    wire::ChunkLists chunks;
-    bool nomsg = false;
-    uint64_t size = 0;      // the reassembled call, octets
-    uint64_t reserved = 0;  // of the budgets, released when the call ends
-    bool holds_credit = false;
-    std::vector<uint8_t> inline_payload;  // RDMA_MSG awaiting memory
-    Buffer staging;                       // base stream then each chunk's data
-    Buffer message;
-    std::vector<uint8_t> reply_stream;  // kept until the Send completes
-    size_t reads_pending = 0;
-    bool failed = false;  // a read failed; never delivered
-    RespState state = RespState::kReading;
-    OpId send_op = 0;
-    uint32_t base_length = 0;  // inline payload or position-zero chunk
-    uint32_t inv_handle = 0;   // version two: rdma_inv_handle (§6.2.3)
-    bool assembled = false;    // reads land in `message` directly
-  };
-  struct PendingRead {
-    CallId call = 0;
-    wire::Segment source;
-    absl::Span<uint8_t> destination;
-  };
-
-  // Requester.
+  // Version negotiation (engine.cc).
   void SendVersionProbe(uint32_t xid, Actions& out);
   void HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out);
-  void Dispatch(Actions& out);
-  void SendCall(RequesterCall& c, Actions& out);
-  // Carries out PlanCall: exposes what the plan uses and queues the Send.
-  absl::Status MarshalCall(RequesterCall& c, Actions& out);
-  // A write chunk per result and, if `reply_chunk`, the reply chunk.
-  absl::Status ExposeReplyRoom(RequesterCall& c, bool reply_chunk);
-  absl::StatusOr<std::vector<wire::Segment>> ExposeSpan(RequesterCall& c,
-                                                        absl::Span<uint8_t> m,
-                                                        uint32_t access);
-  void Finish(RequesterCall& c, Action outcome,
-              std::optional<uint32_t> remotely_invalidated, Actions& out);
-  void MaybeComplete(RequesterCall& c, Actions& out);
-  void ReleaseCredit(RequesterCall& c);
-  void HandleReply(const wire::V1Decoded& decoded,
-                   absl::Span<const uint8_t> bytes, RequesterCall& c,
-                   std::optional<uint32_t> invalidated, Actions& out);
 
   // Routes a decoded message (version one, or version two in its
   // version-one form) to the requester or responder role.
@@ -404,153 +373,22 @@ class Engine {
   void OnReceiveV2(absl::Span<const uint8_t> bytes,
                    std::optional<uint32_t> invalidated, Actions& out);
   void HandleV2Error(const wire::V2Header& header, Actions& out);
-  // §5 properties (properties.cc).
-  void StartVersionTwo();  // at connect: this side's initial properties
-  // The peer's RDMA2_CONNPROP (§5.3.1).
-  void AdoptPeerConnProp(const wire::V2ConnProp& connprop);
-  // Properties the peer states (CONNPROP, UPDPROP, RESPROP): only those
-  // present change (§5.3.4).
-  void AdoptPeerProperties(const wire::PropSet& properties);
-  void UpdateSendThreshold();
-  wire::V2ConnProp LocalConnProp() const;
-  void AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                             Actions& out);
-  void TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                          Actions& out);
-  absl::Status CheckVersionTwo() const;
-  // Optional messages and the control window (control.cc).
-  void HandleOptional(uint32_t xid, const wire::V2Optional& optional,
-                      absl::Span<const uint8_t> payload, Actions& out);
-  // Queues `exchange` and sends what the window admits.
-  void Enqueue(VersionTwoState::Exchange exchange, Actions& out);
-  void AdmitExchanges(Actions& out);
-  // The answer to exchange `xid` came (or the peer's error): its slots are
-  // free. Returns it, or nullopt when none awaits an answer with `xid`.
-  std::optional<VersionTwoState::Exchange> EndExchange(uint32_t xid,
-                                                       Actions& out);
-  // Every exchange fails with `status` (the connection's loss).
-  void FailExchanges(Actions& out);
-  uint32_t NextControlXid();
-  // Fails exchange `x` with `status` (its owner's action).
-  void FailExchange(const VersionTwoState::Exchange& x, absl::Status status,
-                    Actions& out);
-  // Why the client's Backward Request Support does not allow backward call
-  // `c` (§5.2.2); OK when it does or outside version two.
-  absl::Status BackwardCallAllowed(const RequesterCall& c) const;
-  // `why`: for an RDMA2_ERROR, the words the log gives (MessageSeen::why).
-  void SendV2(wire::V2Header header, Actions& out, absl::string_view why = {});
-  // Octets of `header` as it goes on the wire in the version in use.
-  size_t HeaderSize(const wire::V1Header& header) const;
+  // BackwardCallGate, answered by the control.
+  absl::Status BackwardCallAllowed(const CallPlanInput& call) const override;
 
-  // Responder.
-  void HandleCall(const wire::V1Decoded& decoded,
-                  absl::Span<const uint8_t> bytes, Actions& out);
-  void BeginReassembly(ResponderCall& c,
-                       absl::Span<const uint8_t> inline_payload, Actions& out);
-  bool ReserveReassembly(uint64_t bytes);
-  void StartCallsAwaitingMemory(Actions& out);
-  void EndIncoming(CallId id, Actions& out);
-  void ReleaseResponderCredit(ResponderCall& c);
-  // In version two, `v2` says the cause precisely (draft-04 §6.2.4);
-  // without it ERR_CHUNK goes as RDMA2_ERR_BAD_XDR. `why` is what the log
-  // says of it (MessageSeen::why).
-  void SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                 std::optional<wire::V2Error> v2 = std::nullopt,
-                 absl::string_view why = {});
-  void IssueReads(Actions& out);
-  bool PlaceReadsDirectly(ResponderCall& c,
-                          absl::Span<const uint8_t> inline_payload, bool nomsg,
-                          size_t total);
-  void Assemble(ResponderCall& c);
-  void Deliver(ResponderCall& c, Actions& out);
-  std::optional<uint32_t> InvalidateHandleFor(const ResponderCall& c) const;
-  // Carries out a PlanReply that conveys the reply: the RDMA Writes, then
-  // the Send.
-  void SendReply(ResponderCall& c, const ReplyPlan& plan, OutgoingReply& reply,
-                 Actions& out);
-
-  OpId NextOp() { return next_op_++; }
-  // An empty vector for a Send's bytes, with the capacity of a recycled
-  // one when there is one.
-  std::vector<uint8_t> TakeSendBuffer();
-  // A Send of `header` followed by `payload`, in a recycled buffer.
-  // `inv_handle`: in version two, the handle the responder may invalidate
-  // (rdma_inv_handle, draft-04 §6.2.3); 0 for none.
-  // `why`: for an RDMA_ERROR, the words the log gives (MessageSeen::why).
-  Send MakeSend(OpId op, const wire::V1Header& header,
-                absl::Span<const uint8_t> payload,
-                std::optional<uint32_t> invalidate = std::nullopt,
-                uint32_t inv_handle = 0, absl::string_view why = {});
-
-  void Observe(const MessageSeen& seen) {
-    if (observer_) observer_(seen);
-  }
-
-  Config config_;
-  MessageObserver observer_;
-  MemoryExposer* exposer_;
-  ReassemblyBudget* shared_budget_;
-  size_t calls_awaiting_memory_ = 0;
-  uint32_t calls_unanswered_ = 0;
-  uint64_t reassembly_held_ = 0;
-  uint64_t calls_discarded_ = 0;
-  // CloseConnection was emitted: receives are ignored until reconnected.
-  bool closing_ = false;
-  std::deque<CallId> awaiting_memory_;  // in arrival order (rare path)
-  bool connected_ = false;
-  wire::InlineThresholds thresholds_;
+  EngineContext ctx_;
+  Requester requester_;
+  Responder responder_;
+  Control control_;
   std::optional<wire::PrivateData> peer_private_data_;
-  bool negotiating_ = false;
-  // Version two: properties and optional messages (version_two.h).
-  VersionTwoState v2_;
-  // Octets of each posted receive (§5.2.1: at least what is advertised).
-  uint32_t ReceiveCapacity() const {
-    return std::max(config_.local.receive_size,
-                    config_.max_receive_size_granted);
-  }
   // Version two: rdma_inv_handle of the call being routed (§6.2.3).
   uint32_t routing_inv_handle_ = 0;
   // Responder: nothing received yet on this connection (§7.1: only the
   // first message may open version two).
   bool first_message_ = true;
   uint32_t probe_xid_ = 0;
-  uint32_t version_ = 1;
   uint32_t peer_version_low_ = 0;
   uint32_t peer_version_high_ = 0;
-  absl::Status negotiation_;
-  uint32_t max_reads_ = 1;
-  // Roles and credits, fixed by the configuration (RFC 8167 §3).
-  bool backward_requester_ = false;
-  bool backward_responder_ = false;
-  bool requester_on_ = false;
-  bool responder_on_ = false;
-  uint32_t requester_limit_ = 1;  // highest grant the requester role uses
-  uint32_t responder_grant_ = 1;  // credits every reply/error grants
-  uint32_t receives_ = 1;         // receives kept posted
-  uint32_t grant_ = 1;
-  uint32_t outstanding_ = 0;
-  CallId next_call_ = 1;
-  OpId next_op_ = 1;
-
-  // Hash tables and ring queues: once grown to its working size, an
-  // engine in steady use allocates nothing per call. Where the
-  // order of a walk matters (a disconnect fails calls in the order they
-  // were made), the ids are sorted first.
-  absl::flat_hash_map<CallId, RequesterCall> requests_;
-  absl::flat_hash_set<uint32_t> live_xids_;  // of requests_ not finishing
-  memory::RingQueue<CallId> queue_;
-  absl::flat_hash_map<uint32_t, CallId> by_xid_;  // sent, awaiting a reply
-  // Sent, cancelled, still holding their credit.
-  absl::flat_hash_set<uint32_t> cancelled_xids_;
-  absl::flat_hash_map<uint32_t, CallId> by_handle_;  // awaiting invalidation
-
-  absl::flat_hash_map<CallId, ResponderCall> incoming_;
-  absl::flat_hash_map<OpId, CallId> reads_in_flight_;
-  memory::RingQueue<PendingRead> read_queue_;
-  absl::flat_hash_map<OpId, CallId> reply_sends_;
-  // Send buffers handed back by the driver (RecycleSendBuffer), reused for
-  // the next messages.
-  std::vector<std::vector<uint8_t>> spare_send_buffers_;
 };
 
 }  // namespace rpcrdma::engine

@@ -62,7 +62,7 @@ inline uint32_t Clamp32(uint64_t value) {
 // explicit (§6.2.2) and `inv_handle` offered for remote invalidation
 // (§6.2.3, 0 for none);
 // RDMA_ERROR ERR_VERS keeps its range, ERR_CHUNK becomes RDMA2_ERR_BAD_XDR.
-// Engine::SendError builds the other version-two errors itself.
+// Responder::SendError builds the other version-two errors itself.
 inline wire::V2Header ToV2Header(const wire::V1Header& header, bool is_call,
                                  uint32_t inv_handle = 0) {
   wire::V2Header v2;

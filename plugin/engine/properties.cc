@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
+#include "plugin/engine/control.h"
 #include "plugin/wire/v2.h"
 
 namespace rpcrdma::engine {
@@ -42,13 +42,13 @@ absl::StatusOr<uint32_t> RbsizValue(const wire::PropVal& p) {
 
 }  // namespace
 
-absl::Status Engine::CheckVersionTwo() const {
-  if (!connected_ || negotiating_) {
+absl::Status Control::CheckVersionTwo() const {
+  if (!ctx_.connected || ctx_.negotiating) {
     return absl::UnavailableError(
         "the connection is not established, or still negotiating its "
         "version (draft-04 §7)");
   }
-  if (version_ != wire::kRpcRdmaVersion2) {
+  if (ctx_.version != wire::kRpcRdmaVersion2) {
     return absl::FailedPreconditionError(
         "transport properties and optional messages exist only on a "
         "connection in RPC-over-RDMA version two (draft-04 §4.1, §5.3)");
@@ -56,14 +56,14 @@ absl::Status Engine::CheckVersionTwo() const {
   return absl::OkStatus();
 }
 
-void Engine::StartVersionTwo() {
+void Control::OnConnected() {
   const uint64_t epoch = v2_.epoch + 1;
   const uint32_t next_xid = v2_.next_xid;
   v2_ = VersionTwoState{};
   v2_.epoch = epoch;
   v2_.next_xid = next_xid;
-  v2_.local_rbsiz = config_.local.receive_size;
-  v2_.local_experimental = config_.experimental_properties;
+  v2_.local_rbsiz = ctx_.config.local.receive_size;
+  v2_.local_experimental = ctx_.config.experimental_properties;
 }
 
 // §5.2.1: RBSIZ is the size of the receives this side posts. §5.2.2: a
@@ -71,14 +71,14 @@ void Engine::StartVersionTwo() {
 // it serves them, not at all (NONE) when it has no backward service; that
 // is fixed by its configuration, so rdma_nochg says it will not change
 // (§5.3.1). RBSIZ and the experimental properties may change.
-wire::V2ConnProp Engine::LocalConnProp() const {
+wire::V2ConnProp Control::LocalConnProp() const {
   wire::V2ConnProp c;
   c.start.push_back(wire::MakeRbsizProperty(v2_.local_rbsiz));
-  if (config_.requester) {
+  if (ctx_.config.requester) {
     wire::SubsetAdd(c.nochg, c.start.size());
     c.start.push_back(wire::MakeBrsProperty(
-        backward_responder_ ? wire::BackwardRequestSupport::kGeneral
-                            : wire::BackwardRequestSupport::kNone));
+        ctx_.roles.backward_responder ? wire::BackwardRequestSupport::kGeneral
+                                      : wire::BackwardRequestSupport::kNone));
   }
   c.start.insert(c.start.end(), v2_.local_experimental.begin(),
                  v2_.local_experimental.end());
@@ -87,7 +87,7 @@ wire::V2ConnProp Engine::LocalConnProp() const {
 
 // §5.3.1: what the peer did not state keeps its default and may not
 // change; what it marked in rdma_nochg will not change either.
-void Engine::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
+void Control::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
   v2_.peer_changeable.clear();
   for (size_t i = 0; i < connprop.start.size(); ++i) {
     if (!wire::SubsetContains(connprop.nochg, i)) {
@@ -102,7 +102,7 @@ void Engine::AdoptPeerConnProp(const wire::V2ConnProp& connprop) {
 // experimental ones are kept for the owner (§5.4.2). Remote invalidation
 // in version two is requested per message (rdma_inv_handle, §6.2.3), not
 // by RFC 8797's flag.
-void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
+void Control::AdoptPeerProperties(const wire::PropSet& properties) {
   wire::DecodeResult<wire::KnownProperties> known =
       wire::InterpretProperties(properties);
   if (known.ok() && known->rbsiz) v2_.peer_rbsiz = *known->rbsiz;
@@ -112,17 +112,17 @@ void Engine::AdoptPeerProperties(const wire::PropSet& properties) {
       SetProperty(v2_.peer_experimental, p);
     }
   }
-  thresholds_.receive = v2_.local_rbsiz;
-  thresholds_.remote_invalidation = false;
+  ctx_.thresholds.receive = v2_.local_rbsiz;
+  ctx_.thresholds.remote_invalidation = false;
   UpdateSendThreshold();
 }
 
 // §5.2.1: while this side has asked the peer for a lower receive buffer
 // size, it sends no more than that, until the answer.
-void Engine::UpdateSendThreshold() {
-  uint32_t send = std::min(config_.local.send_size, v2_.peer_rbsiz);
+void Control::UpdateSendThreshold() {
+  uint32_t send = std::min(ctx_.config.local.send_size, v2_.peer_rbsiz);
   for (const auto& [xid, lower] : v2_.lowering) send = std::min(send, lower);
-  thresholds_.send = send;
+  ctx_.thresholds.send = send;
   ++v2_.epoch;
 }
 
@@ -133,8 +133,8 @@ void Engine::UpdateSendThreshold() {
 // (Config::decides_properties), the experimental properties it stated at
 // connect. Anything else is rejected, unknown ids included (§5.3.3: "not
 // known or supported by the receiver").
-void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
-                                   Actions& out) {
+void Control::OnPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
+                                Actions& out) {
   VersionTwoState::Undecided u;
   u.want = request.want;
   const bool duplicate = v2_.undecided.contains(xid);
@@ -145,16 +145,16 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
     } else if (p.which == wire::kPropIdRbsiz) {
       absl::StatusOr<uint32_t> rbsiz = RbsizValue(p);
       if (rbsiz.ok() && *rbsiz >= wire::kMinInlineSize &&
-          *rbsiz <= ReceiveCapacity()) {
+          *rbsiz <= ctx_.ReceiveCapacity()) {
         v2_.local_rbsiz = *rbsiz;
-        thresholds_.receive = *rbsiz;
+        ctx_.thresholds.receive = *rbsiz;
         ++v2_.epoch;
         wire::SubsetAdd(u.answer.done, i);
       } else {
         wire::SubsetAdd(u.answer.rejected, i);
       }
     } else if (wire::IsExperimentalPropId(p.which) &&
-               config_.decides_properties &&
+               ctx_.config.decides_properties &&
                HasProperty(v2_.local_experimental, p.which)) {
       u.indices.push_back(i);
     } else {
@@ -162,9 +162,9 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
     }
   }
   if (u.indices.empty()) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
-                          std::move(u.answer)},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, std::move(u.answer)},
+                out);
     return;
   }
   PropertiesRequested asked{xid, {}};
@@ -173,9 +173,9 @@ void Engine::AnswerPropertyRequest(uint32_t xid, const wire::V2ReqProp& request,
   out.push_back(std::move(asked));
 }
 
-absl::Status Engine::DecideProperties(uint32_t xid,
-                                      std::vector<PropertyDecision> decisions,
-                                      Actions& out) {
+absl::Status Control::DecideProperties(uint32_t xid,
+                                       std::vector<PropertyDecision> decisions,
+                                       Actions& out) {
   auto it = v2_.undecided.find(xid);
   if (it == v2_.undecided.end()) {
     return absl::NotFoundError(
@@ -205,32 +205,32 @@ absl::Status Engine::DecideProperties(uint32_t xid,
     }
     applied.push_back(std::move(now));
   }
-  const wire::V2Header header{xid, wire::kRpcRdmaVersion2, responder_grant_,
-                              std::move(answer)};
-  if (wire::V2EncodedSize(header) > thresholds_.send) {
+  const wire::V2Header header{xid, wire::kRpcRdmaVersion2,
+                              ctx_.roles.responder_grant, std::move(answer)};
+  if (wire::V2EncodedSize(header) > ctx_.thresholds.send) {
     // The values do not fit the peer's receive buffers: none of the
     // owner's is taken (the engine's own decisions stand).
     wire::V2ResProp rejected = std::move(u.answer);
     for (size_t i : u.indices) wire::SubsetAdd(rejected.rejected, i);
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_,
-                          std::move(rejected)},
-           out);
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, std::move(rejected)},
+                out);
     return absl::ResourceExhaustedError(absl::StrCat(
         "the answer with these values exceeds the peer's receive buffer "
         "size, ",
-        thresholds_.send,
+        ctx_.thresholds.send,
         " octets (draft-04 §5.2.1): the owner's changes are rejected"));
   }
   for (const wire::PropVal& p : applied) {
     SetProperty(v2_.local_experimental, p);
   }
   ++v2_.epoch;
-  SendV2(header, out);
+  ctx_.SendV2(header, out);
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
-                                                   Actions& out) {
+absl::StatusOr<uint32_t> Control::RequestProperties(wire::PropSet want,
+                                                    Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   std::optional<uint32_t> lower;
   for (const wire::PropVal& p : want) {
@@ -243,22 +243,23 @@ absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
     if (p.which != wire::kPropIdRbsiz) continue;
     absl::StatusOr<uint32_t> rbsiz = RbsizValue(p);
     if (!rbsiz.ok()) return rbsiz.status();
-    if (*rbsiz < wire::kMinInlineSize || *rbsiz > config_.local.send_size) {
+    if (*rbsiz < wire::kMinInlineSize || *rbsiz > ctx_.config.local.send_size) {
       return absl::InvalidArgumentError(absl::StrCat(
           "a receive buffer size of ", *rbsiz, " octets: this side sends ",
-          wire::kMinInlineSize, " to ", config_.local.send_size,
+          wire::kMinInlineSize, " to ", ctx_.config.local.send_size,
           " octets inline (inline_threshold.send)"));
     }
     if (*rbsiz < v2_.peer_rbsiz)
       lower = std::min(lower.value_or(*rbsiz), *rbsiz);
   }
   const uint32_t xid = NextControlXid();
-  const wire::V2Header header{xid, wire::kRpcRdmaVersion2, requester_limit_,
+  const wire::V2Header header{xid, wire::kRpcRdmaVersion2,
+                              ctx_.roles.requester_limit,
                               wire::V2ReqProp{want}};
-  if (wire::V2EncodedSize(header) > thresholds_.send) {
+  if (wire::V2EncodedSize(header) > ctx_.thresholds.send) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the request exceeds the peer's receive buffer size, ",
-                     thresholds_.send, " octets (draft-04 §5.2.1)"));
+                     ctx_.thresholds.send, " octets (draft-04 §5.2.1)"));
   }
   if (lower) {
     v2_.lowering[xid] = *lower;
@@ -273,8 +274,8 @@ absl::StatusOr<uint32_t> Engine::RequestProperties(wire::PropSet want,
   return xid;
 }
 
-absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
-                                                  Actions& out) {
+absl::StatusOr<uint32_t> Control::UpdateProperties(wire::PropSet now,
+                                                   Actions& out) {
   if (absl::Status s = CheckVersionTwo(); !s.ok()) return s;
   for (const wire::PropVal& p : now) {
     if (p.which == wire::kPropIdRbsiz) {
@@ -286,9 +287,9 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
             " octets; it is lowered only at the peer's request (draft-04 "
             "§5.2.1)"));
       }
-      if (*rbsiz > ReceiveCapacity()) {
+      if (*rbsiz > ctx_.ReceiveCapacity()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "the posted receives hold ", ReceiveCapacity(),
+            "the posted receives hold ", ctx_.ReceiveCapacity(),
             " octets (inline_threshold.receive_grantable); the receive "
             "buffer size rises only as far as every posted receive holds "
             "(draft-04 §5.2.1)"));
@@ -307,11 +308,11 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
   }
   const uint32_t update_xid = NextControlXid();
   const wire::V2Header update{update_xid, wire::kRpcRdmaVersion2,
-                              requester_limit_, wire::V2UpdProp{now}};
-  if (wire::V2EncodedSize(update) > thresholds_.send) {
+                              ctx_.roles.requester_limit, wire::V2UpdProp{now}};
+  if (wire::V2EncodedSize(update) > ctx_.thresholds.send) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the update exceeds the peer's receive buffer size, ",
-                     thresholds_.send, " octets (draft-04 §5.2.1)"));
+                     ctx_.thresholds.send, " octets (draft-04 §5.2.1)"));
   }
   VersionTwoState::Exchange x;
   x.kind = VersionTwoState::Exchange::Kind::kUpdate;
@@ -320,8 +321,9 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
   x.messages.push_back(wire::EncodeV2(update));
   // The empty request whose answer shows the update was taken (the top of
   // version_two.h).
-  x.messages.push_back(wire::EncodeV2(wire::V2Header{
-      x.xid, wire::kRpcRdmaVersion2, requester_limit_, wire::V2ReqProp{}}));
+  x.messages.push_back(wire::EncodeV2(
+      wire::V2Header{x.xid, wire::kRpcRdmaVersion2, ctx_.roles.requester_limit,
+                     wire::V2ReqProp{}}));
   x.want = std::move(now);
   const uint32_t xid = x.xid;
   Enqueue(std::move(x), out);
@@ -332,8 +334,8 @@ absl::StatusOr<uint32_t> Engine::UpdateProperties(wire::PropSet now,
 // named in rdma_other, was not changed; a value in rdma_other for a
 // requested property is the peer's new value (a partial grant), one for
 // any other property is ignored.
-void Engine::TakePropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
-                                Actions& out) {
+void Control::OnPropertyAnswer(uint32_t xid, const wire::V2ResProp& answer,
+                               Actions& out) {
   auto found = v2_.in_flight.find(xid);
   if (found == v2_.in_flight.end() ||
       found->second.kind == VersionTwoState::Exchange::Kind::kOptional) {

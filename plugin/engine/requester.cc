@@ -1,5 +1,8 @@
 // The requester role of the engine (RFC 8166 §3, §4): call forms,
-// credits, replies, cancellation and invalidation.
+// credits, cancellation and invalidation (what a reply does to a call is
+// in requester_reply.cc).
+#include "plugin/engine/requester.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -8,7 +11,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
@@ -17,27 +19,6 @@
 namespace rpcrdma::engine {
 
 namespace {
-
-// What PlanCall decides from: the call's sizes and this connection's
-// thresholds and limits.
-CallPlanInput CallPlanInputFor(const OutgoingCall& call, uint32_t version,
-                               const wire::InlineThresholds& thresholds,
-                               const Config& config) {
-  CallPlanInput in;
-  in.version = version;
-  in.reduced_size = call.xdr.size();
-  for (const DdpArgument& a : call.arguments) {
-    in.argument_sizes.push_back(a.data.size());
-  }
-  for (absl::Span<uint8_t> r : call.results)
-    in.result_sizes.push_back(r.size());
-  in.max_reply_size = call.max_reply_size;
-  in.send_threshold = thresholds.send;
-  in.receive_threshold = thresholds.receive;
-  in.max_segment_size = config.max_segment_size;
-  in.max_header_segments = config.max_header_segments;
-  return in;
-}
 
 // The call with every DDP argument inserted, for the forms that carry it
 // whole.
@@ -51,8 +32,8 @@ std::vector<uint8_t> WholeCall(const OutgoingCall& call) {
 
 }  // namespace
 
-absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
-  if (!requester_on_) {
+absl::StatusOr<CallId> Requester::StartCall(OutgoingCall call, Actions& out) {
+  if (!ctx_.roles.requester_on) {
     return absl::FailedPreconditionError(
         "requester role disabled and no peer backchannel configured");
   }
@@ -89,8 +70,8 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
     return absl::AlreadyExistsError(
         absl::StrCat("XID ", xid, " is still awaiting its reply"));
   }
-  CallId id = next_call_++;
-  RequesterCall& c = requests_[id];
+  CallId id = ctx_.NextCallId();
+  Call& c = calls_[id];
   live_xids_.insert(xid);
   c.id = id;
   c.xid = xid;
@@ -100,32 +81,33 @@ absl::StatusOr<CallId> Engine::StartCall(OutgoingCall call, Actions& out) {
   return id;
 }
 
-void Engine::Dispatch(Actions& out) {
+void Requester::Dispatch(Actions& out) {
   // Version negotiation (draft-04 §7): nothing goes out before its answer,
   // and nothing at all after it failed.
-  if (negotiating_) return;
-  if (!negotiation_.ok()) {
+  if (ctx_.negotiating) return;
+  if (!ctx_.negotiation.ok()) {
     std::vector<CallId> ids;
     while (!queue_.empty()) ids.push_back(queue_.pop_front());
     for (CallId id : ids) {
-      Finish(requests_.at(id), FailCall{id, negotiation_}, std::nullopt, out);
+      Finish(calls_.at(id), FailCall{id, ctx_.negotiation}, std::nullopt, out);
     }
     return;
   }
   // RFC 8166 §3.3.1: never more calls outstanding than the grant.
-  while (connected_ && outstanding_ < grant_ && !queue_.empty()) {
-    SendCall(requests_.at(queue_.pop_front()), out);
+  while (ctx_.connected && outstanding_ < grant_ && !queue_.empty()) {
+    SendCall(calls_.at(queue_.pop_front()), out);
   }
 }
 
-absl::StatusOr<std::vector<wire::Segment>> Engine::ExposeSpan(
-    RequesterCall& c, absl::Span<uint8_t> memory, uint32_t access) {
+absl::StatusOr<std::vector<wire::Segment>> Requester::ExposeSpan(
+    Call& c, absl::Span<uint8_t> memory, uint32_t access) {
   std::vector<wire::Segment> segments;
   size_t at = 0;
   do {
-    size_t n = std::min<size_t>(memory.size() - at, config_.max_segment_size);
+    size_t n =
+        std::min<size_t>(memory.size() - at, ctx_.config.max_segment_size);
     absl::StatusOr<wire::Segment> s =
-        exposer_->Expose(memory.subspan(at, n), access);
+        ctx_.exposer->Expose(memory.subspan(at, n), access);
     if (!s.ok()) return s.status();
     c.handles.push_back(s->handle);
     segments.push_back(*s);
@@ -134,13 +116,14 @@ absl::StatusOr<std::vector<wire::Segment>> Engine::ExposeSpan(
   return segments;
 }
 
-void Engine::SendCall(RequesterCall& c, Actions& out) {
-  c.state = ReqState::kSent;
+void Requester::SendCall(Call& c, Actions& out) {
+  c.state = State::kSent;
   c.holds_credit = true;
   ++outstanding_;
   by_xid_[c.xid] = c.id;
-  absl::Status sent = BackwardCallAllowed(c);
-  if (sent.ok()) sent = MarshalCall(c, out);
+  const CallPlanInput in = PlanInputFor(c.call);
+  absl::Status sent = gate_.BackwardCallAllowed(in);
+  if (sent.ok()) sent = MarshalCall(c, in, out);
   if (!sent.ok()) {
     ReleaseCredit(c);
     Finish(c, FailCall{c.id, std::move(sent)}, std::nullopt, out);
@@ -148,9 +131,28 @@ void Engine::SendCall(RequesterCall& c, Actions& out) {
   }
 }
 
-absl::Status Engine::MarshalCall(RequesterCall& c, Actions& out) {
-  const CallPlan plan =
-      PlanCall(CallPlanInputFor(c.call, version_, thresholds_, config_));
+// What PlanCall decides from: the call's sizes and this connection's
+// thresholds and limits.
+CallPlanInput Requester::PlanInputFor(const OutgoingCall& call) const {
+  CallPlanInput in;
+  in.version = ctx_.version;
+  in.reduced_size = call.xdr.size();
+  for (const DdpArgument& a : call.arguments) {
+    in.argument_sizes.push_back(a.data.size());
+  }
+  for (absl::Span<uint8_t> r : call.results)
+    in.result_sizes.push_back(r.size());
+  in.max_reply_size = call.max_reply_size;
+  in.send_threshold = ctx_.thresholds.send;
+  in.receive_threshold = ctx_.thresholds.receive;
+  in.max_segment_size = ctx_.config.max_segment_size;
+  in.max_header_segments = ctx_.config.max_header_segments;
+  return in;
+}
+
+absl::Status Requester::MarshalCall(Call& c, const CallPlanInput& in,
+                                    Actions& out) {
+  const CallPlan plan = PlanCall(in);
   // The room for the reply is exposed even for a call that is refused:
   // its handles are revoked like those of any failed call.
   if (absl::Status offered = ExposeReplyRoom(c, plan.offers_reply_chunk);
@@ -193,8 +195,8 @@ absl::Status Engine::MarshalCall(RequesterCall& c, Actions& out) {
     case CallForm::kRefused:
       break;
   }
-  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1, requester_limit_,
-                        wire::V1Msg{}};
+  wire::V1Header header{c.xid, wire::kRpcRdmaVersion1,
+                        ctx_.roles.requester_limit, wire::V1Msg{}};
   if (plan.form == CallForm::kLongCall) {
     header.body = wire::V1NoMsg{std::move(lists)};
   } else {
@@ -202,16 +204,17 @@ absl::Status Engine::MarshalCall(RequesterCall& c, Actions& out) {
   }
   // Version two (§3, §6.2.3): the responder may invalidate one handle of
   // the call, every one of which was registered for this call alone.
-  const uint32_t inv_handle = version_ == wire::kRpcRdmaVersion2 &&
-                                      config_.local.remote_invalidation &&
+  const uint32_t inv_handle = ctx_.version == wire::kRpcRdmaVersion2 &&
+                                      ctx_.config.local.remote_invalidation &&
                                       !c.handles.empty()
                                   ? c.handles.front()
                                   : 0;
-  out.push_back(MakeSend(NextOp(), header, payload, std::nullopt, inv_handle));
+  out.push_back(
+      ctx_.MakeSend(ctx_.NextOp(), header, payload, std::nullopt, inv_handle));
   return absl::OkStatus();
 }
 
-absl::Status Engine::ExposeReplyRoom(RequesterCall& c, bool reply_chunk) {
+absl::Status Requester::ExposeReplyRoom(Call& c, bool reply_chunk) {
   // Write chunks for DDP-eligible results (RFC 8166 §3.4.7).
   for (absl::Span<uint8_t> result : c.call.results) {
     auto segments = ExposeSpan(c, result, kRemoteWrite);
@@ -228,20 +231,20 @@ absl::Status Engine::ExposeReplyRoom(RequesterCall& c, bool reply_chunk) {
   return absl::OkStatus();
 }
 
-void Engine::ReleaseCredit(RequesterCall& c) {
+void Requester::ReleaseCredit(Call& c) {
   if (c.holds_credit) {
     c.holds_credit = false;
     --outstanding_;
   }
 }
 
-void Engine::Finish(RequesterCall& c, Action outcome,
-                    std::optional<uint32_t> remotely_invalidated,
-                    Actions& out) {
+void Requester::Finish(Call& c, Action outcome,
+                       std::optional<uint32_t> remotely_invalidated,
+                       Actions& out) {
   // The XID may be reused from here on (a call that allows a retry is
   // started again with it).
-  if (c.state != ReqState::kFinishing) live_xids_.erase(c.xid);
-  c.state = ReqState::kFinishing;
+  if (c.state != State::kFinishing) live_xids_.erase(c.xid);
+  c.state = State::kFinishing;
   c.outcome = std::move(outcome);
   auto it = by_xid_.find(c.xid);
   if (it != by_xid_.end() && it->second == c.id) by_xid_.erase(it);
@@ -255,150 +258,53 @@ void Engine::Finish(RequesterCall& c, Action outcome,
   MaybeComplete(c, out);
 }
 
-void Engine::MaybeComplete(RequesterCall& c, Actions& out) {
+void Requester::MaybeComplete(Call& c, Actions& out) {
   if (c.pending_invalidations != 0) return;
   out.push_back(*std::move(c.outcome));
-  requests_.erase(c.id);
+  calls_.erase(c.id);
 }
 
-void Engine::OnInvalidated(uint32_t handle, Actions& out) {
+void Requester::OnInvalidated(uint32_t handle, Actions& out) {
   auto it = by_handle_.find(handle);
   if (it == by_handle_.end()) return;
   CallId id = it->second;
   by_handle_.erase(it);
-  auto call = requests_.find(id);
-  if (call == requests_.end()) return;
+  auto call = calls_.find(id);
+  if (call == calls_.end()) return;
   --call->second.pending_invalidations;
   MaybeComplete(call->second, out);
 }
 
-void Engine::Cancel(CallId id, absl::Status status, Actions& out) {
-  auto it = requests_.find(id);
-  if (it == requests_.end()) return;
-  RequesterCall& c = it->second;
+void Requester::Cancel(CallId id, absl::Status status, Actions& out) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  Call& c = it->second;
   switch (c.state) {
-    case ReqState::kQueued:
+    case State::kQueued:
       queue_.EraseIf([id](CallId queued) { return queued == id; });
       break;
-    case ReqState::kSent:
+    case State::kSent:
       // The responder may still answer and consume a receive; the credit
       // stays taken until that reply arrives (RFC 8166 §3.3.1).
       cancelled_xids_.insert(c.xid);
       c.holds_credit = false;
       break;
-    case ReqState::kFinishing:
+    case State::kFinishing:
       return;
   }
   Finish(c, FailCall{id, std::move(status)}, std::nullopt, out);
 }
 
-absl::Status Engine::WithReplyRoom(const absl::Status& error,
-                                   const RequesterCall& c) const {
-  std::string writes;
-  for (const wire::WriteChunk& w : c.write_chunks) {
-    absl::StrAppend(&writes, writes.empty() ? "" : ", ", ChunkLength(w));
-  }
-  return absl::Status(
-      error.code(),
-      absl::StrCat(
-          error.message(),
-          "; if the reply is what did not fit, the server could not send it "
-          "within what this call offered: inline up to ",
-          thresholds_.receive, " octets (the inline threshold), ",
-          c.reply_chunk ? absl::StrCat("a reply chunk of ",
-                                       ChunkLength(*c.reply_chunk), " octets")
-                        : std::string("no reply chunk"),
-          " (max_reply_size ", c.call.max_reply_size, "), ",
-          c.write_chunks.size(), " write chunks",
-          writes.empty() ? "" : absl::StrCat(" of ", writes, " octets"),
-          ": raise CallRequest::max_reply_size to the largest reply (rpcgen "
-          "and Thrift users: the DDP policy's reply size), or the result "
-          "buffers"));
-}
-
-absl::StatusOr<CompleteCall> Engine::ReplyOutcome(
-    const wire::V1Decoded& decoded, absl::Span<const uint8_t> bytes,
-    RequesterCall& c) const {
-  const wire::V1Header& h = decoded.header;
-  if (const auto* err = std::get_if<wire::V1Error>(&h.body)) {
-    if (err->code == wire::V1ErrorCode::kVers) {
-      // RFC 8166 §4.5.1.
-      return absl::FailedPreconditionError(absl::StrCat(
-          "RDMA_ERROR ERR_VERS: the peer supports RPC-over-RDMA versions ",
-          err->vers_low, " to ", err->vers_high));
-    }
-    // RFC 8166 §4.5.2.
-    return WithReplyRoom(
-        absl::InvalidArgumentError(
-            "RDMA_ERROR ERR_CHUNK: the peer could not process the call's "
-            "chunk lists or convey the reply in them"),
-        c);
-  }
-  if (h.proc() != wire::V1Proc::kMsg && h.proc() != wire::V1Proc::kNoMsg) {
-    return absl::DataLossError(absl::StrCat("reply with unexpected procedure ",
-                                            wire::V1ProcName(h.proc())));
-  }
-  const wire::ChunkLists& lists = *h.chunks();
-  if (!lists.reads.empty()) {
-    return absl::DataLossError("reply carries a read list");
-  }
-  if (lists.writes.size() > c.write_chunks.size()) {
-    return absl::DataLossError(
-        absl::StrCat("reply returns ", lists.writes.size(), " write chunks, ",
-                     c.write_chunks.size(), " offered"));
-  }
-  CompleteCall done{c.id, c.xid, {}, {}};
-  for (size_t i = 0; i < lists.writes.size(); ++i) {
-    auto n = ReturnedLength(lists.writes[i], c.write_chunks[i],
-                            absl::StrCat("write chunk ", i));
-    if (!n.ok()) return n.status();
-    done.result_lengths.push_back(*n);
-  }
-  uint32_t reply_length = 0;
-  if (lists.reply.has_value()) {
-    if (!c.reply_chunk.has_value()) {
-      return absl::DataLossError("reply returns a reply chunk never offered");
-    }
-    auto n = ReturnedLength(*lists.reply, *c.reply_chunk, "reply chunk");
-    if (!n.ok()) return n.status();
-    reply_length = *n;
-  }
-  if (h.proc() == wire::V1Proc::kMsg) {
-    if (reply_length != 0) {
-      return absl::DataLossError("RDMA_MSG reply also used the reply chunk");
-    }
-    auto payload = bytes.subspan(decoded.header_length);
-    // The caller sized its buffers for max_reply_size; a longer reduced
-    // reply is refused, not handed over (the Linux client likewise fails
-    // a reply larger than its receive buffer allows).
-    if (payload.size() > c.call.max_reply_size) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("inline reply of ", payload.size(),
-                       " octets exceeds the call's max_reply_size of ",
-                       c.call.max_reply_size));
-    }
-    done.reply = Buffer::CopyOf(payload);
-  } else {
-    // RFC 8166 §3.5.4: the whole reduced reply is in the reply chunk.
-    if (!lists.reply.has_value() || reply_length == 0) {
-      return absl::DataLossError("RDMA_NOMSG reply without a used reply chunk");
-    }
-    // Handed over where the peer wrote it, without a copy.
-    done.reply = std::move(c.reply_buffer);
-    done.reply.Truncate(reply_length);
-  }
-  return done;
-}
-
-void Engine::HandleReply(const wire::V1Decoded& decoded,
-                         absl::Span<const uint8_t> bytes, RequesterCall& c,
-                         std::optional<uint32_t> invalidated, Actions& out) {
+void Requester::OnReply(const wire::V1Decoded& decoded,
+                        absl::Span<const uint8_t> bytes,
+                        std::optional<uint32_t> invalidated, Actions& out) {
+  Call& c = calls_.at(by_xid_.at(decoded.header.xid));
   const wire::V1Header& h = decoded.header;
   // RFC 8166 §3.3.1: the grant in every reply; a zero grant would stall
   // the connection, so at least one (as the Linux client does), and never
   // more than this side posts receives for (for backward calls: never more
   // than the configured peer backchannel limit, RFC 8167 §3.1).
-  grant_ = std::clamp<uint32_t>(h.credits, 1, requester_limit_);
+  TakeGrant(h.credits);
   ReleaseCredit(c);
 
   absl::StatusOr<CompleteCall> reply_status = ReplyOutcome(decoded, bytes, c);
@@ -410,6 +316,84 @@ void Engine::HandleReply(const wire::V1Decoded& decoded,
   Dispatch(out);
 }
 
-// ---- Receive dispatch ------------------------------------------------------
+void Requester::TakeGrant(uint32_t credits) {
+  grant_ = std::clamp<uint32_t>(credits, 1, ctx_.roles.requester_limit);
+}
+
+void Requester::OnConnected() {
+  // RFC 8166 §3.3.1: one call outstanding until the first reply.
+  grant_ = 1;
+  outstanding_ = 0;
+}
+
+void Requester::EndProbe(std::optional<uint32_t> credits) {
+  if (credits.has_value()) TakeGrant(*credits);
+  outstanding_ = 0;
+}
+
+void Requester::OnDisconnected(Actions& out) {
+  grant_ = 1;
+  outstanding_ = 0;
+  by_xid_.clear();
+  cancelled_xids_.clear();
+  // Every call not already finishing fails, after invalidation, in the
+  // order the calls were made.
+  queue_.clear();
+  std::vector<CallId> ids;
+  for (auto& [id, c] : calls_) {
+    if (c.state != State::kFinishing) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (CallId id : ids) {
+    Call& c = calls_.at(id);
+    c.holds_credit = false;
+    const bool never_sent = c.state == State::kQueued;
+    Finish(
+        c,
+        FailCall{
+            id,
+            absl::UnavailableError(
+                never_sent ? "RPC-over-RDMA connection lost before the call "
+                             "was sent"
+                           : "RPC-over-RDMA connection lost before the reply"),
+            never_sent,
+            never_sent ? std::move(c.call.xdr) : std::vector<uint8_t>{}},
+        std::nullopt, out);
+  }
+}
+
+void Requester::FailUndecodableReply(uint32_t xid, const absl::Status& why,
+                                     std::optional<uint32_t> invalidated,
+                                     Actions& out) {
+  Call& c = calls_.at(by_xid_.at(xid));
+  ReleaseCredit(c);
+  Finish(c,
+         FailCall{c.id, absl::DataLossError(absl::StrCat("undecodable reply: ",
+                                                         why.message()))},
+         invalidated, out);
+  Dispatch(out);
+}
+
+void Requester::FailOnPeerError(uint32_t xid, uint32_t credits,
+                                absl::Status status, bool reply_did_not_fit,
+                                Actions& out) {
+  Call& c = calls_.at(by_xid_.at(xid));
+  TakeGrant(credits);
+  ReleaseCredit(c);
+  Finish(c,
+         FailCall{c.id, reply_did_not_fit ? WithReplyRoom(status, c)
+                                          : std::move(status)},
+         std::nullopt, out);
+  Dispatch(out);
+}
+
+bool Requester::DropLateReply(uint32_t xid, std::optional<uint32_t> credits,
+                              Actions& out) {
+  if (cancelled_xids_.erase(xid) == 0) return false;
+  --outstanding_;
+  if (credits.has_value()) TakeGrant(*credits);
+  Dispatch(out);
+  return true;
+}
 
 }  // namespace rpcrdma::engine

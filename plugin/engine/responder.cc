@@ -1,5 +1,8 @@
 // The responder role of the engine (RFC 8166 §3, §4.5): validating and
-// fetching incoming calls, reassembly, replies and error replies.
+// fetching incoming calls, reassembly and error replies (replies are in
+// responder_reply.cc).
+#include "plugin/engine/responder.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -8,7 +11,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "plugin/engine/engine.h"
 #include "plugin/engine/engine_util.h"
 #include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
@@ -17,105 +19,6 @@
 namespace rpcrdma::engine {
 
 namespace {
-
-// What a call offered for its reply, in the words of the ERR_CHUNK log
-// line (RFC 8166 §3.4.7, §3.5.4).
-std::string OfferedRoom(const wire::ChunkLists& chunks, uint32_t threshold) {
-  std::string writes;
-  for (const wire::WriteChunk& w : chunks.writes) {
-    absl::StrAppend(&writes, writes.empty() ? "" : ", ", ChunkLength(w));
-  }
-  return absl::StrCat(
-      "inline up to ", threshold, " octets (the inline threshold), ",
-      chunks.reply ? absl::StrCat("a reply chunk of ",
-                                  ChunkLength(*chunks.reply), " octets")
-                   : std::string("no reply chunk"),
-      ", ", chunks.writes.size(), " write chunks",
-      writes.empty() ? "" : absl::StrCat(" of ", writes, " octets"));
-}
-
-// Why a reply is answered ERR_CHUNK (RFC 8166 §4.5.2): its size, what the
-// call offered and what the requester changes, so that the server's log
-// tells the operator which client setting to raise.
-std::string NoRoomForReply(absl::string_view what,
-                           const wire::ChunkLists& chunks, uint32_t threshold,
-                           uint64_t needed) {
-  return absl::StrCat(
-      what, "; the call offered ", OfferedRoom(chunks, threshold),
-      "; the client should offer room for ", needed,
-      " octets: raise its CallRequest::max_reply_size (rpcgen and Thrift "
-      "clients: their DDP policy's reply size) or its result buffers");
-}
-
-// The version-two error for a reply planned ERR_CHUNK (draft-04 §6.2.4).
-wire::V2Error NoRoomError(const ReplyPlan& plan) {
-  wire::V2Error e;
-  e.code = plan.no_room == NoRoom::kWriteChunkTooSmall
-               ? wire::V2ErrorCode::kWriteResource
-               : wire::V2ErrorCode::kReplyResource;
-  if (plan.no_room == NoRoom::kWriteChunkTooSmall) {
-    e.chunk_index = static_cast<uint32_t>(plan.chunk_index);
-  }
-  e.length_needed = Clamp32(plan.length_needed);
-  return e;
-}
-
-// NoRoomForReply's words for a reply planned ERR_CHUNK.
-std::string WhyNoRoom(const ReplyPlan& plan, const wire::ChunkLists& chunks,
-                      uint32_t threshold) {
-  std::string what;
-  switch (plan.no_room) {
-    case NoRoom::kWriteChunkTooSmall:
-      what = absl::StrCat("result ", plan.chunk_index, " of the reply is ",
-                          plan.length_needed, " octets, more than write chunk ",
-                          plan.chunk_index, " holds");
-      break;
-    case NoRoom::kReplyTooLarge:
-      what = absl::StrCat(
-          "the reply is ", plan.stream_size, " octets (",
-          plan.header_size + plan.stream_size,
-          " inline with its transport header), too large for the inline "
-          "threshold and for the reply chunk");
-      break;
-    case NoRoom::kHeaderTooLarge:
-    case NoRoom::kNone:
-      what = absl::StrCat("the transport header returning the chunks is ",
-                          plan.header_size,
-                          " octets, more than the inline threshold");
-      break;
-  }
-  return NoRoomForReply(what, chunks, threshold, plan.length_needed);
-}
-
-// What PlanReply decides from: the reply's sizes, the chunks the call
-// offered and this connection's send threshold.
-ReplyPlanInput ReplyPlanInputFor(const wire::ChunkLists& offered,
-                                 const OutgoingReply& reply, uint32_t version,
-                                 uint32_t send_threshold) {
-  ReplyPlanInput in;
-  in.version = version;
-  in.reduced_size = reply.xdr.size();
-  for (const DdpResult& r : reply.results) {
-    in.result_sizes.push_back(r.data.size());
-  }
-  for (const wire::WriteChunk& w : offered.writes) {
-    in.write_chunks.push_back({ChunkLength(w), w.size()});
-  }
-  if (offered.reply) {
-    in.reply_chunk =
-        OfferedChunk{ChunkLength(*offered.reply), offered.reply->size()};
-  }
-  in.send_threshold = send_threshold;
-  return in;
-}
-
-// The reassembled call: its base stream (the inline payload, or the
-// position-zero chunk of RDMA_NOMSG) and its size with every chunk
-// inserted.
-struct CallLayout {
-  uint64_t base = 0;
-  uint64_t size = 0;
-};
 
 // The layout the call's lists describe, or nothing when they break RFC
 // 8166 §3.4.5-§3.5.4 and the call is answered ERR_CHUNK (§4.5.2).
@@ -171,40 +74,58 @@ std::optional<CallLayout> LayoutOf(const wire::ChunkLists& lists, bool nomsg,
 
 }  // namespace
 
-void Engine::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
-                       std::optional<wire::V2Error> v2, absl::string_view why) {
-  if (version_ == wire::kRpcRdmaVersion2 && v2) {
-    SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2, responder_grant_, *v2},
-           out, why);
+void Responder::SendError(uint32_t xid, wire::V1ErrorCode code, Actions& out,
+                          std::optional<wire::V2Error> v2,
+                          absl::string_view why) {
+  if (ctx_.version == wire::kRpcRdmaVersion2 && v2) {
+    ctx_.SendV2(wire::V2Header{xid, wire::kRpcRdmaVersion2,
+                               ctx_.roles.responder_grant, *v2},
+                out, why);
     return;
   }
   wire::V1Error err;
   err.code = code;
   if (code == wire::V1ErrorCode::kVers) {
     // The versions this side serves (draft-04 §7.2).
-    err.vers_low = config_.require_version_two ? 2 : 1;
-    err.vers_high = config_.serve_version_two ? 2 : 1;
+    err.vers_low = ctx_.config.require_version_two ? 2 : 1;
+    err.vers_high = ctx_.config.serve_version_two ? 2 : 1;
   }
-  wire::V1Header h{xid, wire::kRpcRdmaVersion1, responder_grant_, err};
-  out.push_back(MakeSend(NextOp(), h, {}, std::nullopt, 0, why));
+  wire::V1Header h{xid, wire::kRpcRdmaVersion1, ctx_.roles.responder_grant,
+                   err};
+  out.push_back(ctx_.MakeSend(ctx_.NextOp(), h, {}, std::nullopt, 0, why));
 }
 
-void Engine::HandleCall(const wire::V1Decoded& decoded,
-                        absl::Span<const uint8_t> bytes, Actions& out) {
+void Responder::OnCall(const wire::V1Decoded& decoded,
+                       absl::Span<const uint8_t> bytes, uint32_t inv_handle,
+                       Actions& out) {
   const wire::V1Header& h = decoded.header;
+  if (!TakesProcedure(h, out) || !WithinGrant(out)) return;
+  const uint64_t inline_length = bytes.size() - decoded.header_length;
+  const std::optional<CallLayout> layout = Validate(h, inline_length, out);
+  if (!layout) return;
+  Admit(h, *layout, bytes.subspan(decoded.header_length, inline_length),
+        inv_handle, out);
+}
+
+bool Responder::TakesProcedure(const wire::V1Header& h, Actions& out) {
   switch (h.proc()) {
     case wire::V1Proc::kMsg:
     case wire::V1Proc::kNoMsg:
-      break;
+      return true;
     case wire::V1Proc::kDone:
     case wire::V1Proc::kError:
       // The Linux server drops RDMA_DONE and RDMA_ERROR without a reply.
-      return;
+      return false;
     case wire::V1Proc::kMsgp:
       // RFC 8166 §4.6 deprecates RDMA_MSGP; the Linux server answers it
       // with ERR_CHUNK.
-      return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+      SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+      return false;
   }
+  return false;
+}
+
+bool Responder::WithinGrant(Actions& out) {
   // RFC 8166 §3.3.1: a requester MUST NOT exceed the credits this side
   // granted; "the RDMA layer may signal an error, possibly terminating the
   // connection". Linux's svcrdma does not count a client's unanswered
@@ -217,68 +138,71 @@ void Engine::HandleCall(const wire::V1Decoded& decoded,
   // starts with one credit protects the requester, and calls within what
   // this side posted receives for harm nothing (the Linux client sends one
   // call before the first reply anyway).
-  if (calls_unanswered_ >= responder_grant_) {
-    closing_ = true;
-    out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
-        "the requester sent more than the ", responder_grant_,
-        " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
-    return;
-  }
-  const wire::ChunkLists& lists = *h.chunks();
-  const bool nomsg = h.proc() == wire::V1Proc::kNoMsg;
-  const uint64_t inline_length = bytes.size() - decoded.header_length;
+  if (calls_unanswered_ < ctx_.roles.responder_grant) return true;
+  closing_ = true;
+  out.push_back(CloseConnection{absl::ResourceExhaustedError(absl::StrCat(
+      "the requester sent more than the ", ctx_.roles.responder_grant,
+      " unanswered calls this side granted (RFC 8166 §3.3.1)"))});
+  return false;
+}
 
+std::optional<CallLayout> Responder::Validate(const wire::V1Header& h,
+                                              uint64_t inline_length,
+                                              Actions& out) {
   // Validate every list before anything is allocated (RFC 8166 §4.5.2).
   const std::optional<CallLayout> layout =
-      LayoutOf(lists, nomsg, inline_length);
-  if (!layout) return SendError(h.xid, wire::V1ErrorCode::kChunk, out);
-  const uint64_t base = layout->base;
+      LayoutOf(*h.chunks(), h.proc() == wire::V1Proc::kNoMsg, inline_length);
+  if (!layout) {
+    SendError(h.xid, wire::V1ErrorCode::kChunk, out);
+    return std::nullopt;
+  }
+  // RFC 5666 §11: a call the reassembly budgets can never hold is refused
+  // like one over max_call_size.
   const uint64_t size = layout->size;
-  // Version two has no code for a call larger than this side accepts
-  // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
-  auto too_large = [&] {
+  if (size > ctx_.config.max_call_size ||
+      (ctx_.config.max_reassembly_bytes != 0 &&
+       size > ctx_.config.max_reassembly_bytes) ||
+      (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
+    // Version two has no code for a call larger than this side accepts
+    // (draft-04 §6.2.4); RDMA2_ERR_SYSTEM says the refusal is this side's.
     wire::V2Error e;
     e.code = wire::V2ErrorCode::kSystem;
     SendError(h.xid, wire::V1ErrorCode::kChunk, out, e);
-  };
-  if (size > config_.max_call_size) return too_large();
-  // RFC 5666 §11: a call the reassembly budgets can never hold is refused
-  // like one over max_call_size.
-  if ((config_.max_reassembly_bytes != 0 &&
-       size > config_.max_reassembly_bytes) ||
-      (shared_budget_ != nullptr && size > shared_budget_->capacity())) {
-    return too_large();
+    return std::nullopt;
   }
+  return layout;
+}
 
-  CallId id = next_call_++;
-  ResponderCall& c = incoming_[id];
+void Responder::Admit(const wire::V1Header& h, const CallLayout& layout,
+                      absl::Span<const uint8_t> payload, uint32_t inv_handle,
+                      Actions& out) {
+  CallId id = ctx_.NextCallId();
+  Call& c = calls_[id];
   c.id = id;
   c.xid = h.xid;
-  c.chunks = lists;
-  c.nomsg = nomsg;
-  c.size = size;
-  c.base_length = static_cast<uint32_t>(base);
-  c.inv_handle = routing_inv_handle_;
+  c.chunks = *h.chunks();
+  c.nomsg = h.proc() == wire::V1Proc::kNoMsg;
+  c.size = layout.size;
+  c.base_length = static_cast<uint32_t>(layout.base);
+  c.inv_handle = inv_handle;
   c.holds_credit = true;
   ++calls_unanswered_;
-  const auto payload = bytes.subspan(decoded.header_length, inline_length);
   // Calls start in arrival order: while any call waits for memory, later
   // ones wait behind it.
-  if (awaiting_memory_.empty() && ReserveReassembly(size)) {
-    c.reserved = size;
+  if (awaiting_memory_.empty() && ReserveReassembly(c.size)) {
+    c.reserved = c.size;
     return BeginReassembly(c, payload, out);
   }
   // Nothing is allocated for a waiting call but its inline payload (at most
   // one receive buffer, and at most one waiting call per credit).
-  c.state = RespState::kAwaitingMemory;
+  c.state = State::kAwaitingMemory;
   c.inline_payload.assign(payload.begin(), payload.end());
   awaiting_memory_.push_back(id);
-  calls_awaiting_memory_ = awaiting_memory_.size();
 }
 
-bool Engine::ReserveReassembly(uint64_t bytes) {
-  if (config_.max_reassembly_bytes != 0 &&
-      reassembly_held_ + bytes > config_.max_reassembly_bytes) {
+bool Responder::ReserveReassembly(uint64_t bytes) {
+  if (ctx_.config.max_reassembly_bytes != 0 &&
+      reassembly_held_ + bytes > ctx_.config.max_reassembly_bytes) {
     return false;
   }
   if (shared_budget_ != nullptr && bytes != 0 &&
@@ -289,28 +213,24 @@ bool Engine::ReserveReassembly(uint64_t bytes) {
   return true;
 }
 
-void Engine::StartCallsAwaitingMemory(Actions& out) {
-  while (connected_ && !closing_ && !awaiting_memory_.empty()) {
-    auto it = incoming_.find(awaiting_memory_.front());
-    if (it == incoming_.end()) {
+void Responder::StartCallsAwaitingMemory(Actions& out) {
+  while (ctx_.connected && !closing_ && !awaiting_memory_.empty()) {
+    auto it = calls_.find(awaiting_memory_.front());
+    if (it == calls_.end()) {
       awaiting_memory_.pop_front();
       continue;
     }
-    ResponderCall& c = it->second;
+    Call& c = it->second;
     if (!ReserveReassembly(c.size)) break;
     awaiting_memory_.pop_front();
-    calls_awaiting_memory_ = awaiting_memory_.size();
     c.reserved = c.size;
-    c.state = RespState::kReading;
+    c.state = State::kReading;
     std::vector<uint8_t> payload = std::move(c.inline_payload);
     BeginReassembly(c, payload, out);
   }
-  calls_awaiting_memory_ = awaiting_memory_.size();
 }
 
-void Engine::OnBudgetReleased(Actions& out) { StartCallsAwaitingMemory(out); }
-
-void Engine::ReleaseResponderCredit(ResponderCall& c) {
+void Responder::ReleaseCredit(Call& c) {
   if (c.holds_credit) {
     c.holds_credit = false;
     --calls_unanswered_;
@@ -319,31 +239,30 @@ void Engine::ReleaseResponderCredit(ResponderCall& c) {
 
 // Whatever ends an incoming call (reply sent, ERR_CHUNK, failed read,
 // discarded message, disconnect) releases exactly what it reserved.
-void Engine::EndIncoming(CallId id, Actions& out) {
-  auto it = incoming_.find(id);
-  if (it == incoming_.end()) return;
-  ResponderCall& c = it->second;
-  ReleaseResponderCredit(c);
+void Responder::EndIncoming(CallId id, Actions& out) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  Call& c = it->second;
+  ReleaseCredit(c);
   const uint64_t released = c.reserved;
   if (released != 0) {
     reassembly_held_ -= released;
     if (shared_budget_ != nullptr) shared_budget_->Release(released);
   }
-  if (c.state == RespState::kAwaitingMemory) {
+  if (c.state == State::kAwaitingMemory) {
     std::erase(awaiting_memory_, id);
-    calls_awaiting_memory_ = awaiting_memory_.size();
   }
-  incoming_.erase(it);
+  calls_.erase(it);
   // A call of zero octets releases nothing but may have kept later calls
   // waiting behind it in arrival order.
   StartCallsAwaitingMemory(out);
 }
 
-void Engine::BeginReassembly(ResponderCall& c,
-                             absl::Span<const uint8_t> inline_payload,
-                             Actions& out) {
+void Responder::BeginReassembly(Call& c,
+                                absl::Span<const uint8_t> inline_payload,
+                                Actions& out) {
   const CallId id = c.id;
-  c.state = RespState::kReading;
+  c.state = State::kReading;
   if (PlaceReadsDirectly(c, inline_payload, c.nomsg, c.size)) {
     if (c.reads_pending == 0) return Deliver(c, out);
     return IssueReads(out);
@@ -377,9 +296,9 @@ void Engine::BeginReassembly(ResponderCall& c,
 // depends on each other), the inline pieces are copied and the RDMA Reads
 // land directly where the chunks belong, so the reassembled call is never
 // copied again.
-bool Engine::PlaceReadsDirectly(ResponderCall& c,
-                                absl::Span<const uint8_t> inline_payload,
-                                bool nomsg, size_t total) {
+bool Responder::PlaceReadsDirectly(Call& c,
+                                   absl::Span<const uint8_t> inline_payload,
+                                   bool nomsg, size_t total) {
   const auto& reads = c.chunks.reads;
   const bool position_zero =
       std::any_of(reads.begin(), reads.end(),
@@ -435,27 +354,27 @@ bool Engine::PlaceReadsDirectly(ResponderCall& c,
   return true;
 }
 
-void Engine::IssueReads(Actions& out) {
+void Responder::IssueReads(Actions& out) {
   // At most max_reads_ RDMA Reads outstanding (the negotiated ORD).
   while (reads_in_flight_.size() < max_reads_ && !read_queue_.empty()) {
     PendingRead r = read_queue_.pop_front();
-    if (incoming_.count(r.call) == 0) continue;
-    OpId op = NextOp();
+    if (calls_.count(r.call) == 0) continue;
+    OpId op = ctx_.NextOp();
     reads_in_flight_[op] = r.call;
     out.push_back(RdmaRead{op, r.source, r.destination});
   }
 }
 
-void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
+void Responder::OnReadComplete(OpId op, bool success, Actions& out) {
   auto it = reads_in_flight_.find(op);
   if (it == reads_in_flight_.end()) return;
   CallId id = it->second;
   reads_in_flight_.erase(it);
-  auto call = incoming_.find(id);
-  if (call != incoming_.end()) {
-    ResponderCall& c = call->second;
+  auto call = calls_.find(id);
+  if (call != calls_.end()) {
+    Call& c = call->second;
     --c.reads_pending;
-    if (!success || !connected_) {
+    if (!success || !ctx_.connected) {
       // The connection is failing; the call is never delivered and is
       // dropped once no read of it is still in flight.
       c.failed = true;
@@ -467,10 +386,10 @@ void Engine::OnReadComplete(OpId op, bool success, Actions& out) {
       Deliver(c, out);
     }
   }
-  if (connected_) IssueReads(out);
+  if (ctx_.connected) IssueReads(out);
 }
 
-void Engine::Deliver(ResponderCall& c, Actions& out) {
+void Responder::Deliver(Call& c, Actions& out) {
   if (!c.assembled) Assemble(c);
   // RFC 8166 §4.1: rdma_xid MUST be the RPC message's XID. A message that
   // is no RPC call (shorter than the smallest call header, msg_type not
@@ -492,11 +411,11 @@ void Engine::Deliver(ResponderCall& c, Actions& out) {
   if (c.chunks.reply) {
     deliver.reply_chunk_capacity = ChunkLength(*c.chunks.reply);
   }
-  c.state = RespState::kDelivered;
+  c.state = State::kDelivered;
   out.push_back(std::move(deliver));
 }
 
-void Engine::Assemble(ResponderCall& c) {
+void Responder::Assemble(Call& c) {
   // The staging buffer holds the base stream (inline payload or position-
   // zero chunk) followed by each non-zero-position chunk's octets. Insert
   // the chunks at their positions with XDR roundup (RFC 8166 §3.4.6: the
@@ -524,137 +443,42 @@ void Engine::Assemble(ResponderCall& c) {
   c.staging = Buffer();
 }
 
-std::optional<uint32_t> Engine::InvalidateHandleFor(
-    const ResponderCall& c) const {
-  std::set<uint32_t> handles;
-  for (const auto& r : c.chunks.reads) handles.insert(r.target.handle);
-  for (const auto& w : c.chunks.writes) {
-    for (const auto& s : w) handles.insert(s.handle);
-  }
-  if (c.chunks.reply) {
-    for (const auto& s : *c.chunks.reply) handles.insert(s.handle);
-  }
-  // Version two (draft-04 §3, §6.2.3): the handle the requester named, if
-  // this side is willing and the call's chunks hold it (as Linux's svcrdma
-  // invalidates only a handle it was sent).
-  if (version_ == wire::kRpcRdmaVersion2) {
-    if (!config_.local.remote_invalidation || c.inv_handle == 0 ||
-        handles.count(c.inv_handle) == 0) {
-      return std::nullopt;
-    }
-    return c.inv_handle;
-  }
-  // RFC 8797 §4.1: only when both peers set R, and (as the Linux server
-  // does) only when every segment of the call names one and the same
-  // handle, so the choice is unambiguous.
-  if (!thresholds_.remote_invalidation || handles.size() != 1) {
-    return std::nullopt;
-  }
-  return *handles.begin();
+void Responder::OnConnected(uint32_t max_reads) {
+  closing_ = false;
+  max_reads_ = max_reads;
 }
 
-absl::Status Engine::Reply(CallId id, OutgoingReply reply, Actions& out) {
-  auto it = incoming_.find(id);
-  if (it == incoming_.end() || it->second.state != RespState::kDelivered) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("call ", id, " is not awaiting a reply"));
+void Responder::OnDisconnected(Actions& out) {
+  // Calls not waiting for a read or send completion are dropped (releasing
+  // their memory); memory the fabric may still touch stays reserved until
+  // its flush completion ends the call. No credit survives the connection.
+  read_queue_.clear();
+  awaiting_memory_.clear();
+  std::vector<CallId> ended;
+  for (auto& [id, c] : calls_) {
+    ReleaseCredit(c);
+    bool busy = false;
+    for (const auto& [op, call] : reads_in_flight_) busy |= call == id;
+    if (!busy && c.state != State::kSending) ended.push_back(id);
   }
-  ResponderCall& c = it->second;
-  uint32_t previous = 0;
-  for (const DdpResult& r : reply.results) {
-    if (r.position % 4 != 0 || r.position < previous ||
-        r.position > reply.xdr.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "DDP result position ", r.position,
-          " is unaligned, out of order or past the reduced stream"));
-    }
-    previous = r.position;
-  }
-  if (!connected_) {
-    EndIncoming(id, out);
-    return absl::UnavailableError("connection lost before the reply");
-  }
-  const ReplyPlan plan =
-      PlanReply(ReplyPlanInputFor(c.chunks, reply, version_, thresholds_.send));
-  if (plan.form == ReplyForm::kErrChunk) {
-    // The reply cannot be conveyed: ERR_CHUNK instead (as Linux).
-    ReleaseResponderCredit(c);
-    SendError(c.xid, wire::V1ErrorCode::kChunk, out, NoRoomError(plan),
-              WhyNoRoom(plan, c.chunks, thresholds_.send));
-    // The reply's memory is free at once, like the call's state.
-    out.push_back(ReplySent{id});
-    EndIncoming(id, out);
-    return absl::OkStatus();
-  }
-  SendReply(c, plan, reply, out);
-  return absl::OkStatus();
+  std::sort(ended.begin(), ended.end());
+  for (CallId id : ended) EndIncoming(id, out);
 }
 
-void Engine::SendReply(ResponderCall& c, const ReplyPlan& plan,
-                       OutgoingReply& reply, Actions& out) {
-  const auto& writes = c.chunks.writes;
-  // Results with a write chunk go there; the rest stay inline.
-  std::vector<Item> inline_items;
-  for (size_t i = plan.results_in_write_list; i < reply.results.size(); ++i) {
-    inline_items.push_back({reply.results[i].position, reply.results[i].data});
+void Responder::OnUndecodableCall(absl::Span<const uint8_t> bytes,
+                                  const wire::DecodeError& error,
+                                  Actions& out) {
+  // An error is never answered with an error (RFC 8166 §4.5: RDMA_ERROR
+  // goes from responder to requester only); a malformed one is dropped,
+  // as Linux's svcrdma drops every RDMA_ERROR.
+  if (LoadBigEndian32(bytes.data() + 12) ==
+      static_cast<uint32_t>(wire::V1Proc::kError)) {
+    return;
   }
-  std::vector<wire::WriteChunk> returned;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    size_t n = i < reply.results.size() ? reply.results[i].data.size() : 0;
-    returned.push_back(FillChunk(writes[i], n));
-  }
-  // Without inline items the reply stream is the caller's, as it is.
-  c.reply_stream = inline_items.empty() ? std::move(reply.xdr)
-                                        : InsertItems(reply.xdr, inline_items);
-  const bool use_reply_chunk = plan.form == ReplyForm::kReplyChunk;
-  wire::V1Header h{c.xid, wire::kRpcRdmaVersion1, responder_grant_,
-                   wire::V1Msg{{{}, std::move(returned), std::nullopt}}};
-  if (use_reply_chunk) {
-    // RFC 8166 §3.5.4: a long reply goes through the reply chunk.
-    wire::ChunkLists& lists = std::get<wire::V1Msg>(h.body).chunks;
-    lists.reply = FillChunk(*c.chunks.reply, c.reply_stream.size());
-    h.body = wire::V1NoMsg{std::move(lists)};
-  }
-
-  // DDP results into the write chunks (no roundup, RFC 8166 §3.4.6), then
-  // the reply chunk, then the Send, which RC ordering places after them.
-  auto write_out = [&](absl::Span<const uint8_t> data,
-                       const wire::WriteChunk& chunk) {
-    size_t at = 0;
-    for (const wire::Segment& s : chunk) {
-      if (at == data.size()) break;
-      size_t n = std::min<size_t>(s.length, data.size() - at);
-      out.push_back(RdmaWrite{NextOp(),
-                              data.subspan(at, n),
-                              {s.handle, static_cast<uint32_t>(n), s.offset}});
-      at += n;
-    }
-  };
-  for (size_t i = 0; i < plan.results_in_write_list; ++i) {
-    write_out(reply.results[i].data, writes[i]);
-  }
-  if (use_reply_chunk) write_out(c.reply_stream, *c.chunks.reply);
-  c.send_op = NextOp();
-  c.state = RespState::kSending;
-  // The credit is free once the reply is on its way: the requester may
-  // reuse it as soon as it sees the reply, which can race the send
-  // completion. The call's memory is released when the Send completes.
-  ReleaseResponderCredit(c);
-  reply_sends_[c.send_op] = c.id;
-  out.push_back(MakeSend(c.send_op, h,
-                         use_reply_chunk
-                             ? absl::Span<const uint8_t>()
-                             : absl::Span<const uint8_t>(c.reply_stream),
-                         InvalidateHandleFor(c)));
-}
-
-void Engine::OnSendComplete(OpId op, bool /*success*/, Actions& out) {
-  auto it = reply_sends_.find(op);
-  if (it == reply_sends_.end()) return;
-  CallId id = it->second;
-  reply_sends_.erase(it);
-  out.push_back(ReplySent{id});
-  EndIncoming(id, out);
+  // RFC 8166 §4.5.1 / §4.5.2.
+  wire::V1Header reply =
+      wire::V1ErrorReplyFor(bytes, error, ctx_.roles.responder_grant);
+  out.push_back(ctx_.MakeSend(ctx_.NextOp(), reply, {}));
 }
 
 }  // namespace rpcrdma::engine

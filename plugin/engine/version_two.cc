@@ -1,9 +1,11 @@
 // RPC-over-RDMA version two (draft-cel-nfsv4-rpcrdma-version-two-04): the
-// responder's side of the negotiation (§7.1), messages in version two,
-// transport properties (§5) and version-two errors (§6.2.4). Calls and
-// replies keep version one's chunk forms and credits (§4.2), so once a
-// message is decoded it takes the version-one paths in its version-one
-// form, with the direction the header states (§6.2.2).
+// responder's side of the negotiation (§7.1), and the routing of messages
+// in version two: calls and replies to the roles, transport properties
+// (§5) and optional messages to the control (control.h), version-two
+// errors (§6.2.4) to whichever awaits them. Calls and replies keep version
+// one's chunk forms and credits (§4.2), so once a message is decoded it
+// takes the version-one paths in its version-one form, with the direction
+// the header states (§6.2.2).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -83,88 +85,35 @@ absl::Status V2ErrorStatus(const wire::V2Error& e) {
                    V2ErrorDetail(e)));
 }
 
-size_t Engine::HeaderSize(const wire::V1Header& header) const {
-  const size_t v1 = wire::V1EncodedSize(header);
-  // rdma_direction and rdma_inv_handle (draft-04 §6.2.2).
-  const bool carries_lists = header.proc() == wire::V1Proc::kMsg ||
-                             header.proc() == wire::V1Proc::kNoMsg;
-  return version_ == wire::kRpcRdmaVersion2 && carries_lists ? v1 + 8 : v1;
-}
-
 uint32_t Engine::max_inline_reply() const {
-  const size_t header =
-      HeaderSize(wire::V1Header{0, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}});
-  return thresholds_.receive > header
-             ? static_cast<uint32_t>(thresholds_.receive - header)
+  const size_t header = ctx_.HeaderSize(
+      wire::V1Header{0, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}});
+  return ctx_.thresholds.receive > header
+             ? static_cast<uint32_t>(ctx_.thresholds.receive - header)
              : 0;
 }
 
-absl::Status Engine::BackwardCallAllowed(const RequesterCall& c) const {
-  if (!backward_requester_ || version_ != wire::kRpcRdmaVersion2) {
-    return absl::OkStatus();
-  }
-  if (v2_.peer_brs == wire::BackwardRequestSupport::kNone) {
-    return absl::FailedPreconditionError(
-        "the client takes no backward calls (RDMA2_BKREQSUP_NONE, "
-        "draft-04 §5.2.2)");
-  }
-  if (v2_.peer_brs != wire::BackwardRequestSupport::kInline) {
-    return absl::OkStatus();
-  }
-  // RDMA2_BKREQSUP_INLINE: the call and its reply must go inline, without
-  // any chunk.
-  size_t call_size = c.call.xdr.size();
-  for (const DdpArgument& a : c.call.arguments) {
-    call_size += XdrRoundUp(a.data.size());
-  }
-  const wire::V1Header empty{c.xid, wire::kRpcRdmaVersion1, 0, wire::V1Msg{}};
-  const char* needs = nullptr;
-  if (!c.call.results.empty()) {
-    needs = "write chunks for its results";
-  } else if (HeaderSize(empty) + call_size > thresholds_.send) {
-    needs = "a read chunk (it does not fit inline)";
-  } else if (HeaderSize(empty) + c.call.max_reply_size > thresholds_.receive) {
-    needs = "a reply chunk (its reply may not fit inline)";
-  }
-  if (needs == nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("the client takes backward calls inline only "
-                   "(RDMA2_BKREQSUP_INLINE, draft-04 §5.2.2); this one "
-                   "needs ",
-                   needs));
-}
-
-void Engine::SendV2(wire::V2Header header, Actions& out,
-                    absl::string_view why) {
-  if (header.proc() == wire::V2Proc::kError) {
-    Observe({.sent = true,
-             .xid = header.xid,
-             .v2_error = true,
-             .v2_code = std::get<wire::V2Error>(header.body).code,
-             .why = why});
-  }
-  std::vector<uint8_t> bytes = TakeSendBuffer();
-  bytes.resize(wire::V2EncodedSize(header));
-  (void)wire::EncodeV2(header, absl::MakeSpan(bytes));
-  out.push_back(Send{NextOp(), std::move(bytes), std::nullopt});
+absl::Status Engine::BackwardCallAllowed(const CallPlanInput& call) const {
+  return control_.BackwardCallAllowed(call);
 }
 
 // §7.1: a responder that serves version two answers a client's opening
 // RDMA2_CONNPROP with its own, and the connection is in version two.
 bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
-  if (!config_.serve_version_two || config_.requester ||
+  if (!ctx_.config.serve_version_two || ctx_.config.requester ||
       !IsV2Proc(bytes, wire::V2Proc::kConnProp)) {
     return false;
   }
   wire::DecodeResult<wire::V2Decoded> d =
-      wire::DecodeV2(bytes, wire::V2Limits{config_.limits});
+      wire::DecodeV2(bytes, wire::V2Limits{ctx_.config.limits});
   if (!d.ok()) return false;  // answered ERR_VERS as version one would be
-  version_ = wire::kRpcRdmaVersion2;
+  ctx_.version = wire::kRpcRdmaVersion2;
   peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-  AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
-  SendV2(wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2, responder_grant_,
-                        LocalConnProp()},
-         out);
+  control_.AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
+  ctx_.SendV2(
+      wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
+                     ctx_.roles.responder_grant, control_.LocalConnProp()},
+      out);
   return true;
 }
 
@@ -173,26 +122,21 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
   if (bytes.size() < 16) return;  // not even rdma_proc
   const uint32_t xid = LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V2Decoded> d =
-      wire::DecodeV2(bytes, wire::V2Limits{config_.limits});
+      wire::DecodeV2(bytes, wire::V2Limits{ctx_.config.limits});
   if (!d.ok()) {
-    Observe({.xid = xid, .error = &d.error()});
+    ctx_.Observe({.xid = xid, .error = &d.error()});
     // An error is never answered with an error (§6.2.4 errors go from
     // responder to requester); a reply that does not decode fails its call.
     if (IsV2Proc(bytes, wire::V2Proc::kError)) return;
-    auto it = by_xid_.find(xid);
-    if (requester_on_ && it != by_xid_.end()) {
-      RequesterCall& c = requests_.at(it->second);
-      ReleaseCredit(c);
-      Finish(c,
-             FailCall{c.id, absl::DataLossError(
-                                absl::StrCat("undecodable reply: ",
-                                             d.error().ToStatus().message()))},
-             invalidated, out);
-      Dispatch(out);
+    if (ctx_.roles.requester_on && requester_.AwaitsReply(xid)) {
+      requester_.FailUndecodableReply(xid, d.error().ToStatus(), invalidated,
+                                      out);
       return;
     }
-    if (!responder_on_) return;
-    SendV2(wire::V2ErrorReplyFor(bytes, d.error(), responder_grant_), out);
+    if (!ctx_.roles.responder_on) return;
+    ctx_.SendV2(
+        wire::V2ErrorReplyFor(bytes, d.error(), ctx_.roles.responder_grant),
+        out);
     return;
   }
   const wire::V2Header& h = d->header;
@@ -208,33 +152,33 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
     }
     v1.header_length = d->header_length;
     const bool is_call = lists->direction == wire::MsgDirection::kCall;
-    Observe({.xid = xid, .header = &v1.header, .is_call = is_call});
+    ctx_.Observe({.xid = xid, .header = &v1.header, .is_call = is_call});
     routing_inv_handle_ = lists->inv_handle;
     Route(v1, bytes, is_call, invalidated, out);
     routing_inv_handle_ = 0;
     return;
   }
   if (h.proc() == wire::V2Proc::kError) {
-    Observe({.xid = xid,
-             .v2_error = true,
-             .v2_code = std::get<wire::V2Error>(h.body).code});
+    ctx_.Observe({.xid = xid,
+                  .v2_error = true,
+                  .v2_code = std::get<wire::V2Error>(h.body).code});
     HandleV2Error(h, out);
     return;
   }
   if (const auto* opt = std::get_if<wire::V2Optional>(&h.body)) {
-    HandleOptional(xid, *opt, bytes.subspan(d->header_length), out);
+    control_.OnOptional(xid, *opt, bytes.subspan(d->header_length), out);
     return;
   }
   if (const auto* upd = std::get_if<wire::V2UpdProp>(&h.body)) {
-    AdoptPeerProperties(upd->now);  // §5.3.4: the sender's values now
+    control_.AdoptPeerProperties(upd->now);  // §5.3.4: the sender's values now
     return;
   }
   if (const auto* req = std::get_if<wire::V2ReqProp>(&h.body)) {
-    AnswerPropertyRequest(xid, *req, out);
+    control_.OnPropertyRequest(xid, *req, out);
     return;
   }
   if (const auto* res = std::get_if<wire::V2ResProp>(&h.body)) {
-    TakePropertyAnswer(xid, *res, out);
+    control_.OnPropertyAnswer(xid, *res, out);
     return;
   }
   // A later RDMA2_CONNPROP: ignored.
@@ -242,32 +186,17 @@ void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,
 
 void Engine::HandleV2Error(const wire::V2Header& header, Actions& out) {
   const auto& e = std::get<wire::V2Error>(header.body);
-  auto it = by_xid_.find(header.xid);
-  if (it == by_xid_.end() || !requester_on_) {
+  if (!ctx_.roles.requester_on || !requester_.AwaitsReply(header.xid)) {
     // The answer to a message without RPC of this side's (§4.1, §5.3).
-    if (std::optional<VersionTwoState::Exchange> x =
-            EndExchange(header.xid, out)) {
-      FailExchange(*x, V2ErrorStatus(e), out);
-      return;
-    }
-    if (!requester_on_) return;
-    if (cancelled_xids_.erase(header.xid) != 0) {
-      --outstanding_;
-      grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
-      Dispatch(out);
-    }
+    if (control_.OnPeerError(header.xid, V2ErrorStatus(e), out)) return;
+    if (!ctx_.roles.requester_on) return;
+    requester_.DropLateReply(header.xid, header.credits, out);
     return;
   }
-  RequesterCall& c = requests_.at(it->second);
-  grant_ = std::clamp<uint32_t>(header.credits, 1, requester_limit_);
-  ReleaseCredit(c);
   const bool reply_did_not_fit = e.code == wire::V2ErrorCode::kReplyResource ||
                                  e.code == wire::V2ErrorCode::kWriteResource;
-  Finish(c,
-         FailCall{c.id, reply_did_not_fit ? WithReplyRoom(V2ErrorStatus(e), c)
-                                          : V2ErrorStatus(e)},
-         std::nullopt, out);
-  Dispatch(out);
+  requester_.FailOnPeerError(header.xid, header.credits, V2ErrorStatus(e),
+                             reply_did_not_fit, out);
 }
 
 }  // namespace rpcrdma::engine
