@@ -1,5 +1,5 @@
 // The protobuf Upper Layer Binding's message bodies after the RFC 5531
-// headers (protobuf/README.md, "Wire"):
+// headers (protobuf/README.md, "Call and reply bodies"):
 //
 //   call body:   uint32 timeout_ms (0: none); metadata; payload
 //   reply body:  uint32 code; string message<kMaxStatusMessage>; metadata;

@@ -1,13 +1,12 @@
 #include "tests/protobuf/echo_service.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/process_tag.h"
 
 namespace rpcrdma::protobuf::testing {
 namespace {
@@ -107,8 +106,8 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& uri) {
 std::string TestUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "tcp") return "soft+tcp://127.0.0.1:0";
-  return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-", getpid(), "-",
-                      next++);
+  return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-",
+                      ::rpcrdma::testing::ProcessTag(), "-", next++);
 }
 
 ChannelOptions TestChannelOptions() {

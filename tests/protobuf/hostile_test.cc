@@ -1,7 +1,7 @@
 // A hostile caller against the protobuf services (protobuf/README.md,
-// "Wire"): calls written by hand on a raw rpcrdma::Channel with bad bulk
-// paths, lengths and counts are answered INVALID_ARGUMENT saying what was
-// wrong, and the server goes on serving.
+// "Call and reply bodies"): calls written by hand on a raw rpcrdma::Channel
+// with bad bulk paths, lengths and counts are answered INVALID_ARGUMENT saying
+// what was wrong, and the server goes on serving.
 #include <cstdint>
 #include <memory>
 #include <string>

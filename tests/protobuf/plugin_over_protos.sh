@@ -4,6 +4,8 @@
 # Usage: plugin_over_protos.sh PROTOC PLUGIN INCLUDE OUT
 set -eu
 protoc=$1 plugin=$2 include=$3 out=$4
+# Under bazel test, OUT is relative to the test's scratch folder.
+out=${TEST_TMPDIR:+$TEST_TMPDIR/}$out
 rm -rf "$out"
 mkdir -p "$out"
 count=0

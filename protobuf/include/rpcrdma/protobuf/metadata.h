@@ -1,7 +1,8 @@
 // Call metadata: key/value pairs a client sends with a call and a server
 // sends back with its reply (trailing metadata), as gRPC's. Keys are at
 // most kMaxMetadataKey octets, values kMaxMetadataValue, and a message
-// carries at most kMaxMetadataEntries pairs (protobuf/README.md, "Wire").
+// carries at most kMaxMetadataEntries pairs (protobuf/README.md, "Call and
+// reply bodies").
 #ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_METADATA_H_
 #define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_METADATA_H_
 

@@ -1,10 +1,10 @@
 // The ONC RPC program number a protobuf service is served under
-// (protobuf/README.md, "Wire"): derived from the service's full name into
-// RFC 5531's block for numbers a site assigns itself, 0x20000000 to
-// 0x3fffffff, so that two services never need a registry to agree on one
-// and no number IANA assigns (0x00000000 to 0x1fffffff) is taken. Both
-// sides may override it (Stub's and Service's program argument) when two
-// names collide or a site assigns its own.
+// (protobuf/README.md, "The RPC program"): derived from the service's full
+// name into the block RFC 5531 §13 (its table of program number blocks)
+// leaves to the local administrator, 0x20000000 to 0x3fffffff, so that two
+// services never need a registry to agree on one and no number IANA assigns
+// (0x00000000 to 0x1fffffff) is taken. Both sides may override it (Stub's and
+// Service's program argument) when two names collide or a site assigns its own.
 #ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_PROGRAM_H_
 #define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_PROGRAM_H_
 
