@@ -145,10 +145,10 @@ INSTANTIATE_TEST_SUITE_P(
                                          Place::kOptional),
                        ::testing::Values(size_t{0}, kT - 1, kT, kT + 1,
                                          size_t{1} << 20, size_t{16} << 20)),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" +
-             PlaceName(std::get<1>(info.param)) + "_" +
-             std::to_string(std::get<2>(info.param));
+    [](const auto& param_info) {
+      return std::get<0>(param_info.param) + "_" +
+             PlaceName(std::get<1>(param_info.param)) + "_" +
+             std::to_string(std::get<2>(param_info.param));
     });
 
 // The paths name the same field on both sides whatever a map's order.

@@ -58,7 +58,7 @@ void EchoService::EchoLater(ServerContext* context,
   threads_.emplace_back(
       [this, context, request, response, done = std::move(done)]() mutable {
         {
-          absl::MutexLock lock(&mu_);
+          absl::MutexLock answer_lock(&mu_);
           answer_threads_.push_back(std::this_thread::get_id());
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -172,8 +172,8 @@ TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BadCalls, HostileTest, ::testing::ValuesIn(kCases),
-                         [](const auto& info) {
-                           return std::string(info.param.name);
+                         [](const auto& param_info) {
+                           return std::string(param_info.param.name);
                          });
 
 }  // namespace

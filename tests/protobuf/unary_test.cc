@@ -225,7 +225,9 @@ TEST_P(UnaryTest, SixtyFourCallsInFlightOnOneChannel) {
 
 INSTANTIATE_TEST_SUITE_P(SoftFabric, UnaryTest,
                          ::testing::Values("unix", "tcp"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) {
+                           return param_info.param;
+                         });
 
 }  // namespace
 }  // namespace rpcrdma::protobuf::testing
