@@ -5,6 +5,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -221,6 +222,47 @@ TEST_P(UnaryTest, SixtyFourCallsInFlightOnOneChannel) {
     EXPECT_EQ(requests[i].payload().size(), 8192u + i);
   }
   EXPECT_GT(channel_->transport().counters().peak_calls_outstanding, 1u);
+}
+
+// gRPC's wait-for-ready is CallRequest::wait_for_ready: while the channel
+// reconnects, such a call waits for the new server instead of failing.
+TEST(WaitForReadyTest, CallWaitsForTheReconnectInsteadOfFailing) {
+  const std::string uri = TestUri("unix");
+  std::unique_ptr<TestServer> server = StartTestServer(uri);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::shared_ptr<Channel>> channel = Channel::Create(uri);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  rpcrdma_test::rdma::Echo::Stub stub(*channel);
+  rpcrdma_test::EchoRequest request;
+  request.set_text("after the restart");
+  rpcrdma_test::EchoRequest response;
+  {
+    ClientContext context;
+    ASSERT_TRUE(stub.Echo(&context, request, &response).ok());
+  }
+  server.reset();
+  // Until the channel has seen the loss, a call would go out on the dead
+  // connection.
+  for (int i = 0; i < 1000 && (*channel)->transport().connected(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE((*channel)->transport().connected());
+  {
+    ClientContext context;
+    EXPECT_EQ(stub.Echo(&context, request, &response).code(),
+              absl::StatusCode::kUnavailable);
+  }
+  ClientContext context;
+  context.set_wait_for_ready(true);
+  context.set_timeout(std::chrono::seconds(30));
+  std::promise<Status> outcome;
+  stub.Echo(&context, &request, &response,
+            [&outcome](Status s) { outcome.set_value(std::move(s)); });
+  server = StartTestServer(uri);
+  ASSERT_NE(server, nullptr);
+  Status s = outcome.get_future().get();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(response.text(), "after the restart");
 }
 
 INSTANTIATE_TEST_SUITE_P(SoftFabric, UnaryTest,
