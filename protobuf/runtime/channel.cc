@@ -104,6 +104,9 @@ class Channel::UnaryCall {
     bulk_.clear();
   }
 
+  // The call's outcome: the transport's error, the handler's status, or
+  // INTERNAL for a reply that breaks this binding; `response_` is filled
+  // when it is OK.
   Status Finish(absl::StatusOr<Reply> reply) {
     GiveBackBulk();
     if (!reply.ok()) return reply.status();
@@ -115,11 +118,13 @@ class Channel::UnaryCall {
     }
     if (Status s = runtime::FromRpcReply(decoded->header); !s.ok()) return s;
     XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
-    Status s = DecodeBody(in);
-    if (s.ok() || !IsWireError(s)) return s;
-    return absl::InternalError(absl::StrCat(
-        "the server's reply to ", response_.GetDescriptor()->full_name(),
-        " is malformed: ", s.message()));
+    Status handler_status;
+    if (Status s = DecodeBody(in, handler_status); !s.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "the server's reply to ", response_.GetDescriptor()->full_name(),
+          " is malformed: ", s.message()));
+    }
+    return handler_status;
   }
 
   ClientContext& context() { return context_; }
@@ -128,15 +133,9 @@ class Channel::UnaryCall {
   std::function<void(Status)> done;
 
  private:
-  static bool IsWireError(const Status& s) {
-    return s.code() == absl::StatusCode::kInvalidArgument ||
-           s.code() == absl::StatusCode::kOutOfRange;
-  }
-
-  // Distinguishes the handler's status (returned as is) from a malformed
-  // body (INVALID_ARGUMENT or OUT_OF_RANGE, which Finish rewraps): the
-  // handler's status is returned through `handler_status_`.
-  Status DecodeBody(XdrReader& in) {
+  // A malformed body is this function's error; the handler's own status
+  // goes to `handler_status`.
+  Status DecodeBody(XdrReader& in, Status& handler_status) {
     uint32_t code = 0;
     std::string message;
     if (Status s = in.ReadUint32("status code", &code); !s.ok()) return s;
@@ -148,25 +147,16 @@ class Channel::UnaryCall {
     Metadata& trailing = CallBinding::trailing_metadata(context_);
     if (Status s = runtime::ReadMetadata(in, trailing); !s.ok()) return s;
     if (code != 0) {
-      handler_status_ = Status(runtime::CodeFromWire(code), message);
+      handler_status = Status(runtime::CodeFromWire(code), message);
       return absl::OkStatus();
     }
     return runtime::ReadPayload(in, response_);
   }
 
- public:
-  Status TakeOutcome(absl::StatusOr<Reply> reply) {
-    Status s = Finish(std::move(reply));
-    if (!s.ok()) return s;
-    return handler_status_;
-  }
-
- private:
   ClientContext& context_;
   Message& request_;
   Message& response_;
   std::vector<BulkValue> bulk_;
-  Status handler_status_;
 };
 
 absl::StatusOr<std::shared_ptr<Channel>> Channel::Create(
@@ -211,7 +201,7 @@ Status Channel::CallUnary(uint32_t program, const MethodDescriptor& method,
   CallBinding::Bind(context, *transport_, id);
   absl::StatusOr<Reply> reply = transport_->Await(id);
   CallBinding::Unbind(context);
-  return call.TakeOutcome(std::move(reply));
+  return call.Finish(std::move(reply));
 }
 
 void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
@@ -239,7 +229,7 @@ void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
           call->completed = true;
         }
         CallBinding::Unbind(call->context());
-        Status s = call->TakeOutcome(std::move(reply));
+        Status s = call->Finish(std::move(reply));
         std::function<void(Status)> user_done = std::move(call->done);
         user_done(std::move(s));
       });
