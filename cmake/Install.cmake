@@ -94,6 +94,28 @@ if(TARGET rpcrdma_thrift)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT thrift_dev)
 endif()
 
+# The protobuf adapter (protobuf/): librpcrdma_protobuf.so.1 (component
+# `protobuf`), its headers as <rpcrdma/protobuf/...>, its CMake targets and
+# rpcrdma_protobuf_generate() (find_package(rpcrdma COMPONENTS protobuf),
+# component `protobuf_dev`), and protoc-gen-rpcrdma with the tools. No
+# Debian package carries the two protobuf components yet.
+install(TARGETS rpcrdma_protobuf
+        EXPORT rpcrdmaProtobufTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+                COMPONENT protobuf NAMELINK_COMPONENT protobuf_dev)
+install(TARGETS protoc-gen-rpcrdma
+        EXPORT rpcrdmaProtobufTargets
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+file(GLOB rpcrdma_protobuf_headers CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/protobuf/include/rpcrdma/protobuf/*.h)
+install(FILES ${rpcrdma_protobuf_headers}
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma/protobuf
+        COMPONENT protobuf_dev)
+install(EXPORT rpcrdmaProtobufTargets NAMESPACE rpcrdma::
+        DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT protobuf_dev)
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/RpcrdmaProtobuf.cmake
+        DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT protobuf_dev)
+
 # The Prometheus exporter (plugin/prometheus), an optional component.
 if(TARGET rpcrdma_prometheus)
   install(TARGETS rpcrdma_prometheus

@@ -16,7 +16,7 @@ packages=(
   libabsl-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev libprotoc-dev protobuf-compiler
   nlohmann-json3-dev libpcap-dev
   prometheus-cpp-dev libmicrohttpd-dev  # optional exporter library rpcrdma_prometheus: its text format, its HTTP listener
   chromium  # headless, for the test of the exporter's /status page (skipped without it)

@@ -1,0 +1,98 @@
+// rpcrdma::protobuf::ClientContext: per-call settings and results of one
+// call on the client side, as gRPC's ClientContext: deadline, metadata to
+// send, wait-for-ready, cancellation, and the server's trailing metadata.
+// One context serves one call; it must outlive the call.
+#ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_CLIENT_CONTEXT_H_
+#define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_CLIENT_CONTEXT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "rpcrdma/ids.h"
+#include "rpcrdma/protobuf/metadata.h"
+
+namespace rpcrdma {
+class Channel;
+}  // namespace rpcrdma
+
+namespace rpcrdma::protobuf {
+
+class ClientContext {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ClientContext() = default;
+  ClientContext(const ClientContext&) = delete;
+  ClientContext& operator=(const ClientContext&) = delete;
+
+  // The call fails with DEADLINE_EXCEEDED when no reply came by then; the
+  // server sees the time left (ServerContext::deadline()).
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // The same, relative to now.
+  void set_timeout(Clock::duration timeout) {
+    deadline_ = Clock::now() + timeout;
+  }
+  std::optional<Clock::time_point> deadline() const { return deadline_; }
+
+  // Sent with the call (ServerContext::client_metadata()).
+  void AddMetadata(std::string key, std::string value) {
+    metadata_.emplace(std::move(key), std::move(value));
+  }
+  const Metadata& metadata() const { return metadata_; }
+
+  // gRPC's wait-for-ready: while the channel is reconnecting the call waits
+  // for the connection (until its deadline) instead of failing at once
+  // with UNAVAILABLE (CallRequest::wait_for_ready).
+  void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
+  bool wait_for_ready() const { return wait_for_ready_; }
+
+  // The largest reply this call accepts, in octets, overriding the
+  // channel's (ChannelOptions::max_reply_size_by_method, then
+  // ChannelOptions::max_reply_size). 0: the channel's.
+  void set_max_reply_size(uint32_t octets) { max_reply_size_ = octets; }
+  uint32_t max_reply_size() const { return max_reply_size_; }
+
+  // Ends the call with CANCELLED if it has not completed (Channel::Cancel);
+  // before the call starts, the call fails at once. Any thread. The server
+  // is not told: RPC-over-RDMA has no cancel message (RFC 8166).
+  void TryCancel();
+
+  // The server's trailing metadata, once the call has completed.
+  const Metadata& trailing_metadata() const { return trailing_metadata_; }
+
+ private:
+  friend class CallBinding;
+  std::optional<Clock::time_point> deadline_;
+  Metadata metadata_;
+  Metadata trailing_metadata_;
+  bool wait_for_ready_ = false;
+  uint32_t max_reply_size_ = 0;
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  ::rpcrdma::Channel* channel_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::optional<CallId> call_ ABSL_GUARDED_BY(mu_);
+};
+
+// The runtime's access to a context's call state (not for applications).
+class CallBinding {
+ public:
+  // True when TryCancel came first: the call must not start.
+  static bool Cancelled(ClientContext& context);
+  // Records the started call, so that TryCancel can reach it; cancels it
+  // at once when TryCancel came meanwhile.
+  static void Bind(ClientContext& context, ::rpcrdma::Channel& channel,
+                   CallId call);
+  static void Unbind(ClientContext& context);
+  static Metadata& trailing_metadata(ClientContext& context) {
+    return context.trailing_metadata_;
+  }
+};
+
+}  // namespace rpcrdma::protobuf
+
+#endif  // RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_CLIENT_CONTEXT_H_

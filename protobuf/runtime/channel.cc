@@ -1,0 +1,242 @@
+#include "rpcrdma/protobuf/channel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "protobuf/runtime/bulk_fields.h"
+#include "protobuf/runtime/reply_status.h"
+#include "protobuf/runtime/wire_codec.h"
+#include "rpcrdma/protobuf/program.h"
+#include "rpcrdma/rpc_msg.h"
+#include "rpcrdma/xdr.h"
+
+namespace rpcrdma::protobuf {
+
+using google::protobuf::Message;
+using google::protobuf::MethodDescriptor;
+using runtime::BulkItem;
+using runtime::BulkValue;
+
+namespace {
+
+absl::Status CheckMetadata(const Metadata& metadata) {
+  if (metadata.size() > kMaxMetadataEntries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(metadata.size(), " metadata pairs; at most ",
+                     kMaxMetadataEntries, " travel with a call"));
+  }
+  for (const auto& [key, value] : metadata) {
+    if (key.size() > kMaxMetadataKey || value.size() > kMaxMetadataValue) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metadata \"", key.substr(0, 64), "\": keys are at most ",
+          kMaxMetadataKey, " octets and values ", kMaxMetadataValue));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// One call in flight: the request's bulk values (sent from here), and
+// what the completion needs to fill the response and give them back.
+class Channel::UnaryCall {
+ public:
+  UnaryCall(ClientContext& context, const Message& request, Message& response)
+      : context_(context),
+        // The request is the caller's, lent for the call: its bulk fields
+        // are moved out and back (channel.h), never changed otherwise.
+        request_(const_cast<Message&>(request)),
+        response_(response) {}
+  ~UnaryCall() { GiveBackBulk(); }
+
+  absl::StatusOr<CallRequest> Build(uint32_t xid, uint32_t program,
+                                    const MethodDescriptor& method,
+                                    size_t threshold, uint32_t max_reply) {
+    if (absl::Status s = CheckMetadata(context_.metadata()); !s.ok()) return s;
+    CallRequest call;
+    CallHeader header;
+    header.xid = xid;
+    header.program = program;
+    header.version = kProgramVersion;
+    header.procedure = static_cast<uint32_t>(method.index()) + 1;
+    header.credential = AuthNone();
+    header.verifier = AuthNone();
+    if (absl::Status s = EncodeCallHeader(header, call.xdr); !s.ok()) return s;
+    XdrWriter w(&call.xdr);
+    uint32_t timeout_ms = 0;
+    if (context_.deadline().has_value()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          *context_.deadline() - ClientContext::Clock::now());
+      // A deadline already past still goes out as 1 ms: 0 means none.
+      timeout_ms = static_cast<uint32_t>(
+          std::clamp<int64_t>(left.count(), 1, UINT32_MAX));
+      call.deadline = *context_.deadline();
+    }
+    (void)w.WriteUint32("timeout_ms", timeout_ms);
+    runtime::AppendMetadata(context_.metadata(), w);
+    bulk_ = runtime::ExtractBulkFields(request_, threshold);
+    std::vector<BulkItem> items;
+    if (absl::Status s =
+            runtime::AppendPayload(request_, bulk_, call.xdr, items);
+        !s.ok()) {
+      return s;
+    }
+    for (const BulkItem& item : items) {
+      call.arguments.push_back({item.position, item.octets});
+    }
+    call.max_reply_size = max_reply;
+    call.wait_for_ready = context_.wait_for_ready();
+    return call;
+  }
+
+  // After the transport is done with the octets.
+  void GiveBackBulk() {
+    for (BulkValue& b : bulk_) {
+      // The paths came from this message a moment ago: they fit.
+      (void)runtime::RestoreBulkField(request_, b);
+    }
+    bulk_.clear();
+  }
+
+  // The call's outcome: the transport's error, the handler's status, or
+  // INTERNAL for a reply that breaks this binding; `response_` is filled
+  // when it is OK.
+  Status Finish(absl::StatusOr<Reply> reply) {
+    GiveBackBulk();
+    if (!reply.ok()) return reply.status();
+    absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
+    if (!decoded.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the server's reply is not an RFC 5531 reply: ",
+                       decoded.status().message()));
+    }
+    if (Status s = runtime::FromRpcReply(decoded->header); !s.ok()) return s;
+    XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
+    Status handler_status;
+    if (Status s = DecodeBody(in, handler_status); !s.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "the server's reply to ", response_.GetDescriptor()->full_name(),
+          " is malformed: ", s.message()));
+    }
+    return handler_status;
+  }
+
+  ClientContext& context() { return context_; }
+  absl::Mutex mu;
+  bool completed ABSL_GUARDED_BY(mu) = false;
+  std::function<void(Status)> done;
+
+ private:
+  // A malformed body is this function's error; the handler's own status
+  // goes to `handler_status`.
+  Status DecodeBody(XdrReader& in, Status& handler_status) {
+    uint32_t code = 0;
+    std::string message;
+    if (Status s = in.ReadUint32("status code", &code); !s.ok()) return s;
+    if (Status s = in.ReadString("status message", runtime::kMaxStatusMessage,
+                                 &message);
+        !s.ok()) {
+      return s;
+    }
+    Metadata& trailing = CallBinding::trailing_metadata(context_);
+    if (Status s = runtime::ReadMetadata(in, trailing); !s.ok()) return s;
+    if (code != 0) {
+      handler_status = Status(runtime::CodeFromWire(code), message);
+      return absl::OkStatus();
+    }
+    return runtime::ReadPayload(in, response_);
+  }
+
+  ClientContext& context_;
+  Message& request_;
+  Message& response_;
+  std::vector<BulkValue> bulk_;
+};
+
+absl::StatusOr<std::shared_ptr<Channel>> Channel::Create(
+    absl::string_view uri, ChannelOptions options) {
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> transport =
+      ::rpcrdma::Channel::Create(uri, options.transport);
+  if (!transport.ok()) return transport.status();
+  return std::shared_ptr<Channel>(
+      new Channel(*std::move(transport), std::move(options)));
+}
+
+Channel::Channel(std::unique_ptr<::rpcrdma::Channel> transport,
+                 ChannelOptions options)
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      // Random first XID, as RPC clients do (RFC 5531 §9 leaves it to the
+      // client), so that a restarted client does not meet its old XIDs.
+      next_xid_(std::random_device()()) {}
+
+Channel::~Channel() = default;
+
+uint32_t Channel::MaxReplySize(const MethodDescriptor& method,
+                               const ClientContext& context) const {
+  if (context.max_reply_size() != 0) return context.max_reply_size();
+  auto it = options_.max_reply_size_by_method.find(method.full_name());
+  if (it != options_.max_reply_size_by_method.end()) return it->second;
+  return options_.max_reply_size;
+}
+
+Status Channel::CallUnary(uint32_t program, const MethodDescriptor& method,
+                          ClientContext& context, const Message& request,
+                          Message& response) {
+  if (CallBinding::Cancelled(context)) {
+    return absl::CancelledError("the call was cancelled before it started");
+  }
+  UnaryCall call(context, request, response);
+  absl::StatusOr<CallRequest> built =
+      call.Build(next_xid_.fetch_add(1), program, method,
+                 options_.bulk_threshold, MaxReplySize(method, context));
+  if (!built.ok()) return built.status();
+  const CallId id = transport_->StartCall(*std::move(built));
+  CallBinding::Bind(context, *transport_, id);
+  absl::StatusOr<Reply> reply = transport_->Await(id);
+  CallBinding::Unbind(context);
+  return call.Finish(std::move(reply));
+}
+
+void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
+                             ClientContext& context, const Message& request,
+                             Message& response,
+                             std::function<void(Status)> done) {
+  if (CallBinding::Cancelled(context)) {
+    done(absl::CancelledError("the call was cancelled before it started"));
+    return;
+  }
+  auto call = std::make_shared<UnaryCall>(context, request, response);
+  absl::StatusOr<CallRequest> built =
+      call->Build(next_xid_.fetch_add(1), program, method,
+                  options_.bulk_threshold, MaxReplySize(method, context));
+  if (!built.ok()) {
+    call->GiveBackBulk();
+    done(built.status());
+    return;
+  }
+  call->done = std::move(done);
+  const CallId id =
+      transport_->Call(*std::move(built), [call](absl::StatusOr<Reply> reply) {
+        {
+          absl::MutexLock lock(&call->mu);
+          call->completed = true;
+        }
+        CallBinding::Unbind(call->context());
+        Status s = call->Finish(std::move(reply));
+        std::function<void(Status)> user_done = std::move(call->done);
+        user_done(std::move(s));
+      });
+  // Bound only while the call is pending: once `done` may have run, the
+  // context may be gone.
+  absl::MutexLock lock(&call->mu);
+  if (!call->completed) CallBinding::Bind(context, *transport_, id);
+}
+
+}  // namespace rpcrdma::protobuf

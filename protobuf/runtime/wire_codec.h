@@ -1,0 +1,55 @@
+// The protobuf Upper Layer Binding's message bodies after the RFC 5531
+// headers (protobuf/README.md, "Call and reply bodies"):
+//
+//   call body:   uint32 timeout_ms (0: none); metadata; payload
+//   reply body:  uint32 code; string message<kMaxStatusMessage>; metadata;
+//                payload when code is 0 (OK)
+//   metadata:    uint32 count (at most kMaxMetadataEntries);
+//                { string key<kMaxMetadataKey>; opaque value<...> } * count
+//   payload:     opaque message<> (the serialized message less its bulk
+//                fields); uint32 bulk_count;
+//                { uint32 steps; { uint32 field; uint32 index } * steps;
+//                  opaque value<> (DDP-eligible) } * bulk_count
+#ifndef RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
+#define RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "google/protobuf/message.h"
+#include "protobuf/runtime/bulk_fields.h"
+#include "rpcrdma/protobuf/metadata.h"
+#include "rpcrdma/xdr.h"
+
+namespace rpcrdma::protobuf::runtime {
+
+inline constexpr uint32_t kMaxStatusMessage = 65536;
+
+// A DDP-eligible item: its position in the reduced stream (after its
+// length word, RFC 8166 §3.4.5) and the octets, which stay in the
+// BulkValue they came from.
+struct BulkItem {
+  uint32_t position = 0;
+  absl::Span<const uint8_t> octets;
+};
+
+void AppendMetadata(const Metadata& metadata, XdrWriter& out);
+absl::Status ReadMetadata(XdrReader& in, Metadata& out);
+
+// Appends `message` (its bulk fields already moved into `bulk`) and the
+// bulk values' paths to `out`, leaving each value's octets out of the
+// stream (its length word stays) and naming it in `items`.
+// RESOURCE_EXHAUSTED when the message is too large for XDR's length word.
+absl::Status AppendPayload(const google::protobuf::Message& message,
+                           const std::vector<BulkValue>& bulk,
+                           std::vector<uint8_t>& out,
+                           std::vector<BulkItem>& items);
+// Parses a payload (with every value back in the stream) into `message`.
+absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message);
+
+}  // namespace rpcrdma::protobuf::runtime
+
+#endif  // RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_

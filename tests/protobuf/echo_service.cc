@@ -1,0 +1,119 @@
+#include "tests/protobuf/echo_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tests/testing/process_tag.h"
+
+namespace rpcrdma::protobuf::testing {
+namespace {
+
+// Behaviour the request asks for: a sleep, then an error instead of the
+// echo; the client's metadata comes back as trailing metadata.
+Status Behave(ServerContext* context, const rpcrdma_test::EchoRequest& request,
+              rpcrdma_test::EchoRequest* response) {
+  const rpcrdma_test::Behaviour& b = request.behaviour();
+  if (b.sleep_ms() != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(b.sleep_ms()));
+  }
+  for (const auto& [key, value] : context->client_metadata()) {
+    context->AddTrailingMetadata("echo-" + key, value);
+  }
+  if (context->deadline().has_value()) {
+    context->AddTrailingMetadata("had-deadline", "yes");
+  }
+  if (b.fail_code() != 0) {
+    return Status(static_cast<absl::StatusCode>(b.fail_code()),
+                  b.fail_message());
+  }
+  *response = request;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+EchoService::~EchoService() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+void EchoService::Echo(ServerContext* context,
+                       const rpcrdma_test::EchoRequest* request,
+                       rpcrdma_test::EchoRequest* response, Completion done) {
+  done.Finish(Behave(context, *request, response));
+}
+
+void EchoService::EchoLater(ServerContext* context,
+                            const rpcrdma_test::EchoRequest* request,
+                            rpcrdma_test::EchoRequest* response,
+                            Completion done) {
+  absl::MutexLock lock(&mu_);
+  threads_.emplace_back(
+      [this, context, request, response, done = std::move(done)]() mutable {
+        {
+          absl::MutexLock answer_lock(&mu_);
+          answer_threads_.push_back(std::this_thread::get_id());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        done.Finish(Behave(context, *request, response));
+      });
+}
+
+void EchoService::Drop(ServerContext* /*context*/,
+                       const rpcrdma_test::EchoRequest* /*request*/,
+                       rpcrdma_test::EchoRequest* /*response*/,
+                       Completion done) {
+  Completion dropped = std::move(done);
+}
+
+std::vector<std::thread::id> EchoService::answer_threads() {
+  absl::MutexLock lock(&mu_);
+  return answer_threads_;
+}
+
+void AdderService::Add(ServerContext* /*context*/,
+                       const rpcrdma_test::AddRequest* request,
+                       rpcrdma_test::AddReply* response, Completion done) {
+  response->set_sum(request->a() + request->b());
+  done.Finish(absl::OkStatus());
+}
+
+std::unique_ptr<TestServer> StartTestServer(const std::string& uri) {
+  auto s = std::make_unique<TestServer>();
+  if (!s->services.Register(&s->echo).ok() ||
+      !s->services.Register(&s->adder).ok()) {
+    return nullptr;
+  }
+  config::TransportConfig config;
+  config.mutable_execution()->set_handler_threads(4);
+  ServerOptions options;
+  options.on_connection = s->services.ConnectionObserver();
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Server>> server =
+      ::rpcrdma::Server::Create(uri, config, s->services.Handler(),
+                                std::move(options));
+  if (!server.ok()) return nullptr;
+  s->server = *std::move(server);
+  return s;
+}
+
+std::string TestUri(const std::string& scheme) {
+  static std::atomic<int> next{0};
+  if (scheme == "tcp") return "soft+tcp://127.0.0.1:0";
+  return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-",
+                      ::rpcrdma::testing::ProcessTag(), "-", next++);
+}
+
+ChannelOptions TestChannelOptions() {
+  ChannelOptions options;
+  options.max_reply_size = 20 << 20;
+  return options;
+}
+
+}  // namespace rpcrdma::protobuf::testing

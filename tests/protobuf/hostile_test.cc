@@ -1,0 +1,180 @@
+// A hostile caller against the protobuf services (protobuf/README.md,
+// "Call and reply bodies"): calls written by hand on a raw rpcrdma::Channel
+// with bad bulk paths, lengths and counts are answered INVALID_ARGUMENT saying
+// what was wrong, and the server goes on serving.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpcrdma/channel.h"
+#include "rpcrdma/protobuf/program.h"
+#include "rpcrdma/rpc_msg.h"
+#include "rpcrdma/xdr.h"
+#include "tests/protobuf/echo_service.h"
+
+namespace rpcrdma::protobuf::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Case {
+  const char* name;
+  // Writes the call body after the RFC 5531 header.
+  void (*body)(XdrWriter& w);
+  const char* expected;
+};
+
+void NoMetadata(XdrWriter& w) {
+  (void)w.WriteUint32("timeout", 0);
+  (void)w.WriteUint32("metadata count", 0);
+}
+
+void EmptyMessage(XdrWriter& w) {
+  NoMetadata(w);
+  (void)w.WriteUint32("message length", 0);
+}
+
+void OneBulk(XdrWriter& w, uint32_t field, uint32_t index) {
+  EmptyMessage(w);
+  (void)w.WriteUint32("bulk count", 1);
+  (void)w.WriteUint32("steps", 1);
+  (void)w.WriteUint32("field", field);
+  (void)w.WriteUint32("index", index);
+  const std::vector<uint8_t> value(8, 7);
+  (void)w.WriteVarOpaque("value", value);
+}
+
+const Case kCases[] = {
+    {"UnknownField", [](XdrWriter& w) { OneBulk(w, 999, 0); }, "no such field"},
+    {"HugeFieldNumber", [](XdrWriter& w) { OneBulk(w, 0xffffffff, 0); },
+     "no such field"},
+    {"NotBytes", [](XdrWriter& w) { OneBulk(w, 6, 0); }, "not a bytes field"},
+    {"IndexPastEnd", [](XdrWriter& w) { OneBulk(w, 11, 5); },
+     "index past the field's 0 elements"},
+    {"IndexOfSingular", [](XdrWriter& w) { OneBulk(w, 8, 1); },
+     "index of a singular field"},
+    {"UnsetNestedMessage",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 1);
+       (void)w.WriteUint32("steps", 2);
+       for (uint32_t v : {9u, 0u, 1u, 0u}) (void)w.WriteUint32("step", v);
+       (void)w.WriteUint32("length", 0);
+     },
+     "field not set"},
+    {"OversizedLengthClaim",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 1);
+       (void)w.WriteUint32("steps", 1);
+       (void)w.WriteUint32("field", 8);
+       (void)w.WriteUint32("index", 0);
+       (void)w.WriteUint32("length", 0x7ffffff0);
+       (void)w.WriteUint32("a little", 0);
+     },
+     "bulk value"},
+    {"TooManySteps",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 1);
+       (void)w.WriteUint32("steps", 1000000);
+       (void)w.WriteUint64("room for the bulk count", 0);
+     },
+     "path of 1000000 steps"},
+    {"HugeBulkCount",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 0xffffffff);
+     },
+     "bulk count 4294967295"},
+    {"HugeMetadataCount",
+     [](XdrWriter& w) {
+       (void)w.WriteUint32("timeout", 0);
+       (void)w.WriteUint32("metadata count", 0xffffffff);
+     },
+     "metadata count 4294967295"},
+    {"MessageDoesNotParse",
+     [](XdrWriter& w) {
+       NoMetadata(w);
+       const std::vector<uint8_t> garbage = {0xff, 0xff, 0xff, 0xff, 0xff};
+       (void)w.WriteVarOpaque("message", garbage);
+       (void)w.WriteUint32("bulk count", 0);
+     },
+     "does not parse as rpcrdma_test.EchoRequest"},
+    {"SameFieldTwice",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 2);
+       for (int i = 0; i < 2; ++i) {
+         (void)w.WriteUint32("steps", 1);
+         (void)w.WriteUint32("field", 8);
+         (void)w.WriteUint32("index", 0);
+         (void)w.WriteVarOpaque("value", std::vector<uint8_t>(4, 1));
+       }
+     },
+     "already holds octets"},
+    {"TrailingOctets",
+     [](XdrWriter& w) {
+       EmptyMessage(w);
+       (void)w.WriteUint32("bulk count", 0);
+       (void)w.WriteUint32("extra", 0);
+     },
+     "octets follow the payload"},
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class HostileTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
+  std::unique_ptr<TestServer> server = StartTestServer(TestUri("unix"));
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
+      ::rpcrdma::Channel::Create(server->server->uri(), {});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  CallRequest call;
+  CallHeader header;
+  header.xid = 77;
+  header.program = ProgramNumberFor("rpcrdma_test.Echo");
+  header.version = kProgramVersion;
+  header.procedure = 1;  // Echo
+  ASSERT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+  XdrWriter w(&call.xdr);
+  GetParam().body(w);
+  absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(ReplyStatus(decoded->header).ok());
+  XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
+  uint32_t code = 0;
+  std::string message;
+  ASSERT_TRUE(in.ReadUint32("code", &code).ok());
+  ASSERT_TRUE(in.ReadString("message", 65536, &message).ok());
+  EXPECT_EQ(code, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(message, HasSubstr(GetParam().expected));
+  EXPECT_THAT(message, HasSubstr("rpcrdma_test.Echo.Echo is malformed"));
+
+  // The server still serves a well-formed call.
+  absl::StatusOr<std::shared_ptr<Channel>> channel =
+      Channel::Create(server->server->uri());
+  ASSERT_TRUE(channel.ok());
+  rpcrdma_test::rdma::Echo::Stub stub(*channel);
+  rpcrdma_test::EchoRequest request;
+  request.set_text("still here");
+  rpcrdma_test::EchoRequest response;
+  ClientContext context;
+  ASSERT_TRUE(stub.Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.text(), "still here");
+}
+
+INSTANTIATE_TEST_SUITE_P(BadCalls, HostileTest, ::testing::ValuesIn(kCases),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param.name);
+                         });
+
+}  // namespace
+}  // namespace rpcrdma::protobuf::testing
