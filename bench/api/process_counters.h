@@ -12,7 +12,7 @@
 namespace rpcrdma::bench {
 
 // Heap allocations made by the process so far; -1 when not counted.
-using ::rpcrdma::testing::HeapAllocations;
+using ::rpcrdma::test::HeapAllocations;
 
 class ProcessCounters {
  public:

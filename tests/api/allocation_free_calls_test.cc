@@ -28,8 +28,8 @@
 namespace rpcrdma {
 namespace {
 
-using ::rpcrdma::testing::HeapAllocations;
-using ::rpcrdma::testing::NotCounted;
+using ::rpcrdma::test::HeapAllocations;
+using ::rpcrdma::test::NotCounted;
 
 // Enough calls that the pools every per-call structure comes from have
 // reached their steady size (credits, receive buffers, free lists).
@@ -40,7 +40,7 @@ void AnswerNull(IncomingCall call, Responder responder) {
   HandlerReply reply;
   {
     NotCounted handlers_own;
-    reply.xdr = test_calls::ReplyHeader(call.xid);
+    reply.xdr = test::ReplyHeader(call.xid);
   }
   EXPECT_TRUE(responder.Send(std::move(reply)).ok());
 }
@@ -77,22 +77,22 @@ using NullCaller = std::function<bool(Channel&, CallRequest)>;
 // Heap allocations per call over kCountedCalls null calls made by `call`
 // after kWarmUpCalls; -1 when this build does not count them.
 double AllocationsPerCall(const std::string& what, const NullCaller& call) {
-  auto connected = test_calls::ServeAndConnect(
-      test_calls::UniqueUnixUri(absl::StrCat("allocation-free-", what)), {},
+  auto connected = test::ServeAndConnect(
+      test::UniqueUnixUri(absl::StrCat("allocation-free-", what)), {},
       AnswerNull);
   EXPECT_TRUE(connected.ok()) << connected.status();
   if (!connected.ok()) return -1;
   Channel& channel = *connected->channel;
   uint32_t xid = 1;
   for (int i = 0; i < kWarmUpCalls; ++i) {
-    EXPECT_TRUE(call(channel, test_calls::NullCall(xid++))) << what;
+    EXPECT_TRUE(call(channel, test::NullCall(xid++))) << what;
   }
   int64_t allocations = 0;
   for (int i = 0; i < kCountedCalls; ++i) {
     CallRequest request;
     {
       NotCounted callers_own;
-      request = test_calls::NullCall(xid++);
+      request = test::NullCall(xid++);
     }
     const int64_t before = HeapAllocations();
     if (before < 0) return -1;

@@ -19,7 +19,7 @@
 namespace rpcrdma::oncrpc::testing {
 namespace {
 
-using ::rpcrdma::testing::HeapAllocations;
+using ::rpcrdma::test::HeapAllocations;
 
 constexpr int kWarmUpCalls = 300;
 constexpr int kCountedCalls = 1000;

@@ -107,7 +107,7 @@ std::string TestUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "tcp") return "soft+tcp://127.0.0.1:0";
   return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-",
-                      ::rpcrdma::testing::ProcessTag(), "-", next++);
+                      ::rpcrdma::test::ProcessTag(), "-", next++);
 }
 
 ChannelOptions TestChannelOptions() {

@@ -54,7 +54,7 @@ int posix_memalign(void** out, size_t alignment, size_t size) {
 }
 }
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 
 int64_t HeapAllocations() {
   return allocations.load(std::memory_order_relaxed);
@@ -65,4 +65,4 @@ NotCounted::~NotCounted() {
   if (was_counted_) uncounted = false;
 }
 
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test

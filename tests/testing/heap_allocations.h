@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace rpcrdma::testing {
+namespace rpcrdma::test {
 
 // Heap allocations made by the process so far (malloc, calloc, realloc,
 // the aligned forms), except those of threads inside a NotCounted scope;
@@ -32,6 +32,6 @@ class NotCounted {
   bool was_counted_;
 };
 
-}  // namespace rpcrdma::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_TESTING_HEAP_ALLOCATIONS_H_
