@@ -20,6 +20,10 @@ Status Behave(ServerContext* context, const rpcrdma_test::EchoRequest& request,
     std::this_thread::sleep_for(std::chrono::milliseconds(b.sleep_ms()));
   }
   for (const auto& [key, value] : context->client_metadata()) {
+    if (key == "want-peer") {
+      context->AddTrailingMetadata("peer", context->peer());
+      continue;
+    }
     context->AddTrailingMetadata("echo-" + key, value);
   }
   if (context->deadline().has_value()) {

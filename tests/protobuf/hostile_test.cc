@@ -171,6 +171,34 @@ TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
   EXPECT_EQ(response.text(), "still here");
 }
 
+// Streaming methods keep their procedure numbers but are not served in this
+// version: PROC_UNAVAIL (RFC 5531 §9), never a unary call in disguise.
+TEST(HostileStreamingTest, Rfc5531_9_StreamingProcedureIsProcUnavail) {
+  std::unique_ptr<TestServer> server = StartTestServer(TestUri("unix"));
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
+      ::rpcrdma::Channel::Create(server->server->uri(), {});
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  for (uint32_t procedure : {4u, 5u, 6u, 99u}) {  // Upload, Watch, Chat, none
+    CallRequest call;
+    CallHeader header;
+    header.xid = 100 + procedure;
+    header.program = ProgramNumberFor("rpcrdma_test.Echo");
+    header.version = kProgramVersion;
+    header.procedure = procedure;
+    ASSERT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+    XdrWriter w(&call.xdr);
+    EmptyMessage(w);
+    (void)w.WriteUint32("bulk count", 0);
+    absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->header.accept_stat, AcceptStat::kProcUnavail)
+        << procedure;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(BadCalls, HostileTest, ::testing::ValuesIn(kCases),
                          [](const auto& param_info) {
                            return std::string(param_info.param.name);

@@ -106,6 +106,21 @@ TEST_P(UnaryTest, MetadataTravelsBothWays) {
                                    Pair("had-deadline", "yes")));
 }
 
+TEST_P(UnaryTest, ServerContextNamesThePeer) {
+  rpcrdma_test::EchoRequest request;
+  rpcrdma_test::EchoRequest response;
+  ClientContext context;
+  context.AddMetadata("want-peer", "");
+  ASSERT_TRUE(echo_->Echo(&context, request, &response).ok());
+  ASSERT_EQ(context.trailing_metadata().count("peer"), 1u);
+  const std::string peer = context.trailing_metadata().find("peer")->second;
+  // A TCP client is named by its address; a Unix-domain one, which has
+  // none, by the server's own URI (rpcrdma::ServerConnectionEvent::peer).
+  EXPECT_THAT(
+      peer, ::testing::StartsWith(GetParam() == "tcp" ? "soft+tcp://127.0.0.1:"
+                                                      : "soft+unix://@"));
+}
+
 TEST_P(UnaryTest, TooMuchMetadataIsRefusedBeforeSending) {
   rpcrdma_test::EchoRequest request;
   rpcrdma_test::EchoRequest response;
