@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,6 +31,12 @@ class LiveXids {
   virtual bool IsLiveXid(uint32_t xid) const = 0;
 };
 
+// The answer to the version-two probe, once it came: the credits it
+// granted (an RDMA2_CONNPROP's), if any.
+struct ProbeAnswer {
+  std::optional<uint32_t> credits;
+};
+
 class Control {
  public:
   Control(EngineContext& context, const LiveXids& requester_xids)
@@ -39,6 +46,24 @@ class Control {
 
   // At connect: this side's initial properties (§5.3.1).
   void OnConnected();
+
+  // Version negotiation (§7, negotiation.cc). A requester offering version
+  // two sends a single RDMA2_CONNPROP first, no larger than version one's
+  // default inline threshold; the connection is negotiating until its
+  // answer.
+  void SendVersionProbe(uint32_t xid, Actions& out);
+  // A message received while negotiating: nullopt when it is not the
+  // answer (then it is ignored, §7); otherwise the version is settled, or
+  // EngineContext::negotiation says why it failed.
+  std::optional<ProbeAnswer> TakeProbeAnswer(absl::Span<const uint8_t> bytes);
+  // A responder serving version two answers a client's opening
+  // RDMA2_CONNPROP (§7.1) with its own: true when `bytes` was one.
+  bool TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out);
+  // The range of the peer's ERR_VERS (0..0 when it sent none; 2..2 for a
+  // peer that answered in version two).
+  std::pair<uint32_t, uint32_t> peer_versions() const {
+    return {peer_version_low_, peer_version_high_};
+  }
   // Every exchange fails with UNAVAILABLE; what awaited the owner is gone.
   void OnDisconnected(Actions& out);
 
@@ -100,6 +125,9 @@ class Control {
   EngineContext& ctx_;
   const LiveXids& requester_xids_;
   VersionTwoState v2_;
+  uint32_t probe_xid_ = 0;
+  uint32_t peer_version_low_ = 0;
+  uint32_t peer_version_high_ = 0;
 };
 
 }  // namespace rpcrdma::engine

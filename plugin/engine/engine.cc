@@ -51,99 +51,11 @@ void Engine::OnConnected(const ConnectionParams& params, Actions& out) {
   out.push_back(PostReceives{ctx_.roles.receives, ctx_.ReceiveCapacity()});
   if (ctx_.roles.requester_on && !ctx_.roles.backward_requester &&
       ctx_.config.offered_version == 2 && ctx_.negotiation.ok()) {
-    SendVersionProbe(params.version_probe_xid, out);
+    control_.SendVersionProbe(params.version_probe_xid, out);
+    requester_.HoldProbeCredit();
     return;
   }
   requester_.Dispatch(out);
-}
-
-// draft-cel-nfsv4-rpcrdma-version-two-04 §7: a single version-two message
-// first, no larger than the version-one default inline threshold; it
-// holds the one credit a requester has before any reply (§7). An
-// RDMA2_CONNPROP (§5.3.1) is the message every version-two peer must
-// accept first, and it reports this side's receive buffer size (§5.2.1).
-void Engine::SendVersionProbe(uint32_t xid, Actions& out) {
-  wire::V2Header probe;
-  probe.xid = xid;
-  probe.vers = wire::kRpcRdmaVersion2;
-  probe.credits = ctx_.roles.requester_limit;
-  probe.body = control_.LocalConnProp();
-  ctx_.negotiating = true;
-  probe_xid_ = xid;
-  requester_.HoldProbeCredit();
-  out.push_back(Send{ctx_.NextOp(), wire::EncodeV2(probe), std::nullopt});
-}
-
-void Engine::HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out) {
-  if (bytes.size() < 8) return;
-  const uint32_t xid = LoadBigEndian32(bytes.data());
-  const uint32_t vers = LoadBigEndian32(bytes.data() + 4);
-  // §7.2: the answer of a server without version two is RDMA2_ERROR /
-  // RDMA2_ERR_VERS with the probe's XID. It may come as a version-one
-  // RDMA_ERROR ERR_VERS, or with rdma_vers 2 as Linux's svcrdma sends it
-  // (it copies rdma_vers from the message it rejects): the same octets, a
-  // well-formed version-two RDMA2_ERROR.
-  std::optional<std::pair<uint32_t, uint32_t>> range;
-  std::optional<uint32_t> granted;
-  if (vers == wire::kRpcRdmaVersion2) {
-    wire::DecodeResult<wire::V2Decoded> d = wire::DecodeV2(bytes);
-    const wire::V2Error* err =
-        d.ok() ? std::get_if<wire::V2Error>(&d->header.body) : nullptr;
-    ctx_.Observe(
-        {.xid = xid,
-         .v2_error = err != nullptr,
-         .error = d.ok() ? nullptr : &d.error(),
-         .v2_code = err != nullptr ? std::optional(err->code) : std::nullopt});
-    const wire::V2ConnProp* props =
-        d.ok() ? std::get_if<wire::V2ConnProp>(&d->header.body) : nullptr;
-    if (err != nullptr && err->code == wire::V2ErrorCode::kVers &&
-        xid == probe_xid_) {
-      range = {err->vers_low, err->vers_high};
-    } else if (props != nullptr) {
-      // §7.1: the peer's own RDMA2_CONNPROP; version two from now on, with
-      // its properties and its credit grant.
-      ctx_.version = wire::kRpcRdmaVersion2;
-      peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-      control_.AdoptPeerConnProp(*props);
-      granted = d->header.credits;
-    } else {
-      ctx_.negotiation = absl::DataLossError(
-          "the peer answered the version-two probe with a version-two "
-          "message other than RDMA2_CONNPROP or RDMA2_ERR_VERS");
-    }
-  } else if (xid != probe_xid_) {
-    return;  // nothing else is expected before the answer (§7)
-  } else {
-    wire::DecodeResult<wire::V1Decoded> d = wire::DecodeV1(bytes);
-    const wire::V1Error* err =
-        d.ok() ? std::get_if<wire::V1Error>(&d->header.body) : nullptr;
-    ctx_.Observe({.xid = xid,
-                  .header = d.ok() ? &d->header : nullptr,
-                  .error = d.ok() ? nullptr : &d.error()});
-    if (err == nullptr || err->code != wire::V1ErrorCode::kVers) {
-      ctx_.negotiation = absl::DataLossError(
-          "the peer answered the version-two probe with neither a "
-          "version-two message nor RDMA_ERROR ERR_VERS");
-    } else {
-      range = {err->vers_low, err->vers_high};
-    }
-  }
-  if (range) {
-    peer_version_low_ = range->first;
-    peer_version_high_ = range->second;
-    // §7.2: the client selects a version in the peer's range.
-    if (ctx_.config.version_fallback && range->first <= 1 &&
-        range->second >= 1) {
-      ctx_.version = 1;
-    } else {
-      ctx_.negotiation = absl::FailedPreconditionError(absl::StrCat(
-          "the peer supports RPC-over-RDMA versions ", range->first, " to ",
-          range->second, ", not version 2 (ERR_VERS)"));
-    }
-  }
-  ctx_.negotiating = false;
-  requester_.EndProbe(granted);
-  requester_.Dispatch(out);  // sends the waiting calls, or fails them
 }
 
 void Engine::OnDisconnected(Actions& out) {
@@ -160,7 +72,10 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
   // The consumed receive is replaced at once (receives per credit).
   out.push_back(PostReceives{1, ctx_.ReceiveCapacity()});
   if (ctx_.negotiating) {
-    HandleProbeAnswer(bytes, out);
+    if (std::optional<ProbeAnswer> answer = control_.TakeProbeAnswer(bytes)) {
+      requester_.EndProbe(answer->credits);
+      requester_.Dispatch(out);  // sends the waiting calls, or fails them
+    }
     return;
   }
   const bool first = std::exchange(first_message_, false);
@@ -168,7 +83,7 @@ void Engine::OnReceive(absl::Span<const uint8_t> bytes,
     OnReceiveV2(bytes, invalidated, out);
     return;
   }
-  if (first && TryOpenVersionTwo(bytes, out)) return;
+  if (first && control_.TryOpenVersionTwo(bytes, out)) return;
   if (bytes.size() < kMinReplyHeader) return;
   const uint32_t xid = LoadBigEndian32(bytes.data());
   wire::DecodeResult<wire::V1Decoded> decoded =

@@ -349,7 +349,7 @@ class Engine : private BackwardCallGate {
   uint32_t version() const { return ctx_.version; }
   const absl::Status& negotiation_status() const { return ctx_.negotiation; }
   std::pair<uint32_t, uint32_t> peer_versions() const {
-    return {peer_version_low_, peer_version_high_};
+    return control_.peer_versions();
   }
   // Version two: both sides' properties (version_two.h).
   const VersionTwoState& version_two() const { return control_.state(); }
@@ -357,10 +357,6 @@ class Engine : private BackwardCallGate {
   static uint32_t ReceivesFor(const Config& config);
 
  private:
-  // Version negotiation (engine.cc).
-  void SendVersionProbe(uint32_t xid, Actions& out);
-  void HandleProbeAnswer(absl::Span<const uint8_t> bytes, Actions& out);
-
   // Routes a decoded message (version one, or version two in its
   // version-one form) to the requester or responder role.
   // `error`: why the message did not decode (then `decoded` is empty).
@@ -369,7 +365,6 @@ class Engine : private BackwardCallGate {
              const wire::DecodeError* error = nullptr);
 
   // Version two (version_two.cc).
-  bool TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out);
   void OnReceiveV2(absl::Span<const uint8_t> bytes,
                    std::optional<uint32_t> invalidated, Actions& out);
   void HandleV2Error(const wire::V2Header& header, Actions& out);
@@ -386,9 +381,6 @@ class Engine : private BackwardCallGate {
   // Responder: nothing received yet on this connection (§7.1: only the
   // first message may open version two).
   bool first_message_ = true;
-  uint32_t probe_xid_ = 0;
-  uint32_t peer_version_low_ = 0;
-  uint32_t peer_version_high_ = 0;
 };
 
 }  // namespace rpcrdma::engine

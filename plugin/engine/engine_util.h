@@ -51,6 +51,13 @@ inline bool CarriesCall(const wire::V1Header& header,
          !header.chunks()->reads.empty();
 }
 
+// rdma_vers and rdma_proc of a message, without decoding the rest.
+inline bool IsV2Proc(absl::Span<const uint8_t> bytes, wire::V2Proc proc) {
+  return bytes.size() >= 16 &&
+         LoadBigEndian32(bytes.data() + 4) == wire::kRpcRdmaVersion2 &&
+         LoadBigEndian32(bytes.data() + 12) == static_cast<uint32_t>(proc);
+}
+
 // A length as an XDR uint32, saturating (a reply's size in an error).
 inline uint32_t Clamp32(uint64_t value) {
   return static_cast<uint32_t>(

@@ -19,13 +19,6 @@
 namespace rpcrdma::engine {
 namespace {
 
-// rdma_vers and rdma_proc of a message, without decoding the rest.
-bool IsV2Proc(absl::Span<const uint8_t> bytes, wire::V2Proc proc) {
-  return bytes.size() >= 16 &&
-         LoadBigEndian32(bytes.data() + 4) == wire::kRpcRdmaVersion2 &&
-         LoadBigEndian32(bytes.data() + 12) == static_cast<uint32_t>(proc);
-}
-
 std::string V2ErrorDetail(const wire::V2Error& e) {
   switch (e.code) {
     case wire::V2ErrorCode::kVers:
@@ -95,26 +88,6 @@ uint32_t Engine::max_inline_reply() const {
 
 absl::Status Engine::BackwardCallAllowed(const CallPlanInput& call) const {
   return control_.BackwardCallAllowed(call);
-}
-
-// §7.1: a responder that serves version two answers a client's opening
-// RDMA2_CONNPROP with its own, and the connection is in version two.
-bool Engine::TryOpenVersionTwo(absl::Span<const uint8_t> bytes, Actions& out) {
-  if (!ctx_.config.serve_version_two || ctx_.config.requester ||
-      !IsV2Proc(bytes, wire::V2Proc::kConnProp)) {
-    return false;
-  }
-  wire::DecodeResult<wire::V2Decoded> d =
-      wire::DecodeV2(bytes, wire::V2Limits{ctx_.config.limits});
-  if (!d.ok()) return false;  // answered ERR_VERS as version one would be
-  ctx_.version = wire::kRpcRdmaVersion2;
-  peer_version_low_ = peer_version_high_ = wire::kRpcRdmaVersion2;
-  control_.AdoptPeerConnProp(std::get<wire::V2ConnProp>(d->header.body));
-  ctx_.SendV2(
-      wire::V2Header{d->header.xid, wire::kRpcRdmaVersion2,
-                     ctx_.roles.responder_grant, control_.LocalConnProp()},
-      out);
-  return true;
 }
 
 void Engine::OnReceiveV2(absl::Span<const uint8_t> bytes,

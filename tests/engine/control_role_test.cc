@@ -14,6 +14,7 @@
 #include "plugin/engine/marshal_plan.h"
 #include "plugin/wire/v2.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::engine {
 namespace {
@@ -185,6 +186,37 @@ TEST_F(ControlRoleTest, Draft04_5_2_2_OutsideVersionTwoEveryCallIsAllowed) {
   CallPlanInput with_result = BackwardCall(100, 0);
   with_result.result_sizes = {64};
   EXPECT_TRUE(control_.BackwardCallAllowed(with_result).ok());
+}
+
+// §7.2: a server without version two answers the probe RDMA_ERROR
+// ERR_VERS with the probe's XID; the client falls back to version one when
+// its configuration allows, and otherwise the connection carries nothing.
+// Any other message before the answer is ignored.
+TEST_F(ControlRoleTest, Draft04_7_2_ProbeAnswerSettlesTheVersion) {
+  for (bool fallback : {true, false}) {
+    SCOPED_TRACE(fallback);
+    ctx_.config.version_fallback = fallback;
+    ctx_.version = wire::kRpcRdmaVersion1;
+    ctx_.negotiation = absl::OkStatus();
+    control_.SendVersionProbe(0x99, out_);
+    EXPECT_EQ(Count<Send>(Take()), 1u);
+    EXPECT_TRUE(ctx_.negotiating);
+    const std::vector<uint8_t> other =
+        testutil::Words({0x98, 1, 1, 4, 1, 1, 1});
+    EXPECT_FALSE(control_.TakeProbeAnswer(other).has_value());
+    EXPECT_TRUE(ctx_.negotiating);
+    const std::vector<uint8_t> err_vers =
+        testutil::Words({0x99, 1, 1, 4, 1, 1, 1});
+    std::optional<ProbeAnswer> answer = control_.TakeProbeAnswer(err_vers);
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_FALSE(answer->credits.has_value());
+    EXPECT_FALSE(ctx_.negotiating);
+    EXPECT_EQ(control_.peer_versions(), std::make_pair(1u, 1u));
+    EXPECT_EQ(ctx_.version, wire::kRpcRdmaVersion1);
+    EXPECT_EQ(ctx_.negotiation.code(),
+              fallback ? absl::StatusCode::kOk
+                       : absl::StatusCode::kFailedPrecondition);
+  }
 }
 
 }  // namespace
