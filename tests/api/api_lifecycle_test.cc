@@ -346,8 +346,11 @@ TEST_P(ApiTest, DeadlineExceededWhileReconnecting) {
   late.xdr = CallHeader(0xE102, kNull);
   late.max_reply_size = 64;
   late.retry_on_reconnect = true;
-  late.deadline = Clock::now() + milliseconds(100);
-  Clock::time_point late_start = Clock::now();
+  // The start is taken before the deadline is set from it: a deadline
+  // enforced on time may end the call less than 100 ms after a later
+  // reading of the clock.
+  const Clock::time_point late_start = Clock::now();
+  late.deadline = late_start + milliseconds(100);
   auto late_future = channel_->Call(std::move(late));
   CallRequest cancelled;
   cancelled.xdr = CallHeader(0xE103, kNull);
