@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libprotobuf-dev libprotoc-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc  # tests only: the protobuf adapter beside gRPC, never linked into the library
   nlohmann-json3-dev libpcap-dev
   prometheus-cpp-dev libmicrohttpd-dev  # optional exporter library rpcrdma_prometheus: its text format, its HTTP listener
   chromium  # headless, for the test of the exporter's /status page (skipped without it)
