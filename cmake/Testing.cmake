@@ -31,7 +31,8 @@ function(rpcrdma_add_fuzzer)
   endif()
   add_executable(${F_NAME} ${F_SOURCES})
   target_compile_options(${F_NAME} PRIVATE -fsanitize=fuzzer
-                                           ${RPCRDMA_FUZZ_OPTIMIZATION})
+                                           ${RPCRDMA_FUZZ_OPTIMIZATION}
+                                           ${RPCRDMA_FUZZ_IGNORELIST})
   target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer)
   target_link_libraries(${F_NAME} PRIVATE ${F_LIBS})
   set(corpus ${CMAKE_CURRENT_BINARY_DIR}/${F_NAME}_corpus)

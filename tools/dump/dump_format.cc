@@ -233,16 +233,20 @@ size_t KeyRank(const std::string& key) {
   return static_cast<size_t>(it - std::begin(kKeyOrder));
 }
 
+// Each key is ranked once, not at every comparison of the sort: a line is
+// formatted per captured message, and a message may carry many chunks.
 nlohmann::ordered_json Ordered(const json& j) {
   if (j.is_object()) {
-    std::vector<std::string> keys;
-    for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-    std::stable_sort(keys.begin(), keys.end(),
-                     [](const std::string& a, const std::string& b) {
-                       return KeyRank(a) < KeyRank(b);
-                     });
+    std::vector<std::pair<size_t, json::const_iterator>> members;
+    members.reserve(j.size());
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      members.emplace_back(KeyRank(it.key()), it);
+    }
+    std::stable_sort(
+        members.begin(), members.end(),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
     nlohmann::ordered_json o = nlohmann::ordered_json::object();
-    for (const std::string& k : keys) o[k] = Ordered(j.at(k));
+    for (const auto& [rank, it] : members) o[it.key()] = Ordered(it.value());
     return o;
   }
   if (j.is_array()) {
