@@ -69,6 +69,7 @@
 #include "examples/nfs3d/listener.h"
 #include "examples/nfs3d/mount3_service.h"
 #include "examples/nfs3d/nfs3_server.h"
+#include "examples/nfs3d/reply_cache.h"
 #include "mount3_prot.h"
 #include "nfs3_prot.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
@@ -330,16 +331,7 @@ SVCXPRT* ServeNfsOverRdma(const std::string& uri, const AdapterConfig& config,
                  xprt.status().ToString().c_str());
     return nullptr;
   }
-  // A call a client sends again after a reconnect must not run twice:
-  // the non-idempotent procedures' replies are kept (as nfsd's cache
-  // keeps them).
-  const rpcproc_t kNonIdempotent[] = {
-      NFSPROC3_SETATTR, NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_MKDIR,
-      NFSPROC3_SYMLINK, NFSPROC3_MKNOD, NFSPROC3_REMOVE, NFSPROC3_RMDIR,
-      NFSPROC3_RENAME,  NFSPROC3_LINK,  NFSPROC3_COMMIT};
-  if (!svc_rdma_enablecache(*xprt, 1024, 0) ||
-      !svc_rdma_cache_only(*xprt, NFS_PROGRAM, NFS_V3, kNonIdempotent,
-                           sizeof kNonIdempotent / sizeof *kNonIdempotent) ||
+  if (!rpcrdma::nfs3d::KeepNonIdempotentReplies(*xprt) ||
       !svc_reg(*xprt, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
       !svc_rdma_run_threads(*xprt, threads)) {
     std::fprintf(stderr, "nfs3d: cannot serve %s\n", uri.c_str());

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "examples/nfs3d/reply_cache.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/testing/process_tag.h"
@@ -49,6 +50,13 @@ FileHandle HandleOf(const post_op_fh3& fh) {
   return FileHandle(h.data.data_val, h.data.data_val + h.data.data_len);
 }
 
+// What the tests' server and clients use: NFSv3's DDP-eligible items.
+oncrpc::AdapterConfig Nfs3Config() {
+  oncrpc::AdapterConfig config;
+  config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
+  return config;
+}
+
 }  // namespace
 
 Nfs3Client::~Nfs3Client() {
@@ -64,22 +72,29 @@ Nfs3Client::~Nfs3Client() {
   }
 }
 
-bool Nfs3Client::Start(unsigned threads) {
+bool Nfs3Client::Start(unsigned threads, ReplyCache cache) {
   static std::atomic<int> next{0};
-  oncrpc::AdapterConfig config;
-  config.policies[{NFS_PROGRAM, NFS_V3}] = oncrpc::DdpPolicy::Nfs3();
   absl::StatusOr<SVCXPRT*> xprt = oncrpc::CreateServerTransport(
       absl::StrCat("soft+unix://@rpcrdma-nfs3d-test-",
                    ::rpcrdma::test::ProcessTag(), "-", next++),
-      config);
+      Nfs3Config());
   if (!xprt.ok()) return false;
   xprt_ = *xprt;
-  if (!svc_reg(xprt_, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
+  if ((cache == ReplyCache::kNfs3d && !KeepNonIdempotentReplies(xprt_)) ||
+      !svc_reg(xprt_, NFS_PROGRAM, NFS_V3, nfs_program_3, nullptr) ||
       !svc_rdma_run_threads(xprt_, threads)) {
     return false;
   }
+  return Connect(svc_rdma_uri(xprt_));
+}
+
+bool Nfs3Client::ConnectTo(const Nfs3Client& other) {
+  return Connect(svc_rdma_uri(other.xprt_));
+}
+
+bool Nfs3Client::Connect(const char* uri) {
   absl::StatusOr<CLIENT*> client =
-      oncrpc::CreateClient(svc_rdma_uri(xprt_), NFS_PROGRAM, NFS_V3, config);
+      oncrpc::CreateClient(uri, NFS_PROGRAM, NFS_V3, Nfs3Config());
   if (!client.ok()) return false;
   client_ = *client;
   client_->cl_auth = authunix_create_default();

@@ -26,9 +26,17 @@ class Nfs3Client {
   Nfs3Client& operator=(const Nfs3Client&) = delete;
   ~Nfs3Client();
 
+  // Whether the server keeps replies for retransmissions.
+  enum class ReplyCache {
+    kNone,
+    kNfs3d,  // nfs3d's own (examples/nfs3d/reply_cache.h)
+  };
   // Serves on `threads` dispatch threads (svc_rdma_run_threads) and
   // connects. False with rdma_oncrpc_error() saying why.
-  bool Start(unsigned threads = 2);
+  bool Start(unsigned threads = 2, ReplyCache cache = ReplyCache::kNone);
+  // Connects, as another client with a connection of its own, to the
+  // server that `other` started (which must outlive this client).
+  bool ConnectTo(const Nfs3Client& other);
   // The server's transport (to register another program on it).
   SVCXPRT* transport() const { return xprt_; }
   // The connected client (for a call with arguments of the test's own).
@@ -76,7 +84,9 @@ class Nfs3Client {
   nfsstat3 Fsstat(const FileHandle& fh, FSSTAT3resok& out);
 
  private:
-  SVCXPRT* xprt_ = nullptr;
+  bool Connect(const char* uri);
+
+  SVCXPRT* xprt_ = nullptr;  // the server's, when this client started it
   CLIENT* client_ = nullptr;
 };
 

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -25,6 +26,8 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -637,6 +640,48 @@ TEST_F(Nfs3dSecurityTest, Rfc1813_I_5_2_1_DefaultsAreTheLoopback) {
   EXPECT_EQ(bound.sin_family, AF_INET);
   EXPECT_EQ(ntohl(bound.sin_addr.s_addr), INADDR_LOOPBACK);
   EXPECT_FALSE(ListenTcp("every interface", 0).ok());
+}
+
+// RFC 5531 §9: a server tells a retransmission by its XID, but an XID is
+// only its own client's. Two clients connected at once that choose the
+// same XID and send the same WRITE (same file, offset and count, and the
+// same first 1,024 octets of data: far more than the 256 octets nfsd's
+// checksum covers) make two calls, and each is executed, under nfs3d's
+// own duplicate request cache. Every soft+unix client has the same empty
+// address, as every local soft+tcp client is 127.0.0.1. A true
+// retransmission is still answered from the cache, not executed again.
+TEST_F(Nfs3dSecurityTest, Rfc5531_9_ClientsSharingAnXidEachGetTheirOwnWrite) {
+  client_ = std::make_unique<Nfs3Client>();
+  ASSERT_TRUE(client_->Start(2, Nfs3Client::ReplyCache::kNfs3d))
+      << rdma_oncrpc_error();
+  Nfs3Client second;
+  ASSERT_TRUE(second.ConnectTo(*client_)) << rdma_oncrpc_error();
+  FileHandle file;
+  ASSERT_EQ(client_->Create(root_, "shared", UNCHECKED, file), NFS3_OK);
+  const std::vector<uint8_t> first_data(4096, 'a');
+  std::vector<uint8_t> second_data = first_data;
+  std::fill(second_data.begin() + 1024, second_data.end(), 'b');
+  const auto contents = [&] {
+    std::ifstream in(In("shared"), std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto write_with_xid = [&](Nfs3Client& writer,
+                                  const std::vector<uint8_t>& data) {
+    u_int xid = 0x5eed;
+    EXPECT_TRUE(clnt_control(writer.client(), CLSET_XID,
+                             reinterpret_cast<char*>(&xid)));
+    return writer.Write(file, 0, data, FILE_SYNC, nullptr);
+  };
+
+  ASSERT_EQ(write_with_xid(*client_, first_data), NFS3_OK);
+  EXPECT_EQ(contents(), first_data);
+  ASSERT_EQ(write_with_xid(second, second_data), NFS3_OK);
+  EXPECT_EQ(contents(), second_data);
+  EXPECT_EQ(svc_rdma_cache_hits(client_->transport()), 0u);
+
+  ASSERT_EQ(write_with_xid(*client_, first_data), NFS3_OK);
+  EXPECT_EQ(svc_rdma_cache_hits(client_->transport()), 1u);
+  EXPECT_EQ(contents(), second_data);
 }
 
 }  // namespace
