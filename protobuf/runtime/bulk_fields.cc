@@ -126,13 +126,13 @@ std::vector<BulkValue> ExtractBulkFields(Message& message, size_t threshold) {
   return out;
 }
 
-absl::Status RestoreBulkField(Message& message, BulkValue& bulk) {
+absl::Status BulkFieldRestorer::Restore(BulkValue& bulk) {
   if (bulk.path.empty() || bulk.path.size() > kMaxBulkPathSteps) {
     return absl::InvalidArgumentError(
         absl::StrCat("bulk field path of ", bulk.path.size(),
                      " steps; it must have 1 to ", kMaxBulkPathSteps));
   }
-  Message* current = &message;
+  Message* current = &message_;
   for (size_t step = 0; step < bulk.path.size(); ++step) {
     const BulkPathStep& s = bulk.path[step];
     const Reflection* r = current->GetReflection();
@@ -157,7 +157,7 @@ absl::Status RestoreBulkField(Message& message, BulkValue& bulk) {
             absl::StrCat("index past the field's ", size, " elements"));
       }
       index = static_cast<int>(s.index);
-      if (field->is_map()) index = MapKeyOrder(*current, field)[s.index];
+      if (field->is_map()) index = KeyOrder(*current, field)[s.index];
     } else {
       if (s.index != 0) {
         return BadStep(bulk, step, *current, "index of a singular field");
@@ -187,6 +187,16 @@ absl::Status RestoreBulkField(Message& message, BulkValue& bulk) {
     r->SetString(current, field, std::move(bulk.value));
   }
   return absl::OkStatus();
+}
+
+const std::vector<int>& BulkFieldRestorer::KeyOrder(
+    const Message& owner, const FieldDescriptor* field) {
+  auto [it, added] = key_orders_.try_emplace(MapOf{&owner, field});
+  if (added) {
+    it->second = MapKeyOrder(owner, field);
+    ++key_orders_computed_;
+  }
+  return it->second;
 }
 
 }  // namespace rpcrdma::protobuf::runtime

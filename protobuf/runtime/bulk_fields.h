@@ -10,8 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
 
@@ -37,12 +39,38 @@ struct BulkValue {
 std::vector<BulkValue> ExtractBulkFields(google::protobuf::Message& message,
                                          size_t threshold);
 
-// Moves `bulk.value` back into the field its path names. INVALID_ARGUMENT
-// naming the step when the path does not name an empty `bytes` field of
-// `message` (a field number the type lacks, an index past the end, a
-// message field that is not set, a field that already holds octets).
-absl::Status RestoreBulkField(google::protobuf::Message& message,
-                              BulkValue& bulk);
+// Moves bulk values back into one message, each into the field its path
+// names. A map's key order is computed once per map and kept: restoring a
+// value changes no key, and a peer's call may send a value for every entry
+// of a large map, which sorting the map again for each value would make
+// cost the product of the two.
+class BulkFieldRestorer {
+ public:
+  // `message` must outlive the restorer, and its maps' keys must not
+  // change while it is used.
+  explicit BulkFieldRestorer(google::protobuf::Message& message)
+      : message_(message) {}
+
+  // Moves `bulk.value` into the field its path names. INVALID_ARGUMENT
+  // naming the step when the path does not name an empty `bytes` field of
+  // the message (a field number the type lacks, an index past the end, a
+  // message field that is not set, a field that already holds octets).
+  absl::Status Restore(BulkValue& bulk);
+
+  // How many times a map's key order was computed.
+  size_t key_orders_computed() const { return key_orders_computed_; }
+
+ private:
+  using MapOf = std::pair<const google::protobuf::Message*,
+                          const google::protobuf::FieldDescriptor*>;
+  const std::vector<int>& KeyOrder(
+      const google::protobuf::Message& owner,
+      const google::protobuf::FieldDescriptor* field);
+
+  google::protobuf::Message& message_;
+  absl::flat_hash_map<MapOf, std::vector<int>> key_orders_;
+  size_t key_orders_computed_ = 0;
+};
 
 }  // namespace rpcrdma::protobuf::runtime
 

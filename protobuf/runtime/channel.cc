@@ -97,9 +97,10 @@ class Channel::UnaryCall {
 
   // After the transport is done with the octets.
   void GiveBackBulk() {
+    runtime::BulkFieldRestorer restorer(request_);
     for (BulkValue& b : bulk_) {
       // The paths came from this message a moment ago: they fit.
-      (void)runtime::RestoreBulkField(request_, b);
+      (void)restorer.Restore(b);
     }
     bulk_.clear();
   }

@@ -108,6 +108,7 @@ absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message) {
         absl::StrCat("bulk count ", count, " is more than the ", in.remaining(),
                      " octets left can hold"));
   }
+  BulkFieldRestorer restorer(message);
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t steps = 0;
     if (absl::Status s = in.ReadUint32("path steps", &steps); !s.ok()) {
@@ -138,7 +139,7 @@ absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message) {
     }
     bulk.value.assign(reinterpret_cast<const char*>(value.data()),
                       value.size());
-    if (absl::Status s = RestoreBulkField(message, bulk); !s.ok()) return s;
+    if (absl::Status s = restorer.Restore(bulk); !s.ok()) return s;
   }
   if (in.remaining() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
