@@ -129,6 +129,40 @@ const Case kCases[] = {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// A raw call of rpcrdma_test.Echo's `procedure`: its RFC 5531 header, the
+// body for the test to write after it.
+CallRequest EchoCall(uint32_t xid, uint32_t procedure) {
+  CallRequest call;
+  CallHeader header;
+  header.xid = xid;
+  header.program = ProgramNumberFor("rpcrdma_test.Echo");
+  header.version = kProgramVersion;
+  header.procedure = procedure;
+  EXPECT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+  return call;
+}
+
+// The status a reply body opens with (protobuf/README.md, "Call and reply
+// bodies"), after an accepted RFC 5531 reply header.
+struct BodyStatus {
+  uint32_t code = ~0u;
+  std::string message;
+};
+
+absl::StatusOr<BodyStatus> StatusOfReply(const Reply& reply) {
+  absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply.xdr.span());
+  if (!decoded.ok()) return decoded.status();
+  if (absl::Status s = ReplyStatus(decoded->header); !s.ok()) return s;
+  XdrReader in(reply.xdr.span().subspan(decoded->body_offset));
+  BodyStatus status;
+  if (absl::Status s = in.ReadUint32("code", &status.code); !s.ok()) return s;
+  if (absl::Status s = in.ReadString("message", 65536, &status.message);
+      !s.ok()) {
+    return s;
+  }
+  return status;
+}
+
 class HostileTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
@@ -137,28 +171,18 @@ TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
   absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
       ::rpcrdma::Channel::Create(server->server->uri(), {});
   ASSERT_TRUE(raw.ok()) << raw.status();
-  CallRequest call;
-  CallHeader header;
-  header.xid = 77;
-  header.program = ProgramNumberFor("rpcrdma_test.Echo");
-  header.version = kProgramVersion;
-  header.procedure = 1;  // Echo
-  ASSERT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+  CallRequest call = EchoCall(77, 1);  // Echo
   XdrWriter w(&call.xdr);
   GetParam().body(w);
   absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
   ASSERT_TRUE(reply.ok()) << reply.status();
-  absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
-  ASSERT_TRUE(ReplyStatus(decoded->header).ok());
-  XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
-  uint32_t code = 0;
-  std::string message;
-  ASSERT_TRUE(in.ReadUint32("code", &code).ok());
-  ASSERT_TRUE(in.ReadString("message", 65536, &message).ok());
-  EXPECT_EQ(code, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(message, HasSubstr(GetParam().expected));
-  EXPECT_THAT(message, HasSubstr("rpcrdma_test.Echo.Echo is malformed"));
+  absl::StatusOr<BodyStatus> status = StatusOfReply(*reply);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->code,
+            static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(status->message, HasSubstr(GetParam().expected));
+  EXPECT_THAT(status->message,
+              HasSubstr("rpcrdma_test.Echo.Echo is malformed"));
 
   // The server still serves a well-formed call.
   absl::StatusOr<std::shared_ptr<Channel>> channel =
@@ -190,13 +214,7 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
     (*request.mutable_by_id())[static_cast<int32_t>(i)];
   }
   const std::string message = request.SerializeAsString();
-  CallRequest call;
-  CallHeader header;
-  header.xid = 78;
-  header.program = ProgramNumberFor("rpcrdma_test.Echo");
-  header.version = kProgramVersion;
-  header.procedure = 1;  // Echo
-  ASSERT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+  CallRequest call = EchoCall(78, 1);  // Echo
   XdrWriter w(&call.xdr);
   NoMetadata(w);
   (void)w.WriteVarOpaque(
@@ -217,15 +235,9 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
   call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
   ASSERT_TRUE(reply.ok()) << reply.status();
-  absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
-  ASSERT_TRUE(decoded.ok()) << decoded.status();
-  ASSERT_TRUE(ReplyStatus(decoded->header).ok());
-  XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
-  uint32_t code = ~0u;
-  std::string why;
-  ASSERT_TRUE(in.ReadUint32("code", &code).ok());
-  ASSERT_TRUE(in.ReadString("message", 65536, &why).ok());
-  EXPECT_EQ(code, 0u) << why;
+  absl::StatusOr<BodyStatus> status = StatusOfReply(*reply);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->code, 0u) << status->message;
 }
 
 // Streaming methods keep their procedure numbers but are not served in this
@@ -237,13 +249,7 @@ TEST(HostileStreamingTest, Rfc5531_9_StreamingProcedureIsProcUnavail) {
       ::rpcrdma::Channel::Create(server->server->uri(), {});
   ASSERT_TRUE(raw.ok()) << raw.status();
   for (uint32_t procedure : {4u, 5u, 6u, 99u}) {  // Upload, Watch, Chat, none
-    CallRequest call;
-    CallHeader header;
-    header.xid = 100 + procedure;
-    header.program = ProgramNumberFor("rpcrdma_test.Echo");
-    header.version = kProgramVersion;
-    header.procedure = procedure;
-    ASSERT_TRUE(EncodeCallHeader(header, call.xdr).ok());
+    CallRequest call = EchoCall(100 + procedure, procedure);
     XdrWriter w(&call.xdr);
     EmptyMessage(w);
     (void)w.WriteUint32("bulk count", 0);
