@@ -37,7 +37,7 @@ void Responder::AnswerDropped() noexcept {
   if (target_ == nullptr) return;  // replied, or moved from
   std::shared_ptr<api_internal::ReplyTarget> target = std::move(target_);
   target_ = nullptr;
-  target->SendDroppedReply(generation_, call_, xid_,
+  target->SendDroppedReply(generation_, engine::CallId(call_), xid_,
                            HandlerReply(wire::EncodeSystemErrReply(xid_)),
                            api_internal::Clock::time_point(
                                api_internal::Clock::duration(delivered_ns_)));
@@ -51,7 +51,7 @@ absl::Status Responder::Send(HandlerReply reply) {
   }
   std::shared_ptr<api_internal::ReplyTarget> target = std::move(target_);
   target_ = nullptr;
-  return target->SendReply(generation_, call_, std::move(reply),
+  return target->SendReply(generation_, engine::CallId(call_), std::move(reply),
                            api_internal::Clock::time_point(
                                api_internal::Clock::duration(delivered_ns_)));
 }

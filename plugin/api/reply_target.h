@@ -52,7 +52,7 @@ class ResponderAccess {
   static Responder Make(std::shared_ptr<ReplyTarget> target,
                         uint64_t generation, engine::CallId call, uint32_t xid,
                         Clock::time_point delivered_at) {
-    return Responder(std::move(target), generation, call, xid,
+    return Responder(std::move(target), generation, call.value(), xid,
                      delivered_at.time_since_epoch().count());
   }
 };

@@ -66,7 +66,7 @@ struct EngineContext {
     return std::max(config.local.receive_size, config.max_receive_size_granted);
   }
 
-  CallId NextCallId() { return next_call++; }
+  CallId NextCallId() { return CallId(next_call++); }
   OpId NextOp() { return next_op++; }
 
   void Observe(const MessageSeen& seen) const {
@@ -94,7 +94,7 @@ struct EngineContext {
               absl::string_view why = {});
 
  private:
-  CallId next_call = 1;
+  uint64_t next_call = 1;
   OpId next_op = 1;
   // Send buffers handed back by the driver, reused for the next messages.
   std::vector<std::vector<uint8_t>> spare_send_buffers;

@@ -22,10 +22,16 @@
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 #include "rpcrdma/buffer.h"
+#include "rpcrdma/ids.h"
 
 namespace rpcrdma::engine {
 
-using CallId = uint64_t;
+// A call the engine tracks, as a requester (a call it sent) or as a
+// responder (a call it delivered): its own type, so that neither an XID, a
+// handle nor an operation can be passed for it. Numbered from 1 per engine;
+// CallId() names none.
+struct CallTag;
+using CallId = Id<CallTag>;
 using OpId = uint64_t;
 
 // Rights a peer gets on exposed memory (bit flags).
@@ -105,7 +111,7 @@ struct Invalidate {
 };
 // Responder: a complete incoming call, ready for the upper layer.
 struct DeliverCall {
-  CallId call = 0;
+  CallId call;
   uint32_t xid = 0;
   Buffer message;  // the reassembled RPC call stream
   // Capacities the requester offered for the reply (RFC 8166 §3.4.7,
@@ -117,11 +123,11 @@ struct DeliverCall {
 // Responder: the reply to `call` has been sent; the DdpResult memory given
 // to Reply() may be reused.
 struct ReplySent {
-  CallId call = 0;
+  CallId call;
 };
 // Requester: the call completed. All its handles are invalidated.
 struct CompleteCall {
-  CallId call = 0;
+  CallId call;
   uint32_t xid = 0;
   Buffer reply;  // the reduced reply stream
   // Octets written into each write chunk the reply returned, in write list
@@ -130,7 +136,7 @@ struct CompleteCall {
 };
 // Requester: the call failed. All its handles are invalidated.
 struct FailCall {
-  CallId call = 0;
+  CallId call;
   absl::Status status;
   // The call never left: it was still waiting for a credit when the
   // connection was lost, so the peer cannot have run it and the owner may

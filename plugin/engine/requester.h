@@ -103,7 +103,7 @@ class Requester : public LiveXids {
  private:
   enum class State { kQueued, kSent, kFinishing };
   struct Call {
-    CallId id = 0;
+    CallId id;
     uint32_t xid = 0;
     OutgoingCall call;
     State state = State::kQueued;

@@ -84,7 +84,7 @@ class Responder {
  private:
   enum class State { kAwaitingMemory, kReading, kDelivered, kSending };
   struct Call {
-    CallId id = 0;
+    CallId id;
     uint32_t xid = 0;
     wire::ChunkLists chunks;
     bool nomsg = false;
@@ -104,7 +104,7 @@ class Responder {
     bool assembled = false;    // reads land in `message` directly
   };
   struct PendingRead {
-    CallId call = 0;
+    CallId call;
     wire::Segment source;
     absl::Span<uint8_t> destination;
   };

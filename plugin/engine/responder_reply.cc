@@ -142,7 +142,7 @@ absl::Status Responder::Reply(CallId id, OutgoingReply reply, Actions& out) {
   auto it = calls_.find(id);
   if (it == calls_.end() || it->second.state != State::kDelivered) {
     return absl::InvalidArgumentError(
-        absl::StrCat("call ", id, " is not awaiting a reply"));
+        absl::StrCat("call ", id.value(), " is not awaiting a reply"));
   }
   Call& c = it->second;
   uint32_t previous = 0;

@@ -87,7 +87,7 @@ class HostileTest : public ::testing::Test {
   CallId DeliverInline(uint32_t xid) {
     auto d = Only<DeliverCall>(Receive(InlineCall(xid, CallStream(xid, {}))));
     EXPECT_EQ(d.size(), 1u);
-    return d.empty() ? 0 : d[0].call;
+    return d.empty() ? CallId() : d[0].call;
   }
 
   FakeExposer exposer_;

@@ -55,7 +55,7 @@ class RequesterRoleTest : public ::testing::Test {
         OutgoingCall{CallStream(xid, {100003, 3, 0}), {}, {}, max_reply_size},
         out_);
     EXPECT_TRUE(id.ok()) << id.status();
-    return id.ok() ? *id : 0;
+    return id.ok() ? *id : CallId();
   }
   // An inline RDMA_MSG reply to `xid` granting `credits`.
   void Reply(uint32_t xid, uint32_t credits) {

@@ -40,7 +40,7 @@ class RequesterTest : public ::testing::Test {
   CallId Start(OutgoingCall call) {
     auto id = engine_->StartCall(std::move(call), out_);
     EXPECT_TRUE(id.ok()) << id.status();
-    return id.ok() ? *id : 0;
+    return id.ok() ? *id : CallId();
   }
   static OutgoingCall Simple(uint32_t xid) {
     return OutgoingCall{CallStream(xid, {100003, 3, 0}), {}, {}, 100};

@@ -51,7 +51,7 @@ class ResponderTest : public ::testing::Test {
         {Words({xid, 1, 2, 0}), lists, Words({xid, 0, 2, 100003, 3, 1})}));
     auto d = Only<DeliverCall>(out);
     EXPECT_EQ(d.size(), 1u);
-    return d.empty() ? 0 : d[0].call;
+    return d.empty() ? CallId() : d[0].call;
   }
   static std::vector<uint8_t> ErrChunk(uint32_t xid) {
     return Words({xid, 1, kCredits, 4, 2});

@@ -72,8 +72,8 @@ class Responder {
   // Sends the SYSTEM_ERR answer of a call dropped unanswered (above).
   void AnswerDropped() noexcept;
   std::shared_ptr<api_internal::ReplyTarget> target_;  // null once replied
-  uint64_t generation_ = 0;  // of the connection the call came on
-  uint64_t call_ = 0;
+  uint64_t generation_ = 0;   // of the connection the call came on
+  uint64_t call_ = 0;         // the engine's id of the call, as a number
   int64_t delivered_ns_ = 0;  // steady clock, for the reply-time metric
   uint32_t xid_ = 0;          // of the call, for a dropped one's answer
 };
