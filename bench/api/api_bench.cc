@@ -45,6 +45,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
+#include "rpcrdma/xdr.h"
 #include "tests/api/process_stats.h"
 #include "tools/perf_program/perf_program.h"
 
@@ -153,12 +154,6 @@ void EchoRpcrdma(benchmark::State& state) {
 // ECHO of `state.range(0)` octets carried inline in the call's XDR, whose
 // reply carries them back inline (version one: a long call and a reply
 // chunk at 2 KiB; version two: inline both ways).
-void StoreWord(uint8_t* at, uint32_t word) {
-  for (int i = 0; i < 4; ++i) {
-    at[i] = static_cast<uint8_t>(word >> (24 - 8 * i));
-  }
-}
-
 void VersionRpcrdma(benchmark::State& state,
                     config::TransportConfig::VersionPolicy policy) {
   config::TransportConfig config;
@@ -173,10 +168,10 @@ void VersionRpcrdma(benchmark::State& state,
     CallRequest request = perf::NullCall(xid++);
     if (size > 0) {
       // NULL's header with ECHO's procedure number, then opaque<size>.
-      StoreWord(request.xdr.data() + 20, perf::kEchoProcedure);
+      StoreBigEndian32(request.xdr.data() + 20, perf::kEchoProcedure);
       const size_t at = request.xdr.size();
       request.xdr.resize(at + 4 + size, 0x5A);
-      StoreWord(request.xdr.data() + at, size);
+      StoreBigEndian32(request.xdr.data() + at, size);
       request.max_reply_size = size + perf::kMaxReducedReply;
     }
     allocations.Open();

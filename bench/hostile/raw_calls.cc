@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "rpcrdma/rpc_msg.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::bench::hostile {
 using thrift::test::PutU32;
@@ -88,9 +89,7 @@ absl::StatusOr<uint32_t> CallForUint(Channel& channel,
   if (reply->xdr.size() < decoded->body_offset + 4) {
     return absl::DataLossError("the reply carries no u_int result");
   }
-  const uint8_t* at = reply->xdr.data() + decoded->body_offset;
-  return (uint32_t{at[0]} << 24) | (uint32_t{at[1]} << 16) |
-         (uint32_t{at[2]} << 8) | uint32_t{at[3]};
+  return LoadBigEndian32(reply->xdr.data() + decoded->body_offset);
 }
 
 }  // namespace rpcrdma::bench::hostile

@@ -3,6 +3,7 @@
 // Exits 0 when the reply is the echo of the call.
 #include <rpcrdma/channel.h>
 #include <rpcrdma/server.h>
+#include <rpcrdma/xdr.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -12,12 +13,6 @@
 #include <vector>
 
 namespace {
-
-void Put(std::vector<uint8_t>& out, uint32_t word) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(word >> shift));
-  }
-}
 
 // RFC 5531 call header words: xid, CALL, rpcvers 2, prog, vers, proc,
 // AUTH_NONE credential and verifier.
@@ -34,8 +29,10 @@ int main() {
       "soft+unix://@rpcrdma-consumer-" + std::to_string(getpid()), config,
       [](rpcrdma::IncomingCall call, rpcrdma::Responder responder) {
         rpcrdma::HandlerReply reply;
+        // Appending to a vector, an XdrWriter's writes cannot fail.
+        rpcrdma::XdrWriter header(&reply.xdr);
         for (uint32_t word : {call.xid, 1u, 0u, 0u, 0u, 0u}) {
-          Put(reply.xdr, word);
+          (void)header.WriteUint32("reply header", word);
         }
         reply.xdr.insert(reply.xdr.end(),
                          call.message.begin() + kCallHeaderSize,
@@ -54,8 +51,9 @@ int main() {
 
   const std::vector<uint8_t> arguments = {0, 0, 0, 4, 'e', 'c', 'h', 'o'};
   rpcrdma::CallRequest request;
+  rpcrdma::XdrWriter call_header(&request.xdr);
   for (uint32_t word : {kXid, 0u, 2u, 0x20000099u, 1u, 1u, 0u, 0u, 0u, 0u}) {
-    Put(request.xdr, word);
+    (void)call_header.WriteUint32("call header", word);
   }
   request.xdr.insert(request.xdr.end(), arguments.begin(), arguments.end());
   request.max_reply_size = 1024;
@@ -66,7 +64,10 @@ int main() {
     return 1;
   }
   std::vector<uint8_t> expected;
-  for (uint32_t word : {kXid, 1u, 0u, 0u, 0u, 0u}) Put(expected, word);
+  rpcrdma::XdrWriter expected_header(&expected);
+  for (uint32_t word : {kXid, 1u, 0u, 0u, 0u, 0u}) {
+    (void)expected_header.WriteUint32("reply header", word);
+  }
   expected.insert(expected.end(), arguments.begin(), arguments.end());
   if (reply->xdr != expected) {
     std::fprintf(stderr, "reply: %zu octets, not the echo of the call\n",

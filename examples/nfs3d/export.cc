@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "examples/nfs3d/attributes.h"
 #include "examples/nfs3d/credentials.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::nfs3d {
 namespace {
@@ -44,15 +45,12 @@ bool KernelHandleOf(int fd, KernelHandle& out) {
   return name_to_handle_at(fd, "", out.header(), &mount_id, AT_EMPTY_PATH) == 0;
 }
 
+// A file handle keeps the kernel's handle types as big-endian words, laid
+// out as an XDR unsigned integer (RFC 4506 §4.2).
 void AppendBigEndian32(uint32_t value, FileHandle& out) {
-  for (int i = 0; i < 4; ++i) {
-    out.push_back(static_cast<uint8_t>(value >> (24 - 8 * i)));
-  }
-}
-
-uint32_t BigEndian32(const uint8_t* bytes) {
-  return uint32_t{bytes[0]} << 24 | uint32_t{bytes[1]} << 16 |
-         uint32_t{bytes[2]} << 8 | uint32_t{bytes[3]};
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, value);
 }
 
 // The kernel handle of `type` (big-endian at `bytes`) whose `length`
@@ -62,7 +60,7 @@ uint32_t BigEndian32(const uint8_t* bytes) {
 // would have several valid handles. name_to_handle_at sets none without
 // AT_HANDLE_CONNECTABLE, which this server does not ask for).
 bool ParseKernelHandle(const uint8_t* bytes, size_t length, KernelHandle& out) {
-  const uint32_t type = BigEndian32(bytes);
+  const uint32_t type = LoadBigEndian32(bytes);
   if ((type & ~kHandleTypeMask) != 0) return false;
   out.header()->handle_bytes = static_cast<unsigned int>(length);
   out.header()->handle_type = static_cast<int>(type);

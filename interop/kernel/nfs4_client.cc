@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpcrdma/oncrpc/config.h"
 #include "rpcrdma/oncrpc/xdr_rdma.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::nfs4 {
 namespace {
@@ -84,12 +85,13 @@ class XdrReplyStream final : public ReplyStream {
     return via_chunk;
   }
   std::vector<uint8_t> ReadRest() override {
+    // The stream hands out whole words; they go back to octets as XDR
+    // laid them out.
     std::vector<uint8_t> rest;
+    XdrWriter octets(&rest);  // appending to a vector: no write fails
     u_int word = 0;
     while (rest.size() < kMaxTrailing && xdr_u_int(xdrs_, &word)) {
-      for (int shift = 24; shift >= 0; shift -= 8) {
-        rest.push_back(static_cast<uint8_t>(word >> shift));
-      }
+      (void)octets.WriteUint32("trailing word", word);
     }
     return rest;
   }

@@ -25,6 +25,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
+#include "rpcrdma/xdr.h"
 #include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"
 
@@ -40,16 +41,6 @@ constexpr uint32_t kFetch = 2;   // args n, seed, m: item opaque<n>, opaque<m>
 constexpr uint32_t kRdmaMsg = 0;
 constexpr uint32_t kRdmaNoMsg = 1;
 
-void Put(std::vector<uint8_t>& out, uint32_t w) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(w >> shift));
-  }
-}
-uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
-  return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
-         (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
-}
-
 std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) {
@@ -64,37 +55,44 @@ uint32_t Sum(absl::Span<const uint8_t> v, size_t from) {
   return s;
 }
 
+// The words of an RFC 5531 accepted, successful reply header (AUTH_NONE
+// verifier): 24 octets.
+std::vector<uint8_t> ReplyHeader(uint32_t xid) {
+  std::vector<uint8_t> out;
+  XdrWriter header(&out);  // appending to a vector: no write fails
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) {
+    (void)header.WriteUint32("reply header", w);
+  }
+  return out;
+}
+
 // RFC 5531 call header, AUTH_NONE: 40 octets.
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
   std::vector<uint8_t> out;
+  XdrWriter header(&out);
   for (uint32_t w : {xid, 0u, 2u, kProg, 1u, proc, 0u, 0u, 0u, 0u}) {
-    Put(out, w);
+    (void)header.WriteUint32("call header", w);
   }
   return out;
 }
 constexpr uint32_t kCallHeaderSize = 40;
 constexpr uint32_t kReplyHeaderSize = 24;
 
-void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
-  Put(out, static_cast<uint32_t>(data.size()));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
-}
-
 HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
   HandlerReply reply;
-  for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
-  if (Get(m, 20) == kDigest) {
-    Put(reply.xdr, static_cast<uint32_t>(m.size()));
-    Put(reply.xdr, Sum(m, kCallHeaderSize));
+  reply.xdr = ReplyHeader(call.xid);
+  XdrWriter results(&reply.xdr);
+  if (LoadBigEndian32(m.data() + 20) == kDigest) {
+    (void)results.WriteUint32("size", static_cast<uint32_t>(m.size()));
+    (void)results.WriteUint32("sum", Sum(m, kCallHeaderSize));
   } else {
-    const uint32_t n = Get(m, kCallHeaderSize);
-    const uint32_t seed = Get(m, kCallHeaderSize + 4);
-    const uint32_t bulk = Get(m, kCallHeaderSize + 8);
-    Put(reply.xdr, n);
+    const uint32_t n = LoadBigEndian32(m.data() + kCallHeaderSize);
+    const uint32_t seed = LoadBigEndian32(m.data() + kCallHeaderSize + 4);
+    const uint32_t bulk = LoadBigEndian32(m.data() + kCallHeaderSize + 8);
+    (void)results.WriteUint32("item length", n);
     reply.results.push_back({kReplyHeaderSize + 4, Pattern(n, seed)});
-    PutOpaque(reply.xdr, Pattern(bulk, seed + 1));
+    (void)results.WriteVarOpaque("bulk", Pattern(bulk, seed + 1));
   }
   return reply;
 }
@@ -165,20 +163,22 @@ class CaptureTap : public ::testing::Test {
                       const std::vector<uint8_t>& chunk, uint32_t call_type) {
       CallRequest req;
       req.xdr = CallHeader(++xid, kDigest);
-      PutOpaque(req.xdr, inline_data);
+      (void)XdrWriter(&req.xdr).WriteVarOpaque("inline data", inline_data);
       std::vector<uint8_t> full = req.xdr;
       if (!chunk.empty()) {
-        Put(req.xdr, static_cast<uint32_t>(chunk.size()));
+        (void)XdrWriter(&req.xdr).WriteUint32(
+            "chunk length", static_cast<uint32_t>(chunk.size()));
         req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()),
                                  absl::MakeConstSpan(chunk)});
-        PutOpaque(full, chunk);
+        (void)XdrWriter(&full).WriteVarOpaque("chunk", chunk);
       }
       req.max_reply_size = 1024;
       absl::StatusOr<Reply> reply = (*channel)->Call(std::move(req)).get();
       ASSERT_TRUE(reply.ok()) << reply.status();
       ASSERT_EQ(reply->xdr.size(), kReplyHeaderSize + 8);
-      EXPECT_EQ(Get(reply->xdr, kReplyHeaderSize), full.size());
-      EXPECT_EQ(Get(reply->xdr, kReplyHeaderSize + 4),
+      EXPECT_EQ(LoadBigEndian32(reply->xdr.data() + kReplyHeaderSize),
+                full.size());
+      EXPECT_EQ(LoadBigEndian32(reply->xdr.data() + kReplyHeaderSize + 4),
                 Sum(full, kCallHeaderSize));
       expected_->push_back({xid, call_type, true});
       expected_->push_back({xid, kRdmaMsg, false});
@@ -189,9 +189,10 @@ class CaptureTap : public ::testing::Test {
                      uint32_t reply_type) {
       CallRequest req;
       req.xdr = CallHeader(++xid, kFetch);
-      Put(req.xdr, n);
-      Put(req.xdr, xid);
-      Put(req.xdr, bulk);
+      XdrWriter args(&req.xdr);
+      (void)args.WriteUint32("n", n);
+      (void)args.WriteUint32("seed", xid);
+      (void)args.WriteUint32("m", bulk);
       std::vector<uint8_t> result(to_chunk ? n : 0);
       if (to_chunk) req.results.push_back(absl::MakeSpan(result));
       req.max_reply_size = kReplyHeaderSize + 8 + bulk + 8 + (to_chunk ? 0 : n);
@@ -202,14 +203,11 @@ class CaptureTap : public ::testing::Test {
         ASSERT_EQ(reply->result_lengths, std::vector<uint32_t>{n});
         EXPECT_EQ(result, item);
       }
-      std::vector<uint8_t> want;
-      for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put(want, w);
-      Put(want, n);
-      if (!to_chunk) {
-        want.insert(want.end(), item.begin(), item.end());
-        want.insert(want.end(), (4 - n % 4) % 4, uint8_t{0});
-      }
-      PutOpaque(want, Pattern(bulk, xid + 1));
+      std::vector<uint8_t> want = ReplyHeader(xid);
+      XdrWriter results(&want);
+      (void)results.WriteUint32("item length", n);
+      if (!to_chunk) (void)results.WriteFixedOpaque("item", item);
+      (void)results.WriteVarOpaque("bulk", Pattern(bulk, xid + 1));
       EXPECT_EQ(reply->xdr, want);
       expected_->push_back({xid, kRdmaMsg, true});
       expected_->push_back({xid, reply_type, false});

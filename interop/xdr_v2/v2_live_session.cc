@@ -14,6 +14,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
 #include "rpcrdma/version_two.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::interop {
 namespace {
@@ -28,24 +29,12 @@ constexpr uint32_t kType = 0x4C495645;  // "LIVE", an optional type
 constexpr uint32_t kServerProp = kFirstExperimentalPropertyId + 0x53;
 constexpr uint32_t kClientProp = kFirstExperimentalPropertyId + 0x43;
 
-void Put(std::vector<uint8_t>& out, uint32_t w) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(w >> shift));
-  }
-}
-
-uint32_t Get(absl::Span<const uint8_t> in, size_t at) {
-  return in.size() < at + 4
-             ? 0
-             : (uint32_t{in[at]} << 24 | uint32_t{in[at + 1]} << 16 |
-                uint32_t{in[at + 2]} << 8 | uint32_t{in[at + 3]});
-}
-
 // RFC 5531 call header, AUTH_NONE: 40 octets.
 std::vector<uint8_t> CallHeader(uint32_t xid) {
   std::vector<uint8_t> out;
+  XdrWriter header(&out);  // appending to a vector: no write fails
   for (uint32_t w : {xid, 0u, 2u, kProgram, 3u, 0u, 0u, 0u, 0u, 0u}) {
-    Put(out, w);
+    (void)header.WriteUint32("call header", w);
   }
   return out;
 }
@@ -53,15 +42,21 @@ std::vector<uint8_t> CallHeader(uint32_t xid) {
 // Echo or bulk, with a 5000-octet result for a write chunk offered.
 HandlerReply Answer(const IncomingCall& call) {
   HandlerReply reply;
-  for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put(reply.xdr, w);
+  XdrWriter out(&reply.xdr);
+  for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) {
+    (void)out.WriteUint32("reply header", w);
+  }
   absl::Span<const uint8_t> m = call.message;
   if (call.xid == kBulkXid || call.xid == kInlineReplyXid) {
-    reply.xdr.resize(reply.xdr.size() + Get(m, 40), 0x6B);
+    // The word after the call header is how many octets to answer with
+    // (none when the call ends before it).
+    const uint32_t length = m.size() < 44 ? 0 : LoadBigEndian32(m.data() + 40);
+    reply.xdr.resize(reply.xdr.size() + length, 0x6B);
   } else if (m.size() > 40) {
     reply.xdr.insert(reply.xdr.end(), m.begin() + 40, m.end());
   }
   if (!call.write_chunk_capacities.empty()) {
-    Put(reply.xdr, 5000);
+    (void)out.WriteUint32("result length", 5000);
     reply.results.push_back({static_cast<uint32_t>(reply.xdr.size()),
                              std::vector<uint8_t>(5000, 0x5A)});
   }
@@ -166,7 +161,8 @@ absl::Status RunV2LiveSession(const std::string& listen_uri,
   std::vector<CallRequest> calls(5);
   calls[0].xdr = CallHeader(1);  // inline both ways
   calls[1].xdr = CallHeader(2);  // a read chunk, a reply chunk back
-  Put(calls[1].xdr, static_cast<uint32_t>(bulk.size()));
+  (void)XdrWriter(&calls[1].xdr)
+      .WriteUint32("argument length", static_cast<uint32_t>(bulk.size()));
   calls[1].arguments.push_back(
       {static_cast<uint32_t>(calls[1].xdr.size()), bulk});
   calls[2].xdr = CallHeader(3);  // a long call
@@ -174,7 +170,7 @@ absl::Status RunV2LiveSession(const std::string& listen_uri,
   calls[3].xdr = CallHeader(4);  // a write chunk
   calls[3].results.push_back(absl::MakeSpan(result));
   calls[4].xdr = CallHeader(kBulkXid);  // a long reply
-  Put(calls[4].xdr, 10000);
+  (void)XdrWriter(&calls[4].xdr).WriteUint32("reply length", 10000);
   for (CallRequest& call : calls) {
     call.max_reply_size = 30000;
     if (absl::Status st = Step("call", c.BlockingCall(std::move(call)));
@@ -229,7 +225,7 @@ absl::Status RunV2LiveSession(const std::string& listen_uri,
   // After the update a 10000-octet reply comes inline.
   CallRequest inline_reply;
   inline_reply.xdr = CallHeader(kInlineReplyXid);
-  Put(inline_reply.xdr, 10000);
+  (void)XdrWriter(&inline_reply.xdr).WriteUint32("reply length", 10000);
   inline_reply.max_reply_size = 10100;
   const Counters before = c.counters();
   steps.push_back(

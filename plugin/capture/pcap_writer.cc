@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::pcap {
 namespace {
@@ -17,10 +18,11 @@ bool ValidPmtu(uint32_t pmtu) {
          pmtu == 4096;
 }
 
+// The IBA's extension headers (ImmDt, IETH) are big-endian words, as XDR's.
 void PutBigEndian32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(v >> shift));
-  }
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, v);
 }
 
 // pcap-savefile(5) fields are in the writer's byte order, which the magic

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "plugin/capture/crc32.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::pcap {
 namespace {
@@ -20,14 +21,14 @@ constexpr uint8_t kIpProtoUdp = 17;
 constexpr uint8_t kGrhNextHeaderBth = 0x1B;  // IBA Vol 1 §8.3.1
 constexpr int kLinktypeRaw = 101;  // LINKTYPE_RAW, if a file reports it as is
 
+// Network byte order is big-endian: 32-bit fields are loaded and stored
+// with the XDR codec's word functions (the same layout, RFC 4506 §4.1);
+// the 16- and 24-bit ones, which XDR lacks, are put together here.
 uint16_t Load16(const uint8_t* p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
 }
 uint32_t Load24(const uint8_t* p) {
   return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
-}
-uint32_t Load32(const uint8_t* p) {
-  return (uint32_t{Load16(p)} << 16) | Load16(p + 2);
 }
 uint32_t Load32Le(const uint8_t* p) {
   return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
@@ -39,8 +40,9 @@ void Put16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v));
 }
 void Put32(std::vector<uint8_t>& out, uint32_t v) {
-  Put16(out, static_cast<uint16_t>(v >> 16));
-  Put16(out, static_cast<uint16_t>(v));
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, v);
 }
 void Set16(std::vector<uint8_t>& out, size_t at, uint16_t v) {
   out[at] = static_cast<uint8_t>(v >> 8);
@@ -386,7 +388,7 @@ FrameParse ParseFromBth(absl::Span<const uint8_t> packet, size_t bth_at,
                                info->immediate ? "ImmDt" : "IETH");
         return r;
       }
-      uint32_t word = Load32(packet.data() + at);
+      uint32_t word = LoadBigEndian32(packet.data() + at);
       (info->immediate ? pkt.immediate : pkt.invalidate_rkey) = word;
       at += 4;
     }

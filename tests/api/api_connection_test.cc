@@ -74,7 +74,7 @@ TEST_P(ApiTest, Rfc8167_4_3_BackwardCallWithReadAndWriteChunks) {
   std::vector<uint8_t> big = Pattern(9000, 7);
   CallRequest echo;
   echo.xdr = CallHeader(0xB101, kEcho);
-  Put(echo.xdr, static_cast<uint32_t>(big.size()));
+  AppendWord(echo.xdr, static_cast<uint32_t>(big.size()));
   echo.arguments.push_back({static_cast<uint32_t>(echo.xdr.size()), big});
   echo.max_reply_size = 10000;
   auto f1 = server_->Call(connection, std::move(echo));
@@ -87,8 +87,8 @@ TEST_P(ApiTest, Rfc8167_4_3_BackwardCallWithReadAndWriteChunks) {
   std::vector<uint8_t> result(6000, 0xEE);
   CallRequest ddp;
   ddp.xdr = CallHeader(0xB102, kDdpResult);
-  Put(ddp.xdr, 6000);
-  Put(ddp.xdr, 11);
+  AppendWord(ddp.xdr, 6000);
+  AppendWord(ddp.xdr, 11);
   ddp.results.push_back(absl::MakeSpan(result));
   ddp.max_reply_size = 64;
   auto f2 = server_->Call(connection, std::move(ddp));
@@ -244,7 +244,7 @@ TEST_P(ApiTest, Rfc8166_3_4_ConnectionInfoReportsTheSegmentSize) {
     std::vector<uint8_t> arg(size, 7);
     CallRequest req;
     req.xdr = CallHeader(static_cast<uint32_t>(0x5200 + size % 2), kEcho);
-    Put(req.xdr, static_cast<uint32_t>(size));
+    AppendWord(req.xdr, static_cast<uint32_t>(size));
     req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
     req.max_reply_size = 64;
     auto f = channel_->Call(std::move(req));
@@ -271,7 +271,7 @@ TEST_P(ApiTest, Rfc8797_5_1_WithoutPrivateDataBothSidesUse1024) {
   CallRequest req;
   std::vector<uint8_t> arg = Pattern(2000, 9);
   req.xdr = CallHeader(0x5101, kEcho);
-  Put(req.xdr, 2000);
+  AppendWord(req.xdr, 2000);
   req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
   req.max_reply_size = 4096;
   auto f = channel_->Call(std::move(req));
@@ -329,7 +329,7 @@ TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
   std::vector<uint8_t> arg = Pattern(100000, 3);
   CallRequest read;
   read.xdr = CallHeader(0x7201, kEcho);
-  Put(read.xdr, static_cast<uint32_t>(arg.size()));
+  AppendWord(read.xdr, static_cast<uint32_t>(arg.size()));
   read.arguments.push_back({static_cast<uint32_t>(read.xdr.size()), arg});
   read.max_reply_size = 200000;  // a reply chunk for the long reply
   auto f1 = channel_->Call(std::move(read));
@@ -349,8 +349,8 @@ TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
   std::vector<uint8_t> buffer(8192, 0xEE);
   CallRequest write;
   write.xdr = CallHeader(0x7203, kDdpResult);
-  Put(write.xdr, 5003);
-  Put(write.xdr, 77);
+  AppendWord(write.xdr, 5003);
+  AppendWord(write.xdr, 77);
   write.results.push_back(absl::MakeSpan(buffer));
   write.max_reply_size = 256;
   auto f3 = channel_->Call(std::move(write));
@@ -365,7 +365,7 @@ TEST_P(ApiTest, V2Draft_4_2_EveryChunkFormInVersionTwo) {
   std::vector<uint8_t> big = Pattern(9000, 7);
   CallRequest back;
   back.xdr = CallHeader(0x7204, kEcho);
-  Put(back.xdr, static_cast<uint32_t>(big.size()));
+  AppendWord(back.xdr, static_cast<uint32_t>(big.size()));
   back.arguments.push_back({static_cast<uint32_t>(back.xdr.size()), big});
   back.max_reply_size = 10000;
   auto f4 = server_->Call(connection, std::move(back));
@@ -478,7 +478,7 @@ TEST_P(ApiTest, Rfc8166_4_5_2_CallOverMaxCallSizeIsErrChunk) {
   std::vector<uint8_t> arg = Pattern(5000, 1);
   CallRequest req;
   req.xdr = CallHeader(0x6101, kEcho);
-  Put(req.xdr, 5000);
+  AppendWord(req.xdr, 5000);
   req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
   req.max_reply_size = 8192;
   auto f = channel_->Call(std::move(req));

@@ -32,6 +32,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
+#include "rpcrdma/xdr.h"
 #include "tests/api/call_stream.h"
 #include "tests/testing/byte_vectors.h"
 #include "tests/testing/process_tag.h"
@@ -55,17 +56,6 @@ constexpr uint32_t kEchoLater = 5;   // as kEcho, answered from another thread
 constexpr uint32_t kBulk = 6;        // args m, seed: opaque<m> inline
 constexpr uint32_t kDrop = 7;        // the handler drops its Responder
 
-inline void Put(std::vector<uint8_t>& out, uint32_t w) {
-  out.push_back(static_cast<uint8_t>(w >> 24));
-  out.push_back(static_cast<uint8_t>(w >> 16));
-  out.push_back(static_cast<uint8_t>(w >> 8));
-  out.push_back(static_cast<uint8_t>(w));
-}
-inline uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
-  return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
-         (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
-}
-
 inline std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) {
@@ -78,7 +68,7 @@ inline std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 inline std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
   std::vector<uint8_t> out;
   for (uint32_t w : {xid, 0u, 2u, kProg, 1u, proc, 0u, 0u, 0u, 0u}) {
-    Put(out, w);
+    AppendWord(out, w);
   }
   return out;
 }
@@ -88,18 +78,17 @@ constexpr size_t kCallHeaderSize = 40;
 // 24 octets.
 constexpr uint32_t kReplyHeaderSize = 24;
 
-// opaque<> inline: length, data, roundup.
+// opaque<> inline: length, data, roundup (RFC 4506 §4.10). Appending to
+// a vector, the write cannot fail.
 inline void PutOpaque(std::vector<uint8_t>& out,
                       const std::vector<uint8_t>& data) {
-  Put(out, static_cast<uint32_t>(data.size()));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
+  (void)XdrWriter(&out).WriteVarOpaque("opaque", data);
 }
 
 // What the server answers to each procedure.
 inline HandlerReply Answer(const IncomingCall& call) {
   absl::Span<const uint8_t> m = call.message;
-  uint32_t proc = Get(m, 20);
+  uint32_t proc = LoadBigEndian32(m.data() + 20);
   HandlerReply reply;
   reply.xdr = ReplyHeader(call.xid);
   switch (proc) {
@@ -109,19 +98,20 @@ inline HandlerReply Answer(const IncomingCall& call) {
       break;
     case kDdpResult:
     case kDdpAndBulk: {
-      uint32_t n = Get(m, kCallHeaderSize);
-      uint32_t seed = Get(m, kCallHeaderSize + 4);
-      Put(reply.xdr, n);
+      uint32_t n = LoadBigEndian32(m.data() + kCallHeaderSize);
+      uint32_t seed = LoadBigEndian32(m.data() + kCallHeaderSize + 4);
+      AppendWord(reply.xdr, n);
       reply.results.push_back({kReplyHeaderSize + 4, Pattern(n, seed)});
       if (proc == kDdpAndBulk) {
-        uint32_t bulk = Get(m, kCallHeaderSize + 8);
+        uint32_t bulk = LoadBigEndian32(m.data() + kCallHeaderSize + 8);
         PutOpaque(reply.xdr, Pattern(bulk, seed + 1));
       }
       break;
     }
     case kBulk:
       PutOpaque(reply.xdr,
-                Pattern(Get(m, kCallHeaderSize), Get(m, kCallHeaderSize + 4)));
+                Pattern(LoadBigEndian32(m.data() + kCallHeaderSize),
+                        LoadBigEndian32(m.data() + kCallHeaderSize + 4)));
       break;
     default:
       break;
@@ -202,7 +192,7 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
     auto server = Server::Create(
         uri.empty() ? GetParam().listen_uri() : uri, config,
         [this](IncomingCall call, Responder responder) {
-          uint32_t proc = Get(call.message, 20);
+          uint32_t proc = LoadBigEndian32(call.message.data() + 20);
           std::lock_guard<std::mutex> lock(mu_);
           received_[call.xid] = call;
           ++in_flight_;
@@ -244,7 +234,7 @@ class ApiTest : public ::testing::TestWithParam<Transport> {
         server_->uri(), config, [this](IncomingCall call, Responder r) {
           std::lock_guard<std::mutex> lock(mu_);
           backward_received_[call.xid] = call;
-          const uint32_t proc = Get(call.message, 20);
+          const uint32_t proc = LoadBigEndian32(call.message.data() + 20);
           if (proc == kHold) {
             backward_held_.push_back(std::move(r));
             cv_.notify_all();

@@ -63,7 +63,7 @@ TEST_P(ApiTest, Rfc8166_3_4_7_DeadlineExceededRevokesResultBuffer) {
   ASSERT_TRUE(WaitHeld(1));
   HandlerReply late;
   late.xdr = ReplyHeader(0x8201);
-  Put(late.xdr, 4000);
+  AppendWord(late.xdr, 4000);
   late.results.push_back({kReplyHeaderSize + 4, std::vector<uint8_t>(4000, 1)});
   for (Responder& h : TakeHeld()) EXPECT_TRUE(h.Send(std::move(late)).ok());
   // The broken connection is replaced at once (the server still listens).
@@ -175,7 +175,7 @@ TEST_P(ApiTest, Rfc8166_6_MisplacedArgumentIsInvalidArgument) {
   std::vector<uint8_t> arg = Pattern(10, 1);
   CallRequest req;
   req.xdr = CallHeader(0xC001, kNull);
-  Put(req.xdr, 10);
+  AppendWord(req.xdr, 10);
   req.arguments.push_back({kCallHeaderSize + 2, arg});  // not a multiple of 4
   req.max_reply_size = 64;
   auto f = channel_->Call(std::move(req));
@@ -277,13 +277,13 @@ TEST_P(ApiTest, Rfc8166_3_3_1_RetryableCallsResentWithSameXidAfterRestart) {
   EXPECT_EQ(resent.write_chunk_capacities, std::vector<uint64_t>{2000});
   HandlerReply reply;
   reply.xdr = ReplyHeader(0xE001);
-  Put(reply.xdr, 1500);
+  AppendWord(reply.xdr, 1500);
   reply.results.push_back({kReplyHeaderSize + 4, Pattern(1500, 9)});
   ASSERT_TRUE(first[0].Send(std::move(reply)).ok());
   absl::StatusOr<Reply> r0 = Wait(retryable[0]);
   ASSERT_TRUE(r0.ok()) << r0.status();
   std::vector<uint8_t> expected_xdr = ReplyHeader(0xE001);
-  Put(expected_xdr, 1500);
+  AppendWord(expected_xdr, 1500);
   EXPECT_EQ(r0->xdr, expected_xdr);
   EXPECT_EQ(r0->result_lengths, std::vector<uint32_t>{1500});
   EXPECT_TRUE(std::equal(buffer.begin(), buffer.begin() + 1500,

@@ -27,7 +27,7 @@ constexpr char kDroppedLine[] = "dropped unanswered";
 // SYSTEM_ERR.
 std::vector<uint8_t> SystemErrReply(uint32_t xid) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 5u}) Put(out, w);
+  for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 5u}) AppendWord(out, w);
   return out;
 }
 
@@ -108,10 +108,10 @@ TEST_P(ApiTest, RFC5531Section9_DroppedResponderAnswersSystemErr) {
   // Generous: the deadline is 120 s, without the answer it is reached.
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
   ASSERT_EQ(r->xdr.size(), 24u);
-  EXPECT_EQ(Get(r->xdr, 0), 0xD001u);  // xid
-  EXPECT_EQ(Get(r->xdr, 4), 1u);       // REPLY
-  EXPECT_EQ(Get(r->xdr, 8), 0u);       // MSG_ACCEPTED
-  EXPECT_EQ(Get(r->xdr, 20), 5u);      // SYSTEM_ERR
+  EXPECT_EQ(LoadBigEndian32(r->xdr.data()), 0xD001u);  // xid
+  EXPECT_EQ(LoadBigEndian32(r->xdr.data() + 4), 1u);   // REPLY
+  EXPECT_EQ(LoadBigEndian32(r->xdr.data() + 8), 0u);   // MSG_ACCEPTED
+  EXPECT_EQ(LoadBigEndian32(r->xdr.data() + 20), 5u);  // SYSTEM_ERR
   EXPECT_EQ(r->xdr, SystemErrReply(0xD001));
   auto lines = warnings->WaitContaining(kDroppedLine, 1);
   ASSERT_EQ(lines.size(), 1u);
@@ -166,7 +166,7 @@ TEST_P(ApiTest, Rfc8166_3_4_5_DroppedResponderReturnsReassemblyMemory) {
   const std::vector<uint8_t> arg = Pattern(kArgument, 3);
   for (uint32_t i = 0; i < 8; ++i) {
     CallRequest req = DropCall(0xD300 + i, std::chrono::seconds(20));
-    Put(req.xdr, kArgument);
+    AppendWord(req.xdr, kArgument);
     req.arguments.push_back({kCallHeaderSize + 4, arg});
     auto f = channel_->Call(std::move(req));
     absl::StatusOr<Reply> r = Wait(f);

@@ -50,8 +50,8 @@ TEST_P(ApiTest, Rfc8166_3_4_5_DdpArgumentInReadChunk) {
   std::vector<uint8_t> arg = Pattern(10001, 9);  // > 4096 inline threshold
   CallRequest req;
   req.xdr = CallHeader(0x2001, kNull);
-  Put(req.xdr, static_cast<uint32_t>(arg.size()));
-  Put(req.xdr, 0xABCD0123);  // an item after the DDP-eligible one
+  AppendWord(req.xdr, static_cast<uint32_t>(arg.size()));
+  AppendWord(req.xdr, 0xABCD0123);  // an item after the DDP-eligible one
   req.arguments.push_back({kCallHeaderSize + 4, arg});
   req.max_reply_size = 64;
   std::vector<uint8_t> reduced = req.xdr;
@@ -74,7 +74,7 @@ TEST_P(ApiTest, Rfc8166_4_DdpArgumentSentInlineWhenItFits) {
   std::vector<uint8_t> arg = Pattern(1001, 4);
   CallRequest req;
   req.xdr = CallHeader(0x2101, kNull);
-  Put(req.xdr, static_cast<uint32_t>(arg.size()));
+  AppendWord(req.xdr, static_cast<uint32_t>(arg.size()));
   req.arguments.push_back({kCallHeaderSize + 4, arg});
   req.max_reply_size = 64;
   std::vector<uint8_t> reduced = req.xdr;
@@ -94,7 +94,7 @@ TEST_P(ApiTest, Rfc8166_3_5_3_PositionZeroLongCall) {
   CallRequest req;
   req.xdr = CallHeader(0x3001, kNull);
   PutOpaque(req.xdr, bulk);
-  Put(req.xdr, static_cast<uint32_t>(arg.size()));
+  AppendWord(req.xdr, static_cast<uint32_t>(arg.size()));
   uint32_t position = static_cast<uint32_t>(req.xdr.size());
   req.arguments.push_back({position, arg});
   req.max_reply_size = 64;
@@ -117,15 +117,15 @@ TEST_P(ApiTest, Rfc8166_3_4_7_WriteChunkLandsInCallerBuffer) {
   std::vector<uint8_t> buffer(8192, 0xEE);
   CallRequest req;
   req.xdr = CallHeader(0x4001, kDdpResult);
-  Put(req.xdr, 5003);
-  Put(req.xdr, 77);
+  AppendWord(req.xdr, 5003);
+  AppendWord(req.xdr, 77);
   req.results.push_back(absl::MakeSpan(buffer));
   req.max_reply_size = 256;
   auto f = channel_->Call(std::move(req));
   absl::StatusOr<Reply> r = Wait(f);
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<uint8_t> expected = ReplyHeader(0x4001);
-  Put(expected, 5003);
+  AppendWord(expected, 5003);
   EXPECT_EQ(r->xdr, expected);
   ASSERT_EQ(r->result_lengths, std::vector<uint32_t>{5003});
   std::vector<uint8_t> want = Pattern(5003, 77);
@@ -147,8 +147,8 @@ TEST_P(ApiTest, Rfc8166_3_5_4_LongReplyThroughReplyChunk) {
   Start();
   CallRequest req;
   req.xdr = CallHeader(0x5001, kBulk);
-  Put(req.xdr, 10003);
-  Put(req.xdr, 11);
+  AppendWord(req.xdr, 10003);
+  AppendWord(req.xdr, 11);
   req.max_reply_size = 16384;
   auto f = channel_->Call(std::move(req));
   absl::StatusOr<Reply> r = Wait(f);
@@ -169,16 +169,16 @@ TEST_P(ApiTest, Rfc8166_3_5_4_WriteListAndReplyChunkTogether) {
   std::vector<uint8_t> buffer(7000, 0xEE);
   CallRequest req;
   req.xdr = CallHeader(0x6001, kDdpAndBulk);
-  Put(req.xdr, 6001);
-  Put(req.xdr, 21);
-  Put(req.xdr, 9001);
+  AppendWord(req.xdr, 6001);
+  AppendWord(req.xdr, 21);
+  AppendWord(req.xdr, 9001);
   req.results.push_back(absl::MakeSpan(buffer));
   req.max_reply_size = 12000;
   auto f = channel_->Call(std::move(req));
   absl::StatusOr<Reply> r = Wait(f);
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<uint8_t> expected = ReplyHeader(0x6001);
-  Put(expected, 6001);
+  AppendWord(expected, 6001);
   PutOpaque(expected, Pattern(9001, 22));
   EXPECT_EQ(r->xdr, expected);
   ASSERT_EQ(r->result_lengths, std::vector<uint32_t>{6001});
@@ -203,8 +203,8 @@ TEST_P(ApiTest, Rfc8166_4_5_2_ReplyTooLongForOfferedChunksIsErrChunk) {
   Start();
   CallRequest req;
   req.xdr = CallHeader(0x5101, kBulk);
-  Put(req.xdr, 10003);
-  Put(req.xdr, 11);
+  AppendWord(req.xdr, 10003);
+  AppendWord(req.xdr, 11);
   req.max_reply_size = 64;  // no reply chunk
   auto f = channel_->Call(std::move(req));
   absl::StatusOr<Reply> r = Wait(f);
@@ -229,8 +229,8 @@ void WriteChunkCall(Channel& channel, uint32_t xid) {
   std::vector<uint8_t> buffer(4096, 0);
   CallRequest req;
   req.xdr = CallHeader(xid, kDdpResult);
-  Put(req.xdr, 4000);
-  Put(req.xdr, 5);
+  AppendWord(req.xdr, 4000);
+  AppendWord(req.xdr, 5);
   req.results.push_back(absl::MakeSpan(buffer));
   req.max_reply_size = 256;
   auto f = channel.Call(std::move(req));
@@ -293,7 +293,7 @@ TEST_P(ApiTest, Rfc8166_3_3_1_ThousandCallsFromFourThreadsWithFourCredits) {
         req.xdr = CallHeader(xid, proc);
         args[static_cast<size_t>(i)] = Pattern(i % 3 == 0 ? 5000 : 40, xid);
         const std::vector<uint8_t>& arg = args[static_cast<size_t>(i)];
-        Put(req.xdr, static_cast<uint32_t>(arg.size()));
+        AppendWord(req.xdr, static_cast<uint32_t>(arg.size()));
         req.arguments.push_back({static_cast<uint32_t>(req.xdr.size()), arg});
         req.max_reply_size = 8192;
         xids.push_back(xid);
@@ -395,14 +395,14 @@ TEST(ApiCreate, SoftTcpRoundTrip) {
   ASSERT_TRUE(channel.ok()) << channel.status();
   CallRequest req;
   req.xdr = CallHeader(0xE001, kEcho);
-  Put(req.xdr, 0x01020304);
+  AppendWord(req.xdr, 0x01020304);
   req.max_reply_size = 64;
   auto f = (*channel)->Call(std::move(req));
   ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
   absl::StatusOr<Reply> r = f.get();
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<uint8_t> expected = ReplyHeader(0xE001);
-  Put(expected, 0x01020304);
+  AppendWord(expected, 0x01020304);
   EXPECT_EQ(r->xdr, expected);
   EXPECT_EQ((*server)->connections(), 1u);
 }

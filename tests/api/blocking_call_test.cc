@@ -28,8 +28,10 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/runtime.h"
 #include "rpcrdma/server.h"
+#include "rpcrdma/xdr.h"
 #include "tests/api/call_stream.h"
 #include "tests/api/process_stats.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma {
 namespace {
@@ -50,9 +52,7 @@ std::string UnixUri(absl::string_view what) {
 
 uint32_t XidOf(const Reply& reply) {
   if (reply.xdr.size() < 4) return 0;
-  const uint8_t* p = reply.xdr.data();
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         p[3];
+  return LoadBigEndian32(reply.xdr.data());
 }
 
 void AnswerNull(IncomingCall call, Responder responder) {
@@ -267,9 +267,7 @@ TEST(BlockingCall, AcknowledgesTheReplyWithoutAnotherCall) {
     auto connected =
         ServeAndConnect(uri, {}, [&](IncomingCall call, Responder responder) {
           std::vector<uint8_t> xdr = ReplyHeader(call.xid);
-          for (int shift = 24; shift >= 0; shift -= 8) {
-            xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
-          }
+          test::AppendWord(xdr, static_cast<uint32_t>(lent.size()));
           const uint32_t position = static_cast<uint32_t>(xdr.size());
           (void)responder.Send(HandlerReply(std::move(xdr),
                                             {ReplyItem::Lent(position, lent)},
@@ -315,12 +313,7 @@ TEST(BlockingCall, LargeReadChunksOverTcpComplete) {
   std::vector<uint8_t> data(15 << 20, 7);
   for (uint32_t xid = 1; xid <= 8; ++xid) {
     CallRequest request = NullCall(xid);
-    request.xdr.resize(request.xdr.size() + 4, 0);
-    const uint32_t length = static_cast<uint32_t>(data.size());
-    for (int i = 0; i < 4; ++i) {
-      request.xdr[request.xdr.size() - 4 + i] =
-          static_cast<uint8_t>(length >> (24 - 8 * i));
-    }
+    test::AppendWord(request.xdr, static_cast<uint32_t>(data.size()));
     request.arguments.push_back(
         {static_cast<uint32_t>(request.xdr.size()), data});
     request.deadline = Clock::now() + seconds(20);

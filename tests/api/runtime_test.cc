@@ -26,6 +26,7 @@
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
 #include "tests/api/process_stats.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma {
 namespace {
@@ -277,9 +278,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
           // Echo the argument through the write chunk the call offered.
           EXPECT_EQ(call.message.size(), 24 + 4 + kSize);
           const uint32_t position = static_cast<uint32_t>(reply.xdr.size()) + 4;
-          for (int shift = 24; shift >= 0; shift -= 8) {
-            reply.xdr.push_back(static_cast<uint8_t>(kSize >> shift));
-          }
+          test::AppendWord(reply.xdr, static_cast<uint32_t>(kSize));
           reply.results.push_back(ReplyItem::Lent(
               position, call.message.span().subspan(28, kSize)));
           // The call's Buffer lives on in the release notification.
@@ -299,9 +298,7 @@ TEST(LargeCalls, SixteenMiBWithTheDefaultConfiguration) {
   CallRequest echo;
   echo.xdr = test::MinimalCallStream(1);
   echo.xdr[23] = 1;  // procedure 1: echo
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    echo.xdr.push_back(static_cast<uint8_t>(kSize >> shift));
-  }
+  test::AppendWord(echo.xdr, static_cast<uint32_t>(kSize));
   echo.arguments.push_back({static_cast<uint32_t>(echo.xdr.size()), lent});
   echo.results.push_back(absl::MakeSpan(result));
   echo.max_reply_size = 64;

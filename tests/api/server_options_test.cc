@@ -29,6 +29,7 @@
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
 #include "tests/api/call_stream.h"
+#include "tests/testing/byte_vectors.h"
 #include "tests/testing/process_tag.h"
 
 namespace rpcrdma {
@@ -238,9 +239,7 @@ TEST(BorrowedReplyItems, Rfc8166_3_4_7_LentMemoryIsWrittenThenReleasedOnce) {
         Server::Create(uri, {}, [&](IncomingCall call, Responder responder) {
           std::vector<uint8_t> xdr = ReplyHeader(call.xid);
           const uint32_t position = static_cast<uint32_t>(xdr.size()) + 4;
-          for (int shift = 24; shift >= 0; shift -= 8) {
-            xdr.push_back(static_cast<uint8_t>(lent.size() >> shift));
-          }
+          test::AppendWord(xdr, static_cast<uint32_t>(lent.size()));
           HandlerReply reply(std::move(xdr), {ReplyItem::Lent(position, lent)},
                              [&released] { ++released; });
           EXPECT_TRUE(responder.Send(std::move(reply)).ok());

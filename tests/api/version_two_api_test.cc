@@ -27,6 +27,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/server.h"
 #include "rpcrdma/version_two.h"
+#include "rpcrdma/xdr.h"
 #include "tests/api/call_stream.h"
 #ifdef RPCRDMA_API_TEST_VERBS
 #include "tests/testing/rdma_vm.h"
@@ -88,10 +89,7 @@ class VersionTwoApiTest : public ::testing::TestWithParam<Transport> {
         [this](IncomingCall call, Responder responder) {
           connection_ = call.connection;
           const uint32_t n = call.message.size() >= 28
-                                 ? (uint32_t{call.message.data()[24]} << 24 |
-                                    uint32_t{call.message.data()[25]} << 16 |
-                                    uint32_t{call.message.data()[26]} << 8 |
-                                    uint32_t{call.message.data()[27]})
+                                 ? LoadBigEndian32(call.message.data() + 24)
                                  : 0;
           HandlerReply reply;
           reply.xdr = Bulk(call.xid, n);

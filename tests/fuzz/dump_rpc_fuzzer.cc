@@ -17,22 +17,16 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "tests/testing/byte_vectors.h"
 #include "tools/dump/dump_format.h"
 
 namespace {
 
 using nlohmann::json;
 
-void PutWord(std::vector<uint8_t>& out, uint32_t word) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(word >> shift));
-  }
-}
-
 std::vector<uint8_t> Behind(std::initializer_list<uint32_t> header,
                             absl::Span<const uint8_t> rpc) {
-  std::vector<uint8_t> message;
-  for (uint32_t word : header) PutWord(message, word);
+  std::vector<uint8_t> message = rpcrdma::test::Words(header);
   message.insert(message.end(), rpc.begin(), rpc.end());
   return message;
 }

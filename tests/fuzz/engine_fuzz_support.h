@@ -15,6 +15,7 @@
 #include "plugin/engine/engine.h"
 #include "plugin/wire/v2.h"
 #include "rpcrdma/xdr.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::engine::fuzz {
 
@@ -83,17 +84,8 @@ class Budget : public ReassemblyBudget {
   uint64_t capacity_;
 };
 
-inline void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  uint8_t b[4];
-  StoreBigEndian32(b, w);
-  out.insert(out.end(), b, b + 4);
-}
-
-inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
-  std::vector<uint8_t> out;
-  for (uint32_t w : words) AppendWord(out, w);
-  return out;
-}
+using ::rpcrdma::test::AppendWord;
+using ::rpcrdma::test::Words;
 
 // A property: a receive buffer size (often a plausible one), a BRS value
 // of any number, the driver's experimental property, or any id.

@@ -57,13 +57,13 @@ class HostileResponder : public ::testing::Test {
     std::optional<std::vector<uint8_t>> call = peer_->Receive();
     EXPECT_TRUE(call.has_value());
     if (call) {
-      EXPECT_EQ(Get32(*call, 0), xid);
+      EXPECT_EQ(LoadBigEndian32(call->data()), xid);
     }
     return f;
   }
   static std::vector<uint8_t> RpcReply(uint32_t xid) {
     std::vector<uint8_t> out;
-    for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) Put32(out, w);
+    for (uint32_t w : {xid, 1u, 0u, 0u, 0u, 0u}) AppendWord(out, w);
     return out;
   }
   static absl::StatusOr<Reply> Wait(std::future<absl::StatusOr<Reply>>& f) {
@@ -133,7 +133,7 @@ TEST_F(HostileResponder, Rfc8166_4_1_UnmatchedAndDuplicateRepliesAreDropped) {
 TEST_F(HostileResponder, Rfc8166_4_5_MalformedRdmaErrorIsNotAnswered) {
   auto f = Start(8);
   std::vector<uint8_t> error;
-  for (uint32_t w : {8u, 1u, 1u, kRdmaError, kErrVers}) Put32(error, w);
+  for (uint32_t w : {8u, 1u, 1u, kRdmaError, kErrVers}) AppendWord(error, w);
   peer_->Send(error);
   EXPECT_FALSE(Wait(f).ok());
   EXPECT_FALSE(peer_->Receive(milliseconds(300)).has_value());

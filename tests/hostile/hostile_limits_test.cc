@@ -41,7 +41,8 @@ class Echo {
         return;
       }
       HandlerReply reply;
-      for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u}) Put32(reply.xdr, w);
+      for (uint32_t w : {call.xid, 1u, 0u, 0u, 0u, 0u})
+        AppendWord(reply.xdr, w);
       EXPECT_TRUE(r.Send(std::move(reply)).ok());
     };
   }
@@ -96,7 +97,8 @@ TEST(HostileLimits, ConnectionLimitRejectsWithAReason) {
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->type, fabric::ConnectionEventType::kRejected);
   ASSERT_GE(failure->private_data.size(), 8u);
-  EXPECT_EQ(Get32(failure->private_data, 0), 0xF6AB0E18u);  // RFC 8797 magic
+  EXPECT_EQ(LoadBigEndian32(failure->private_data.data()),
+            0xF6AB0E18u);  // RFC 8797 magic
   // A freed slot is usable again.
   a->reset();
   EXPECT_TRUE(WaitFor([&] { return (*server)->connections() == 1; }));
@@ -195,7 +197,7 @@ TEST(HostileLimits, Rfc8166_3_3_1_ChannelRecoversFromASwallowedCall) {
   auto g = (*channel)->Call(Call(3, /*retry=*/true));
   absl::StatusOr<Reply> r = Wait(g);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(Get32(r->xdr, 0), 3u);
+  EXPECT_EQ(LoadBigEndian32(r->xdr.data()), 3u);
   const Counters c = (*channel)->counters();
   EXPECT_EQ(c.abandoned_call_disconnects, 1u);
   EXPECT_EQ(c.reconnects, 1u);

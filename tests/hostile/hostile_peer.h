@@ -23,6 +23,8 @@
 #include "plugin/fabric/fabric.h"
 #include "plugin/fabric/soft/soft_fabric.h"
 #include "rpcrdma/runtime.h"
+#include "rpcrdma/xdr.h"
+#include "tests/testing/byte_vectors.h"
 #include "tests/testing/sanitizer.h"
 
 namespace rpcrdma::hostile {
@@ -82,24 +84,15 @@ inline std::string FabricAddress(absl::string_view uri) {
 
 // ---- XDR builders -----------------------------------------------------------
 
-inline void Put32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int shift : {24, 16, 8, 0})
-    out.push_back(static_cast<uint8_t>(v >> shift));
-}
-inline void Put64(std::vector<uint8_t>& out, uint64_t v) {
-  Put32(out, static_cast<uint32_t>(v >> 32));
-  Put32(out, static_cast<uint32_t>(v));
-}
+// The raw peer's XDR: words appended with the tests' AppendWord, whole
+// headers with XdrWriter, words read with LoadBigEndian32 (rpcrdma/xdr.h).
+using ::rpcrdma::test::AppendWord;
+
 // The process-wide runtime (rpcrdma/runtime.h) keeps its loop threads and
 // their descriptors for the life of the process. Started before a test
 // takes its baseline, so that what is counted afterwards is what a Server
 // or Channel itself holds.
 inline void StartSharedRuntime() { (void)Runtime::Default(); }
-
-inline uint32_t Get32(absl::Span<const uint8_t> m, size_t at) {
-  return uint32_t{m[at]} << 24 | uint32_t{m[at + 1]} << 16 |
-         uint32_t{m[at + 2]} << 8 | m[at + 3];
-}
 
 inline constexpr uint32_t kRdmaMsg = 0, kRdmaNomsg = 1, kRdmaMsgp = 2,
                           kRdmaDone = 3, kRdmaError = 4;
@@ -109,7 +102,7 @@ inline constexpr uint32_t kErrVers = 1, kErrChunk = 2;
 inline std::vector<uint8_t> RpcCall(uint32_t xid, uint32_t proc = 0) {
   std::vector<uint8_t> out;
   for (uint32_t w : {xid, 0u, 2u, 0x20000001u, 1u, proc, 0u, 0u, 0u, 0u}) {
-    Put32(out, w);
+    AppendWord(out, w);
   }
   return out;
 }
@@ -126,17 +119,23 @@ inline std::vector<uint8_t> Message(uint32_t xid, uint32_t proc,
                                     const std::vector<uint8_t>& payload = {},
                                     uint32_t credits = 1, uint32_t vers = 1) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, vers, credits, proc}) Put32(out, w);
+  // Appending to a vector, the writes cannot fail.
+  XdrWriter header(&out);
+  (void)header.WriteUint32("rdma_xid", xid);
+  (void)header.WriteUint32("rdma_vers", vers);
+  (void)header.WriteUint32("rdma_credit", credits);
+  (void)header.WriteUint32("rdma_proc", proc);
+  // Each list entry is optional-data (RFC 4506 §4.19): TRUE, then the item.
   for (const ReadSeg& r : reads) {
-    Put32(out, 1);
-    Put32(out, r.position);
-    Put32(out, r.region.handle);
-    Put32(out, r.region.length);
-    Put64(out, r.region.offset);
+    (void)header.WriteBool("read list entry", true);
+    (void)header.WriteUint32("position", r.position);
+    (void)header.WriteUint32("handle", r.region.handle);
+    (void)header.WriteUint32("length", r.region.length);
+    (void)header.WriteUint64("offset", r.region.offset);
   }
-  Put32(out, 0);  // end of read list
-  Put32(out, 0);  // write list
-  Put32(out, 0);  // reply chunk
+  (void)header.WriteBool("end of read list", false);
+  (void)header.WriteBool("write list", false);
+  (void)header.WriteBool("reply chunk", false);
   out.insert(out.end(), payload.begin(), payload.end());
   return out;
 }

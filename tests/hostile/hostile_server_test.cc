@@ -57,11 +57,11 @@ class HostileServer : public ::testing::Test {
             reply.xdr = {
                 call.message.data(),
                 call.message.data() + std::min<size_t>(4, call.message.size())};
-            for (uint32_t w : {1u, 0u, 0u, 0u, 0u}) Put32(reply.xdr, w);
+            for (uint32_t w : {1u, 0u, 0u, 0u, 0u}) AppendWord(reply.xdr, w);
             if (reply_size_ > 0) {
               // A DDP-eligible result (RFC 8166 §6): the call offered no
               // write chunk, so it would go inline.
-              Put32(reply.xdr, static_cast<uint32_t>(reply_size_));
+              AppendWord(reply.xdr, static_cast<uint32_t>(reply_size_));
               reply.results.push_back(
                   ReplyItem{static_cast<uint32_t>(reply.xdr.size()),
                             std::vector<uint8_t>(reply_size_, 0x77)});
@@ -145,7 +145,8 @@ std::vector<ErrorCase> ErrorCases() {
   // A write list claiming 2^32-1 segments in a 40-octet message.
   {
     std::vector<uint8_t> m;
-    for (uint32_t w : {8u, 1u, 1u, kRdmaMsg, 0u, 1u, 0xFFFFFFFFu}) Put32(m, w);
+    for (uint32_t w : {8u, 1u, 1u, kRdmaMsg, 0u, 1u, 0xFFFFFFFFu})
+      AppendWord(m, w);
     cases.push_back({"Rfc8166_4_2_SegmentCountOfTwoToThe32", m, kErrChunk});
   }
   // RFC 8166 §3.4.7, §3.5.4: a write chunk, or a reply chunk, of zero
@@ -155,7 +156,7 @@ std::vector<ErrorCase> ErrorCases() {
     const std::vector<uint32_t> words =
         reply_chunk ? std::vector<uint32_t>{10, 1, 1, kRdmaMsg, 0, 0, 1, 0}
                     : std::vector<uint32_t>{10, 1, 1, kRdmaMsg, 0, 1, 0, 0, 0};
-    for (uint32_t w : words) Put32(m, w);
+    for (uint32_t w : words) AppendWord(m, w);
     const std::vector<uint8_t> call = RpcCall(10);
     m.insert(m.end(), call.begin(), call.end());
     cases.push_back({reply_chunk ? "Rfc8166_3_5_4_ReplyChunkOfZeroSegments"
@@ -165,7 +166,7 @@ std::vector<ErrorCase> ErrorCases() {
   // An undecodable list discriminant.
   {
     std::vector<uint8_t> m;
-    for (uint32_t w : {9u, 1u, 1u, kRdmaMsg, 7u, 0u, 0u}) Put32(m, w);
+    for (uint32_t w : {9u, 1u, 1u, kRdmaMsg, 7u, 0u, 0u}) AppendWord(m, w);
     cases.push_back({"Rfc8166_4_2_BadDiscriminant", m, kErrChunk});
   }
   return cases;
@@ -181,9 +182,10 @@ TEST_F(HostileServer, MalformedCallsAreAnsweredWithTheRfcError) {
     std::optional<std::vector<uint8_t>> answer = peer->Receive();
     ASSERT_TRUE(answer.has_value());
     ASSERT_GE(answer->size(), 20u);
-    EXPECT_EQ(Get32(*answer, 0), Get32(c.message, 0));  // the same XID
-    EXPECT_EQ(Get32(*answer, 12), kRdmaError);
-    EXPECT_EQ(Get32(*answer, 16), c.error);
+    EXPECT_EQ(LoadBigEndian32(answer->data()),
+              LoadBigEndian32(c.message.data()));  // the same XID
+    EXPECT_EQ(LoadBigEndian32(answer->data() + 12), kRdmaError);
+    EXPECT_EQ(LoadBigEndian32(answer->data() + 16), c.error);
   }
   EXPECT_EQ(Delivered(), 0u);  // the handler saw none of them
 }
@@ -198,10 +200,11 @@ TEST_F(HostileServer, Rfc8166_4_5_DroppedMessagesGetNoAnswerAndNoDelivery) {
   peer->Send({0, 0, 0, 1, 0, 0, 0, 1});    // 8 octets
   peer->Send(Message(11, kRdmaDone, {}));  // RDMA_DONE
   std::vector<uint8_t> error;
-  for (uint32_t w : {12u, 1u, 1u, kRdmaError, kErrChunk}) Put32(error, w);
+  for (uint32_t w : {12u, 1u, 1u, kRdmaError, kErrChunk}) AppendWord(error, w);
   peer->Send(error);  // well formed
   std::vector<uint8_t> short_error;
-  for (uint32_t w : {13u, 1u, 1u, kRdmaError, kErrVers}) Put32(short_error, w);
+  for (uint32_t w : {13u, 1u, 1u, kRdmaError, kErrVers})
+    AppendWord(short_error, w);
   peer->Send(short_error);  // ERR_VERS, no range
   EXPECT_FALSE(peer->Receive(milliseconds(300)).has_value());
   EXPECT_FALSE(peer->disconnected());
@@ -217,7 +220,7 @@ TEST_F(HostileServer, Rfc8166_4_2_1_EmptyRdmaMsgNeverReachesTheHandler) {
   peer->Send(Message(21, kRdmaMsg, {}));
   // An RPC REPLY where a call belongs is not a call either (RFC 8167 §4).
   std::vector<uint8_t> reply;
-  for (uint32_t w : {22u, 1u, 0u, 0u, 0u, 0u}) Put32(reply, w);
+  for (uint32_t w : {22u, 1u, 0u, 0u, 0u, 0u}) AppendWord(reply, w);
   peer->Send(Message(22, kRdmaMsg, {}, reply));
   peer->Receive(milliseconds(300));
   EXPECT_EQ(Delivered(), 0u);
@@ -338,8 +341,8 @@ TEST_F(HostileServer, Rfc8166_3_5_4_ErrChunkRepliesAreFreed) {
     peer->Send(Message(xid, kRdmaMsg, {}, RpcCall(xid), 8));
     std::optional<std::vector<uint8_t>> answer = peer->Receive();
     ASSERT_TRUE(answer.has_value());
-    ASSERT_EQ(Get32(*answer, 12), kRdmaError);
-    ASSERT_EQ(Get32(*answer, 16), kErrChunk);
+    ASSERT_EQ(LoadBigEndian32(answer->data() + 12), kRdmaError);
+    ASSERT_EQ(LoadBigEndian32(answer->data() + 16), kErrChunk);
   }
   const uint64_t grown =
       ResidentBytes() - std::min(ResidentBytes(), rss_before);
@@ -358,8 +361,8 @@ TEST_F(HostileServer, Rfc8166_3_5_4_InlineReplyOverThresholdIsErrChunk) {
   peer->Send(Message(31, kRdmaMsg, {}, RpcCall(31)));
   std::optional<std::vector<uint8_t>> answer = peer->Receive();
   ASSERT_TRUE(answer.has_value());
-  EXPECT_EQ(Get32(*answer, 12), kRdmaError);
-  EXPECT_EQ(Get32(*answer, 16), kErrChunk);
+  EXPECT_EQ(LoadBigEndian32(answer->data() + 12), kRdmaError);
+  EXPECT_EQ(LoadBigEndian32(answer->data() + 16), kErrChunk);
 }
 
 // Linux's svcrdma now closes a connection after an RDMA Read fails instead

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/server.h"
 #include "tests/oncrpc/adapter_fixture.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::oncrpc::testing {
 namespace {
@@ -201,19 +202,15 @@ TEST_P(AdapterErrorTest, Rfc8166_9_2_RpcsecGssCallsUseNoDdp) {
 // the reply's RPC header.
 absl::StatusOr<std::unique_ptr<Server>> ServerAnsweringWith(
     std::vector<uint32_t> words) {
-  return Server::Create(
-      ListenUri("soft+unix"), {},
-      [words](IncomingCall call, Responder responder) {
-        std::vector<uint8_t> reply;
-        std::vector<uint32_t> header = {call.xid};
-        header.insert(header.end(), words.begin(), words.end());
-        for (uint32_t word : header) {
-          for (int shift = 24; shift >= 0; shift -= 8) {
-            reply.push_back(static_cast<uint8_t>(word >> shift));
-          }
-        }
-        (void)responder.Send(HandlerReply(std::move(reply)));
-      });
+  return Server::Create(ListenUri("soft+unix"), {},
+                        [words](IncomingCall call, Responder responder) {
+                          std::vector<uint8_t> reply;
+                          test::AppendWord(reply, call.xid);
+                          for (uint32_t word : words) {
+                            test::AppendWord(reply, word);
+                          }
+                          (void)responder.Send(HandlerReply(std::move(reply)));
+                        });
 }
 
 // RFC 5531 §9: a server that speaks another RPC version answers

@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/rpc_msg.h"
+#include "rpcrdma/xdr.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
 namespace rpcrdma::oncrpc::testing {
@@ -66,35 +68,32 @@ void CountDispatch(svc_req* request, SVCXPRT* xprt) {
   svc_sendreply(xprt, AsXdrProc(&xdr_u_int), reinterpret_cast<caddr_t>(&count));
 }
 
-void PutWord(std::vector<uint8_t>& out, uint32_t word) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(word >> shift));
-  }
+// Variable-length opaque data (RFC 4506 §4.10) of `length` octets, all
+// `fill`, appended by `out` (which cannot fail appending to a vector).
+void WriteFilledOpaque(XdrWriter& out, absl::string_view field, uint32_t length,
+                       uint8_t fill) {
+  (void)out.WriteVarOpaque(field, std::vector<uint8_t>(length, fill));
 }
 
-void PutOpaque(std::vector<uint8_t>& out, uint32_t length, uint8_t fill) {
-  PutWord(out, length);
-  out.insert(out.end(), length, fill);
-  out.insert(out.end(), (4 - length % 4) % 4, 0);
-}
-
-// A call of `procedure` written word by word, so that authenticators of
-// any length can be sent: RFC 5531 §9 call_body, then `arguments`.
+// A call of `procedure` written item by item, so that authenticators of
+// any length can be sent (EncodeCallHeader keeps to RFC 5531's bound):
+// RFC 5531 §9 call_body, then `arguments`.
 std::vector<uint8_t> CallOf(uint32_t xid, rpcproc_t procedure,
                             uint32_t credential_length,
                             uint32_t verifier_length,
                             const std::vector<uint8_t>& arguments) {
   std::vector<uint8_t> call;
-  PutWord(call, xid);
-  PutWord(call, CALL);
-  PutWord(call, RPC_MSG_VERSION);
-  PutWord(call, kCountProgram);
-  PutWord(call, kCountVersion);
-  PutWord(call, procedure);
-  PutWord(call, AUTH_NONE);
-  PutOpaque(call, credential_length, 'c');
-  PutWord(call, AUTH_NONE);
-  PutOpaque(call, verifier_length, 'v');
+  XdrWriter out(&call);
+  (void)out.WriteUint32("xid", xid);
+  (void)out.WriteUint32("mtype", CALL);
+  (void)out.WriteUint32("rpcvers", RPC_MSG_VERSION);
+  (void)out.WriteUint32("prog", kCountProgram);
+  (void)out.WriteUint32("vers", kCountVersion);
+  (void)out.WriteUint32("proc", procedure);
+  (void)out.WriteUint32("cred.flavor", AUTH_NONE);
+  WriteFilledOpaque(out, "cred.body", credential_length, 'c');
+  (void)out.WriteUint32("verf.flavor", AUTH_NONE);
+  WriteFilledOpaque(out, "verf.body", verifier_length, 'v');
   call.insert(call.end(), arguments.begin(), arguments.end());
   return call;
 }
@@ -102,7 +101,8 @@ std::vector<uint8_t> CallOf(uint32_t xid, rpcproc_t procedure,
 // kCount's argument: an opaque of `length` octets, all `fill`.
 std::vector<uint8_t> ArgumentOf(uint32_t length, uint8_t fill) {
   std::vector<uint8_t> argument;
-  PutOpaque(argument, length, fill);
+  XdrWriter out(&argument);
+  WriteFilledOpaque(out, "argument", length, fill);
   return argument;
 }
 
@@ -186,9 +186,7 @@ class AdapterHostileTest : public ::testing::TestWithParam<std::string> {
       if (reply->xdr.size() < decoded->body_offset + 4) {
         return absl::DataLossError("no result");
       }
-      const uint8_t* at = reply->xdr.data() + decoded->body_offset;
-      *result = (uint32_t{at[0]} << 24) | (uint32_t{at[1]} << 16) |
-                (uint32_t{at[2]} << 8) | uint32_t{at[3]};
+      *result = LoadBigEndian32(reply->xdr.data() + decoded->body_offset);
     }
     return decoded->header;
   }

@@ -20,6 +20,7 @@
 #include "rpcrdma/oncrpc/svc_rdma.h"
 #include "tests/oncrpc/adapter_fixture.h"
 #include "tests/oncrpc/bigresult_server.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::oncrpc {
 namespace {
@@ -137,12 +138,6 @@ class KeptRepliesHostileTest : public ::testing::TestWithParam<std::string> {
   SVCXPRT* xprt_ = nullptr;
 };
 
-void PutWord(std::vector<uint8_t>& out, uint32_t word) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<uint8_t>(word >> shift));
-  }
-}
-
 // BIGRESULT_GET of `size` octets (RFC 5531 §9 call_body, AUTH_NONE).
 std::vector<uint8_t> GetCall(uint32_t xid, uint32_t size) {
   std::vector<uint8_t> call;
@@ -150,7 +145,7 @@ std::vector<uint8_t> GetCall(uint32_t xid, uint32_t size) {
        {xid, uint32_t{CALL}, uint32_t{RPC_MSG_VERSION}, uint32_t{BIGRESULT},
         uint32_t{BIGRESULT_V1}, uint32_t{BIGRESULT_GET}, uint32_t{AUTH_NONE},
         0u, uint32_t{AUTH_NONE}, 0u, size}) {
-    PutWord(call, word);
+    test::AppendWord(call, word);
   }
   return call;
 }

@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpcrdma/xdr.h"
 #include "testprog.h"
 #include "tests/oncrpc/testprog_server.h"
 
@@ -392,10 +393,7 @@ TEST_F(RdmaXdrDecoderTest, EveryMalformedLengthIsRefused) {
   for (uint32_t length :
        {0xffffffffu, 0x80000000u, uint32_t{TESTPROG_MAXDATA} + 1}) {
     std::vector<uint8_t> bad = stream_;
-    bad[12] = static_cast<uint8_t>(length >> 24);
-    bad[13] = static_cast<uint8_t>(length >> 16);
-    bad[14] = static_cast<uint8_t>(length >> 8);
-    bad[15] = static_cast<uint8_t>(length);
+    StoreBigEndian32(bad.data() + 12, length);
     EXPECT_FALSE(decodes(bad, Chunks())) << length;
   }
   // A name longer than its bound.

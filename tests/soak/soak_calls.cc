@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "rpcrdma/xdr.h"
 #include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::soak {
@@ -60,8 +61,7 @@ void PlanResult(PlannedCall& call, std::vector<uint8_t> stream, uint32_t n,
 
 uint32_t Get(absl::Span<const uint8_t> in, size_t offset) {
   if (offset + 4 > in.size()) return 0;
-  return (uint32_t{in[offset]} << 24) | (uint32_t{in[offset + 1]} << 16) |
-         (uint32_t{in[offset + 2]} << 8) | uint32_t{in[offset + 3]};
+  return LoadBigEndian32(in.data() + offset);
 }
 
 std::vector<uint8_t> CallHeader(uint32_t xid, uint32_t proc) {
@@ -87,9 +87,8 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 }
 
 void PutOpaque(std::vector<uint8_t>& out, const std::vector<uint8_t>& data) {
-  test::AppendWord(out, static_cast<uint32_t>(data.size()));
-  out.insert(out.end(), data.begin(), data.end());
-  out.insert(out.end(), (4 - data.size() % 4) % 4, uint8_t{0});
+  // RFC 4506 §4.10; appending to a vector, the write cannot fail.
+  (void)XdrWriter(&out).WriteVarOpaque("opaque", data);
 }
 
 const char* ShapeName(Shape shape) {

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/channel.h"
 #include "rpcrdma/server.h"
+#include "rpcrdma/xdr.h"
 #include "tests/api/process_stats.h"
 #include "tests/testing/sanitizer.h"
 #include "tests/thrift/harness.h"
@@ -646,14 +647,18 @@ std::vector<uint8_t> NullCall(uint32_t xid, uint32_t rpcvers,
                               const std::vector<uint8_t>& cred_body,
                               uint32_t verf_flavor = 0) {
   std::vector<uint8_t> out;
-  for (uint32_t w : {xid, 0u, rpcvers, 0x20007468u, 1u, 0u, cred_flavor}) {
-    PutU32(out, w);
-  }
-  PutU32(out, static_cast<uint32_t>(cred_body.size()));
-  out.insert(out.end(), cred_body.begin(), cred_body.end());
-  while (out.size() % 4 != 0) out.push_back(0);
-  PutU32(out, verf_flavor);
-  PutU32(out, 0);
+  // Appending to a vector, the writes cannot fail.
+  XdrWriter call(&out);
+  (void)call.WriteUint32("xid", xid);
+  (void)call.WriteUint32("mtype", 0);  // CALL
+  (void)call.WriteUint32("rpcvers", rpcvers);
+  (void)call.WriteUint32("prog", 0x20007468u);
+  (void)call.WriteUint32("vers", 1);
+  (void)call.WriteUint32("proc", 0);
+  (void)call.WriteUint32("cred.flavor", cred_flavor);
+  (void)call.WriteVarOpaque("cred.body", cred_body);
+  (void)call.WriteUint32("verf.flavor", verf_flavor);
+  (void)call.WriteVarOpaque("verf.body", {});
   return out;
 }
 
@@ -661,21 +666,22 @@ std::vector<uint32_t> Words(const Reply& reply) {
   std::vector<uint32_t> words;
   absl::Span<const uint8_t> x = reply.xdr.span();
   for (size_t i = 0; i + 4 <= x.size(); i += 4) {
-    words.push_back(uint32_t{x[i]} << 24 | uint32_t{x[i + 1]} << 16 |
-                    uint32_t{x[i + 2]} << 8 | x[i + 3]);
+    words.push_back(LoadBigEndian32(x.data() + i));
   }
   return words;
 }
 
 std::vector<uint8_t> AuthSysBody(uint32_t gids) {
+  // RFC 5531 Appendix A authsys_parms, written item by item: AuthSys()
+  // refuses more than 16 gids, and the tests send more.
   std::vector<uint8_t> body;
-  PutU32(body, 1);  // stamp
-  PutU32(body, 4);
-  for (char c : std::string("host")) body.push_back(static_cast<uint8_t>(c));
-  PutU32(body, 1000);  // uid
-  PutU32(body, 1000);  // gid
-  PutU32(body, gids);
-  for (uint32_t i = 0; i < gids; ++i) PutU32(body, 100 + i);
+  XdrWriter parms(&body);
+  (void)parms.WriteUint32("stamp", 1);
+  (void)parms.WriteString("machinename", "host");
+  (void)parms.WriteUint32("uid", 1000);
+  (void)parms.WriteUint32("gid", 1000);
+  (void)parms.WriteUint32("gids.length", gids);
+  for (uint32_t i = 0; i < gids; ++i) (void)parms.WriteUint32("gid", 100 + i);
   return body;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "rpcrdma/xdr.h"
+
 namespace rpcrdma::thrift::test {
 
 // TType codes of the binary protocol.
@@ -21,10 +23,11 @@ inline void PutU16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v >> 8));
   out.push_back(static_cast<uint8_t>(v));
 }
+// TBinaryProtocol's i32 is big-endian, laid out as an XDR word.
 inline void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int shift : {24, 16, 8, 0}) {
-    out.push_back(static_cast<uint8_t>(v >> shift));
-  }
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, v);
 }
 
 // The message header of a T_CALL of `name` (strict: version 1), sequence

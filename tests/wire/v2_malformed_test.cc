@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plugin/wire/v2.h"
+#include "rpcrdma/xdr.h"
 #include "tests/wire/v2_test_util.h"
 
 namespace rpcrdma::wire::v2_testing {
@@ -212,10 +213,7 @@ TEST(V2Decode, Draft04_6_2_4_WrongVersionReportedOnceRead) {
     EXPECT_EQ(e.offset, 4u);
     // A complete message is rejected the same way.
     Bytes full = GoldenMsgAllLists();
-    full[7] = static_cast<uint8_t>(vers);
-    full[4] = static_cast<uint8_t>(vers >> 24);
-    full[5] = static_cast<uint8_t>(vers >> 16);
-    full[6] = static_cast<uint8_t>(vers >> 8);
+    StoreBigEndian32(full.data() + 4, vers);
     e = DecodeFails(full);
     EXPECT_EQ(e.kind, DecodeErrorKind::kBadVersion);
     EXPECT_EQ(e.value, vers);

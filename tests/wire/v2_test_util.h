@@ -16,22 +16,14 @@
 
 #include "gtest/gtest.h"
 #include "plugin/wire/v2.h"
+#include "tests/testing/byte_vectors.h"
 
 namespace rpcrdma::wire::v2_testing {
 
 using Bytes = std::vector<uint8_t>;
 
 // Big-endian XDR words.
-inline Bytes Words(std::initializer_list<uint32_t> words) {
-  Bytes out;
-  for (uint32_t w : words) {
-    out.push_back(static_cast<uint8_t>(w >> 24));
-    out.push_back(static_cast<uint8_t>(w >> 16));
-    out.push_back(static_cast<uint8_t>(w >> 8));
-    out.push_back(static_cast<uint8_t>(w));
-  }
-  return out;
-}
+using ::rpcrdma::test::Words;
 
 inline Bytes Cat(std::initializer_list<Bytes> parts) {
   Bytes out;

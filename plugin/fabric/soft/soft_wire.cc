@@ -4,10 +4,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "rpcrdma/xdr.h"
 
 namespace rpcrdma::fabric::soft {
 namespace {
 
+// The frames' integers are big-endian (soft_wire.h). Their 32-bit words,
+// and the two words of a 64-bit integer (most significant first), are
+// loaded and stored as XDR's (RFC 4506 §4.1, §4.5); XDR has no 16-bit
+// integer, so the private data length is put together here.
 class Reader {
  public:
   explicit Reader(absl::Span<const uint8_t> data) : data_(data) {}
@@ -18,18 +23,24 @@ class Reader {
     return true;
   }
   bool U16(uint16_t& v) {
-    uint64_t w = 0;
-    if (!Bytes(2, w)) return false;
-    v = static_cast<uint16_t>(w);
+    if (remaining() < 2) return false;
+    v = static_cast<uint16_t>((data_[pos_] << 8) | data_[pos_ + 1]);
+    pos_ += 2;
     return true;
   }
   bool U32(uint32_t& v) {
-    uint64_t w = 0;
-    if (!Bytes(4, w)) return false;
-    v = static_cast<uint32_t>(w);
+    if (remaining() < 4) return false;
+    v = LoadBigEndian32(data_.data() + pos_);
+    pos_ += 4;
     return true;
   }
-  bool U64(uint64_t& v) { return Bytes(8, v); }
+  bool U64(uint64_t& v) {
+    if (remaining() < 8) return false;
+    v = (uint64_t{LoadBigEndian32(data_.data() + pos_)} << 32) |
+        LoadBigEndian32(data_.data() + pos_ + 4);
+    pos_ += 8;
+    return true;
+  }
   absl::Span<const uint8_t> Rest() {
     absl::Span<const uint8_t> rest = data_.subspan(pos_);
     pos_ = data_.size();
@@ -43,36 +54,37 @@ class Reader {
   }
 
  private:
-  bool Bytes(size_t n, uint64_t& v) {
-    if (remaining() < n) return false;
-    v = 0;
-    for (size_t i = 0; i < n; ++i) v = (v << 8) | data_[pos_ + i];
-    pos_ += n;
-    return true;
-  }
   absl::Span<const uint8_t> data_;
   size_t pos_ = 0;
 };
 
-void PutBe(std::vector<uint8_t>& out, uint64_t v, size_t n) {
-  for (size_t i = n; i > 0; --i) {
-    out.push_back(static_cast<uint8_t>(v >> (8 * (i - 1))));
-  }
+void PutU16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v >> 8));
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, v);
+}
+
+void PutU64(std::vector<uint8_t>& out, uint64_t v) {
+  PutU32(out, static_cast<uint32_t>(v >> 32));
+  PutU32(out, static_cast<uint32_t>(v));
 }
 
 // Starts a frame; returns the offset of its length field.
 size_t Begin(std::vector<uint8_t>& out, FrameType type) {
   size_t at = out.size();
-  PutBe(out, 0, 4);
+  PutU32(out, 0);
   out.push_back(static_cast<uint8_t>(type));
   return at;
 }
 
 void Finish(std::vector<uint8_t>& out, size_t at) {
   const uint64_t body = out.size() - at - 4;
-  for (size_t i = 0; i < 4; ++i) {
-    out[at + i] = static_cast<uint8_t>(body >> (8 * (3 - i)));
-  }
+  StoreBigEndian32(out.data() + at, static_cast<uint32_t>(body));
 }
 
 void PutBytes(std::vector<uint8_t>& out, absl::Span<const uint8_t> data) {
@@ -81,7 +93,7 @@ void PutBytes(std::vector<uint8_t>& out, absl::Span<const uint8_t> data) {
 
 void PutPrivateData(std::vector<uint8_t>& out,
                     absl::Span<const uint8_t> private_data) {
-  PutBe(out, private_data.size(), 2);
+  PutU16(out, static_cast<uint16_t>(private_data.size()));
   PutBytes(out, private_data);
 }
 
@@ -235,9 +247,7 @@ absl::Status DecodeBody(uint8_t type, Reader& r, Frame& f) {
 absl::StatusOr<DecodeResult> DecodeFrame(absl::Span<const uint8_t> input) {
   DecodeResult result;
   if (input.size() < 4) return result;
-  const uint32_t body_length = (uint32_t{input[0]} << 24) |
-                               (uint32_t{input[1]} << 16) |
-                               (uint32_t{input[2]} << 8) | uint32_t{input[3]};
+  const uint32_t body_length = LoadBigEndian32(input.data());
   if (body_length == 0) {
     return absl::InvalidArgumentError("soft frame: empty body");
   }
@@ -265,10 +275,10 @@ void AppendConnect(std::vector<uint8_t>& out, uint32_t initiator_depth,
                    uint32_t responder_resources,
                    absl::Span<const uint8_t> private_data) {
   size_t at = Begin(out, FrameType::kConnect);
-  PutBe(out, kMagic, 4);
+  PutU32(out, kMagic);
   out.push_back(kVersion);
-  PutBe(out, initiator_depth, 4);
-  PutBe(out, responder_resources, 4);
+  PutU32(out, initiator_depth);
+  PutU32(out, responder_resources);
   PutPrivateData(out, private_data);
   Finish(out, at);
 }
@@ -277,8 +287,8 @@ void AppendAccept(std::vector<uint8_t>& out, uint32_t initiator_depth,
                   uint32_t responder_resources,
                   absl::Span<const uint8_t> private_data) {
   size_t at = Begin(out, FrameType::kAccept);
-  PutBe(out, initiator_depth, 4);
-  PutBe(out, responder_resources, 4);
+  PutU32(out, initiator_depth);
+  PutU32(out, responder_resources);
   PutPrivateData(out, private_data);
   Finish(out, at);
 }
@@ -294,16 +304,16 @@ void AppendSend(std::vector<uint8_t>& out, uint64_t id,
                 std::optional<uint32_t> invalidate,
                 absl::Span<const absl::Span<const uint8_t>> pieces) {
   size_t at = Begin(out, FrameType::kSend);
-  PutBe(out, id, 8);
+  PutU64(out, id);
   out.push_back(invalidate.has_value() ? 1 : 0);
-  PutBe(out, invalidate.value_or(0), 4);
+  PutU32(out, invalidate.value_or(0));
   for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
   Finish(out, at);
 }
 
 void AppendAck(std::vector<uint8_t>& out, uint64_t id, uint8_t status) {
   size_t at = Begin(out, FrameType::kAck);
-  PutBe(out, id, 8);
+  PutU64(out, id);
   out.push_back(status);
   Finish(out, at);
 }
@@ -311,17 +321,17 @@ void AppendAck(std::vector<uint8_t>& out, uint64_t id, uint8_t status) {
 void AppendReadReq(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                    uint64_t address, uint32_t length) {
   size_t at = Begin(out, FrameType::kReadReq);
-  PutBe(out, id, 8);
-  PutBe(out, handle, 4);
-  PutBe(out, address, 8);
-  PutBe(out, length, 4);
+  PutU64(out, id);
+  PutU32(out, handle);
+  PutU64(out, address);
+  PutU32(out, length);
   Finish(out, at);
 }
 
 void AppendReadResp(std::vector<uint8_t>& out, uint64_t id, uint8_t status,
                     bool last, absl::Span<const uint8_t> data) {
   size_t at = Begin(out, FrameType::kReadResp);
-  PutBe(out, id, 8);
+  PutU64(out, id);
   out.push_back(status);
   out.push_back(last ? 1 : 0);
   PutBytes(out, data);
@@ -332,9 +342,9 @@ void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                  uint64_t address, bool last,
                  absl::Span<const absl::Span<const uint8_t>> pieces) {
   size_t at = Begin(out, FrameType::kWrite);
-  PutBe(out, id, 8);
-  PutBe(out, handle, 4);
-  PutBe(out, address, 8);
+  PutU64(out, id);
+  PutU32(out, handle);
+  PutU64(out, address);
   out.push_back(last ? 1 : 0);
   for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
   Finish(out, at);
@@ -348,9 +358,9 @@ void AppendDisconnect(std::vector<uint8_t>& out) {
 void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
                     uint64_t probe_cookie, uint32_t gate_fd) {
   size_t at = Begin(out, FrameType::kCmaOffer);
-  PutBe(out, probe_address, 8);
-  PutBe(out, probe_cookie, 8);
-  PutBe(out, gate_fd, 4);
+  PutU64(out, probe_address);
+  PutU64(out, probe_cookie);
+  PutU32(out, gate_fd);
   Finish(out, at);
 }
 
@@ -364,13 +374,13 @@ void AppendCmaRequest(std::vector<uint8_t>& out, FrameType type, uint64_t id,
                       uint32_t handle, uint64_t address, uint32_t length,
                       absl::Span<const CmaSegment> segments) {
   size_t at = Begin(out, type);
-  PutBe(out, id, 8);
-  PutBe(out, handle, 4);
-  PutBe(out, address, 8);
-  PutBe(out, length, 4);
+  PutU64(out, id);
+  PutU32(out, handle);
+  PutU64(out, address);
+  PutU32(out, length);
   for (const CmaSegment& seg : segments) {
-    PutBe(out, seg.address, 8);
-    PutBe(out, seg.length, 4);
+    PutU64(out, seg.address);
+    PutU32(out, seg.length);
   }
   Finish(out, at);
 }
