@@ -83,31 +83,28 @@ ConnectionInfo Channel::connection_info() const {
   return core_->connection_info();
 }
 
-absl::Status Channel::RequestPeerReceiveSize(
-    uint32_t octets, std::chrono::milliseconds timeout) {
-  return core_->RequestPeerReceiveSize(octets, timeout);
+absl::Status Channel::RequestPeerReceiveSize(uint32_t octets,
+                                             Deadline deadline) {
+  return core_->RequestPeerReceiveSize(octets, deadline);
 }
 
-absl::Status Channel::UpdateReceiveSize(uint32_t octets,
-                                        std::chrono::milliseconds timeout) {
-  return core_->UpdateReceiveSize(octets, timeout);
+absl::Status Channel::UpdateReceiveSize(uint32_t octets, Deadline deadline) {
+  return core_->UpdateReceiveSize(octets, deadline);
 }
 
 absl::Status Channel::UpdateProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  return core_->UpdateProperties(std::move(properties), timeout);
+    std::vector<TransportProperty> properties, Deadline deadline) {
+  return core_->UpdateProperties(std::move(properties), deadline);
 }
 
 absl::StatusOr<PropertyAnswer> Channel::RequestPeerProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
-  return core_->RequestPeerProperties(std::move(properties), timeout);
+    std::vector<TransportProperty> properties, Deadline deadline) {
+  return core_->RequestPeerProperties(std::move(properties), deadline);
 }
 
-absl::StatusOr<OptionalMessage> Channel::SendOptional(
-    OptionalMessage message, std::chrono::milliseconds timeout) {
-  return core_->SendOptional(std::move(message), timeout);
+absl::StatusOr<OptionalMessage> Channel::SendOptional(OptionalMessage message,
+                                                      Deadline deadline) {
+  return core_->SendOptional(std::move(message), deadline);
 }
 
 }  // namespace rpcrdma

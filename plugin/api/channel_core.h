@@ -75,10 +75,8 @@ class ChannelCore final : public ConnectionDriver::Owner,
   // Version two (channel_v2.cc; rpcrdma/version_two.h). The options are
   // set before Start().
   void SetVersionTwo(VersionTwoOptions options);
-  absl::Status RequestPeerReceiveSize(uint32_t octets,
-                                      std::chrono::milliseconds timeout);
-  absl::Status UpdateReceiveSize(uint32_t octets,
-                                 std::chrono::milliseconds timeout);
+  absl::Status RequestPeerReceiveSize(uint32_t octets, Deadline deadline);
+  absl::Status UpdateReceiveSize(uint32_t octets, Deadline deadline);
   // UpdateProperties, RequestPeerProperties, SendOptional: from
   // VersionTwoOperations.
 
@@ -142,10 +140,9 @@ class ChannelCore final : public ConnectionDriver::Owner,
   absl::StatusOr<Reply> WaitForBlockingSlot(BlockingSlot& slot);
 
   // Starts a version-two operation on the connection (`start`, under the
-  // lock) and waits for its answer at most `timeout`.
+  // lock) and waits for its answer until `deadline`.
   template <typename Answer, typename Operation>
-  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
-                                         std::chrono::milliseconds timeout);
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start, Deadline deadline);
 
   // The rest runs with the driver's mu held.
   std::unique_ptr<Connection> MakeConnection(

@@ -17,19 +17,19 @@ void ChannelCore::SetVersionTwo(VersionTwoOptions options) {
 }
 
 template <typename Answer, typename Operation>
-absl::StatusOr<Answer> ChannelCore::AwaitVersionTwo(
-    Operation start, std::chrono::milliseconds timeout) {
+absl::StatusOr<Answer> ChannelCore::AwaitVersionTwo(Operation start,
+                                                    Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(driver_.mu());
     // The loop reads the answer (channel_core.h: not parked).
     if (Up()) parked_for_blocking_calls_ = false;
   }
-  return driver_.AwaitVersionTwo<Answer>(std::move(start), timeout,
+  return driver_.AwaitVersionTwo<Answer>(std::move(start), deadline,
                                          "channel: no answer from the server");
 }
 
-absl::Status ChannelCore::RequestPeerReceiveSize(
-    uint32_t octets, std::chrono::milliseconds timeout) {
+absl::Status ChannelCore::RequestPeerReceiveSize(uint32_t octets,
+                                                 Deadline deadline) {
   absl::StatusOr<engine::PropertiesAnswered> answer =
       AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
@@ -37,7 +37,7 @@ absl::Status ChannelCore::RequestPeerReceiveSize(
                 c, {TransportProperty{wire::kPropIdRbsiz,
                                       wire::MakeRbsizProperty(octets).data}});
           },
-          timeout);
+          deadline);
   if (!answer.ok()) return answer.status();
   absl::StatusOr<PropertyAnswer> result =
       VersionTwoUser::RequestResult(*answer);
@@ -53,11 +53,11 @@ absl::Status ChannelCore::RequestPeerReceiveSize(
 }
 
 absl::Status ChannelCore::UpdateReceiveSize(uint32_t octets,
-                                            std::chrono::milliseconds timeout) {
+                                            Deadline deadline) {
   return UpdateProperties(
       {TransportProperty{wire::kPropIdRbsiz,
                          wire::MakeRbsizProperty(octets).data}},
-      timeout);
+      deadline);
 }
 
 // UpdateProperties, RequestPeerProperties and SendOptional over the

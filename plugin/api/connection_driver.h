@@ -165,11 +165,10 @@ class ConnectionDriver final : public runtime::Source,
   void Defer(DriverOutcomes o);
 
   // Starts a version-two operation on the connection (`start`, under the
-  // lock) and waits for its answer at most `timeout`; `who` names the peer
+  // lock) and waits for its answer until `deadline`; `who` names the peer
   // in the error when none comes.
   template <typename Answer, typename Operation>
-  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
-                                         std::chrono::milliseconds timeout,
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start, Deadline deadline,
                                          absl::string_view who);
 
   // runtime::Source
@@ -227,7 +226,8 @@ class ConnectionDriver final : public runtime::Source,
 
 template <typename Answer, typename Operation>
 absl::StatusOr<Answer> ConnectionDriver::AwaitVersionTwo(
-    Operation start, std::chrono::milliseconds timeout, absl::string_view who) {
+    Operation start, Deadline deadline, absl::string_view who) {
+  const Clock::time_point started_at = Clock::now();
   std::optional<VersionTwoUser::Wait<Answer>> wait;
   std::optional<Clock::time_point> wake;
   DriverOutcomes o;
@@ -244,13 +244,17 @@ absl::StatusOr<Answer> ConnectionDriver::AwaitVersionTwo(
   }
   Defer(std::move(o));
   if (wake) WakeBy(*wake);
-  if (wait->answer.wait_for(timeout) != std::future_status::ready) {
+  if (wait->answer.wait_until(deadline) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(mu_);
     // Still awaited: given up. Otherwise answered while this thread took
     // the lock.
     if (v2_.Forget(wait->xid)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(who, " within ", timeout.count(), " ms"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          who, " by the operation's deadline (waited ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                started_at)
+              .count(),
+          " ms)"));
     }
   }
   return wait->answer.get();

@@ -89,8 +89,7 @@ class ServerConnection final
   };
   using Outcomes = DriverOutcomes;
   template <typename Answer, typename Operation>
-  absl::StatusOr<Answer> AwaitVersionTwo(Operation start,
-                                         std::chrono::milliseconds timeout);
+  absl::StatusOr<Answer> AwaitVersionTwo(Operation start, Deadline deadline);
 
   // ConnectionDriver::Owner
   std::weak_ptr<Owner> WeakOwner() override { return weak_from_this(); }

@@ -14,10 +14,10 @@ namespace rpcrdma {
 namespace api_internal {
 
 template <typename Answer, typename Operation>
-absl::StatusOr<Answer> ServerConnection::AwaitVersionTwo(
-    Operation start, std::chrono::milliseconds timeout) {
+absl::StatusOr<Answer> ServerConnection::AwaitVersionTwo(Operation start,
+                                                         Deadline deadline) {
   return driver_.AwaitVersionTwo<Answer>(
-      std::move(start), timeout,
+      std::move(start), deadline,
       absl::StrCat("server: no answer from the client on connection ", id_));
 }
 
@@ -39,36 +39,36 @@ template class VersionTwoOperations<ServerConnection>;
 }  // namespace api_internal
 
 absl::Status Server::UpdateReceiveSize(ConnectionId connection, uint32_t octets,
-                                       std::chrono::milliseconds timeout) {
+                                       Deadline deadline) {
   return UpdateProperties(
       connection,
       {TransportProperty{wire::kPropIdRbsiz,
                          wire::MakeRbsizProperty(octets).data}},
-      timeout);
+      deadline);
 }
 
 absl::Status Server::UpdateProperties(ConnectionId connection,
                                       std::vector<TransportProperty> properties,
-                                      std::chrono::milliseconds timeout) {
+                                      Deadline deadline) {
   auto conn = core_->Find(connection);
   if (!conn.ok()) return conn.status();
-  return (*conn)->UpdateProperties(std::move(properties), timeout);
+  return (*conn)->UpdateProperties(std::move(properties), deadline);
 }
 
 absl::StatusOr<PropertyAnswer> Server::RequestPeerProperties(
     ConnectionId connection, std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
+    Deadline deadline) {
   auto conn = core_->Find(connection);
   if (!conn.ok()) return conn.status();
-  return (*conn)->RequestPeerProperties(std::move(properties), timeout);
+  return (*conn)->RequestPeerProperties(std::move(properties), deadline);
 }
 
-absl::StatusOr<OptionalMessage> Server::SendOptional(
-    ConnectionId connection, OptionalMessage message,
-    std::chrono::milliseconds timeout) {
+absl::StatusOr<OptionalMessage> Server::SendOptional(ConnectionId connection,
+                                                     OptionalMessage message,
+                                                     Deadline deadline) {
   auto conn = core_->Find(connection);
   if (!conn.ok()) return conn.status();
-  return (*conn)->SendOptional(std::move(message), timeout);
+  return (*conn)->SendOptional(std::move(message), deadline);
 }
 
 }  // namespace rpcrdma

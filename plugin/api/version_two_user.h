@@ -91,7 +91,7 @@ class VersionTwoUser {
 // The blocking operations of rpcrdma/version_two.h that a Channel and a
 // Server's connection share, for an Owner (ChannelCore, ServerConnection)
 // that has a ConnectionDriver `driver_` and an `AwaitVersionTwo<Answer>(start,
-// timeout)`, which starts the operation through the driver and waits for
+// deadline)`, which starts the operation through the driver and waits for
 // the peer's answer (ConnectionDriver::AwaitVersionTwo). The
 // owner befriends this class; each owner's .cc, where its AwaitVersionTwo
 // is defined, instantiates it explicitly.
@@ -99,12 +99,11 @@ template <typename Owner>
 class VersionTwoOperations {
  public:
   absl::Status UpdateProperties(std::vector<TransportProperty> properties,
-                                std::chrono::milliseconds timeout);
+                                Deadline deadline);
   absl::StatusOr<PropertyAnswer> RequestPeerProperties(
-      std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout);
-  absl::StatusOr<OptionalMessage> SendOptional(
-      OptionalMessage message, std::chrono::milliseconds timeout);
+      std::vector<TransportProperty> properties, Deadline deadline);
+  absl::StatusOr<OptionalMessage> SendOptional(OptionalMessage message,
+                                               Deadline deadline);
 
  private:
   Owner& owner() { return static_cast<Owner&>(*this); }
@@ -114,15 +113,14 @@ class VersionTwoOperations {
 // every other file from instantiating them without AwaitVersionTwo.
 template <typename Owner>
 absl::Status VersionTwoOperations<Owner>::UpdateProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
+    std::vector<TransportProperty> properties, Deadline deadline) {
   absl::StatusOr<engine::PropertiesAnswered> answer =
       owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
             return owner().driver_.version_two().Update(c,
                                                         std::move(properties));
           },
-          timeout);
+          deadline);
   if (!answer.ok()) return answer.status();
   return VersionTwoUser::UpdateResult(*answer);
 }
@@ -130,22 +128,21 @@ absl::Status VersionTwoOperations<Owner>::UpdateProperties(
 template <typename Owner>
 absl::StatusOr<PropertyAnswer>
 VersionTwoOperations<Owner>::RequestPeerProperties(
-    std::vector<TransportProperty> properties,
-    std::chrono::milliseconds timeout) {
+    std::vector<TransportProperty> properties, Deadline deadline) {
   absl::StatusOr<engine::PropertiesAnswered> answer =
       owner().template AwaitVersionTwo<engine::PropertiesAnswered>(
           [&](Connection& c) {
             return owner().driver_.version_two().Request(c,
                                                          std::move(properties));
           },
-          timeout);
+          deadline);
   if (!answer.ok()) return answer.status();
   return VersionTwoUser::RequestResult(*answer);
 }
 
 template <typename Owner>
 absl::StatusOr<OptionalMessage> VersionTwoOperations<Owner>::SendOptional(
-    OptionalMessage message, std::chrono::milliseconds timeout) {
+    OptionalMessage message, Deadline deadline) {
   const uint32_t type = message.type;
   absl::StatusOr<engine::OptionalAnswered> answer =
       owner().template AwaitVersionTwo<engine::OptionalAnswered>(
@@ -153,7 +150,7 @@ absl::StatusOr<OptionalMessage> VersionTwoOperations<Owner>::SendOptional(
             return owner().driver_.version_two().Optional(c,
                                                           std::move(message));
           },
-          timeout);
+          deadline);
   if (!answer.ok()) return answer.status();
   return VersionTwoUser::OptionalResult(type, *std::move(answer));
 }

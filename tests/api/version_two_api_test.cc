@@ -339,6 +339,47 @@ TEST_P(VersionTwoApiTest, V2Draft_4_1_OptionalMessagesBothWays) {
   EXPECT_TRUE(channel_->BlockingCall(BulkCall(0xD2, 100)).ok());
 }
 
+// Each version-two method waits for the peer's answer until its deadline
+// (types.h Deadline), as a call does: an optional message (§4.1) whose
+// handler has not answered by then is DEADLINE_EXCEEDED once the deadline
+// has passed, not before, and the connection goes on carrying calls.
+TEST_P(VersionTwoApiTest,
+       V2Draft_4_1_AnUnansweredOptionalMessageEndsAtItsDeadline) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  auto held = [gate](
+                  ConnectionId,
+                  const OptionalMessage& m) -> absl::StatusOr<OptionalMessage> {
+    std::unique_lock<std::mutex> lock(gate->mu);
+    gate->cv.wait(lock, [&] { return gate->open; });
+    return m;
+  };
+  StartServer(V2Config(), VersionTwoOptions{{}, {{kType, held}}, nullptr});
+  Connect(V2Config());
+  const Deadline deadline = DeadlineIn(std::chrono::milliseconds(300));
+  absl::StatusOr<OptionalMessage> answer =
+      channel_->SendOptional({kType, {1}, {}}, deadline);
+  EXPECT_GE(std::chrono::steady_clock::now(), deadline);
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << answer.status();
+  // A deadline already passed gives up at once, answered or not.
+  EXPECT_EQ(
+      channel_->SendOptional({kType, {2}, {}}, std::chrono::steady_clock::now())
+          .status()
+          .code(),
+      absl::StatusCode::kDeadlineExceeded);
+  {
+    std::lock_guard<std::mutex> lock(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  EXPECT_TRUE(channel_->BlockingCall(BulkCall(0xD3, 100)).ok());
+}
+
 // Outside version two there are no properties or optional messages; bad
 // options are refused by Create, naming them.
 TEST_P(VersionTwoApiTest, V2Draft_5_4_2_OptionsCheckedAndVersionOneRefused) {

@@ -364,7 +364,7 @@ void SoakTest::VersionTwoStep(Channel& channel, std::mt19937_64& rng) {
     const uint32_t octets = 4096 + 1024 * static_cast<uint32_t>(rng() % 13);
     ++stats_.v2_updates;
     const absl::Status s =
-        channel.UpdateReceiveSize(octets, std::chrono::seconds(5));
+        channel.UpdateReceiveSize(octets, DeadlineIn(std::chrono::seconds(5)));
     if (s.ok()) ++stats_.v2_updates_ok;
     // Lower than the size in force: refused (§5.2.1).
     if (!clean(s.code()) && s.code() != absl::StatusCode::kFailedPrecondition) {
@@ -378,7 +378,7 @@ void SoakTest::VersionTwoStep(Channel& channel, std::mt19937_64& rng) {
   m.payload.resize(rng() % 2048, static_cast<uint8_t>(rng()));
   ++stats_.v2_optionals;
   absl::StatusOr<OptionalMessage> answer =
-      channel.SendOptional(m, std::chrono::seconds(5));
+      channel.SendOptional(m, DeadlineIn(std::chrono::seconds(5)));
   if (answer.ok()) {
     ++stats_.v2_optionals_ok;
     if (answer->info != m.info || answer->payload != m.payload) {

@@ -210,12 +210,13 @@ class Channel {
   // FAILED_PRECONDITION when the Server declines (it grants up to its
   // inline_threshold.receive_grantable) or the connection is not in
   // version two; UNAVAILABLE without a connection or when it is lost
-  // before the answer; DEADLINE_EXCEEDED after `timeout`. Calls go on
+  // before the answer; DEADLINE_EXCEEDED once `deadline` has passed
+  // without an answer (by default 10 s from the call). Calls go on
   // meanwhile. The answer is read by the Channel's runtime: with a
   // user-driven one, drive it from another thread while this waits.
   absl::Status RequestPeerReceiveSize(
       uint32_t octets,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
 
   // More of version two (rpcrdma/version_two.h), on the live connection;
   // each returns once the Server has answered, with the errors of
@@ -232,20 +233,20 @@ class Channel {
   // is posted when it rises (FAILED_PRECONDITION beyond).
   absl::Status UpdateReceiveSize(
       uint32_t octets,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   // Changes experimental properties of this side stated at connect and
   // tells the Server (RDMA2_UPDPROP); FAILED_PRECONDITION for one not
   // stated, INVALID_ARGUMENT for an id that is not experimental.
   absl::Status UpdateProperties(
       std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   // Asks the Server to change its properties (RDMA2_REQPROP): experimental
   // ones it stated at connect, decided by its PropertyDecider, or its
   // receive buffer size (id 1). FAILED_PRECONDITION for one its
   // RDMA2_CONNPROP did not let change (§5.3.1).
   absl::StatusOr<PropertyAnswer> RequestPeerProperties(
       std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   // Sends an optional message (RDMA2_OPTIONAL) and returns the Server's
   // answer from its OptionalHandler. UNIMPLEMENTED when it serves no such
   // type (RDMA2_ERR_INVALID_OPTION), INTERNAL when its handler failed
@@ -253,7 +254,7 @@ class Channel {
   // the Server's receive buffer size, INVALID_ARGUMENT for types 1 to 4.
   absl::StatusOr<OptionalMessage> SendOptional(
       OptionalMessage message,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
 
  private:
   explicit Channel(std::shared_ptr<api_internal::ChannelCore> core);

@@ -168,16 +168,16 @@ class Server {
   // called from a handler or callback of this Server.
   absl::Status UpdateReceiveSize(
       ConnectionId connection, uint32_t octets,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   absl::Status UpdateProperties(
       ConnectionId connection, std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   absl::StatusOr<PropertyAnswer> RequestPeerProperties(
       ConnectionId connection, std::vector<TransportProperty> properties,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
   absl::StatusOr<OptionalMessage> SendOptional(
       ConnectionId connection, OptionalMessage message,
-      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+      Deadline deadline = DeadlineIn(std::chrono::seconds(10)));
 
  private:
   explicit Server(std::shared_ptr<api_internal::ServerCore> core);

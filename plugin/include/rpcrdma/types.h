@@ -53,6 +53,15 @@ struct CallArgument {
   absl::Span<const uint8_t> data;
 };
 
+// When an operation gives up: a point on the steady clock. A call's
+// (CallRequest::deadline) and every method that waits for the peer
+// (Channel's and Server's version-two methods) take one, so time is
+// bounded one way throughout. DeadlineIn(d) is `d` from now.
+using Deadline = std::chrono::steady_clock::time_point;
+inline Deadline DeadlineIn(std::chrono::steady_clock::duration from_now) {
+  return std::chrono::steady_clock::now() + from_now;
+}
+
 struct CallRequest {
   // The reduced RPC call stream (XID first, msg_type CALL).
   std::vector<uint8_t> xdr;
@@ -66,7 +75,7 @@ struct CallRequest {
   uint32_t max_reply_size = 0;
   // When unset, the configured timeouts.request_deadline_ms applies (none
   // when that is zero).
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::optional<Deadline> deadline;
   // What happens to the call when the connection is lost before its reply
   // arrives (see channel.h, "Reconnect"):
   // - false (at most once): it fails with UNAVAILABLE. The server may or
