@@ -45,14 +45,6 @@ bool KernelHandleOf(int fd, KernelHandle& out) {
   return name_to_handle_at(fd, "", out.header(), &mount_id, AT_EMPTY_PATH) == 0;
 }
 
-// A file handle keeps the kernel's handle types as big-endian words, laid
-// out as an XDR unsigned integer (RFC 4506 §4.2).
-void AppendBigEndian32(uint32_t value, FileHandle& out) {
-  const size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, value);
-}
-
 // The kernel handle of `type` (big-endian at `bytes`) whose `length`
 // octets follow it, or false for a type with flags (bits 16 and up of the
 // kernel's handle type are flags open_by_handle_at takes,
@@ -159,7 +151,7 @@ nfsstat3 Export::HandleOf(int fd, FileHandle& out) const {
   out[0] = kFormat;
   out.push_back(static_cast<uint8_t>(h.header()->handle_bytes >> 8));
   out.push_back(static_cast<uint8_t>(h.header()->handle_bytes));
-  AppendBigEndian32(static_cast<uint32_t>(h.header()->handle_type), out);
+  AppendBigEndian32(out, static_cast<uint32_t>(h.header()->handle_type));
   out.insert(out.end(), h.header()->f_handle,
              h.header()->f_handle + h.header()->handle_bytes);
   return NFS3_OK;
@@ -185,7 +177,7 @@ nfsstat3 Export::HandleOf(int fd, int dir, FileHandle& out) const {
     return NFS3_OK;
   }
   out[1] = static_cast<uint8_t>(hint_length);
-  AppendBigEndian32(static_cast<uint32_t>(parent.header()->handle_type), out);
+  AppendBigEndian32(out, static_cast<uint32_t>(parent.header()->handle_type));
   out.insert(out.end(), parent.header()->f_handle,
              parent.header()->f_handle + hint_length);
   return NFS3_OK;

@@ -8,17 +8,6 @@
 namespace rpcrdma::nfs4 {
 namespace {
 
-void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  const size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, v);
-}
-
-void PutU64(std::vector<uint8_t>& out, uint64_t v) {
-  PutU32(out, static_cast<uint32_t>(v >> 32));
-  PutU32(out, static_cast<uint32_t>(v));
-}
-
 void PutFixed(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
   out.insert(out.end(), bytes.begin(), bytes.end());
   out.resize(out.size() + XdrPad(bytes.size()), 0);
@@ -26,7 +15,7 @@ void PutFixed(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
 
 // RFC 4506 §4.10: length, octets, zero roundup.
 void PutOpaque(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
-  PutU32(out, static_cast<uint32_t>(bytes.size()));
+  AppendBigEndian32(out, static_cast<uint32_t>(bytes.size()));
   PutFixed(out, bytes);
 }
 
@@ -36,12 +25,12 @@ void PutString(std::vector<uint8_t>& out, absl::string_view s) {
 }
 
 void PutBitmap(std::vector<uint8_t>& out, const Bitmap& bitmap) {
-  PutU32(out, static_cast<uint32_t>(bitmap.size()));
-  for (uint32_t w : bitmap) PutU32(out, w);
+  AppendBigEndian32(out, static_cast<uint32_t>(bitmap.size()));
+  for (uint32_t w : bitmap) AppendBigEndian32(out, w);
 }
 
 void PutStateid(std::vector<uint8_t>& out, const Stateid& stateid) {
-  PutU32(out, stateid.seqid);
+  AppendBigEndian32(out, stateid.seqid);
   PutFixed(out, stateid.other);
 }
 
@@ -176,14 +165,14 @@ CompoundEncoder::CompoundEncoder(std::vector<uint8_t>& stream,
     : stream_(stream) {
   // RFC 7531 COMPOUND4args: tag, minorversion, argarray<>.
   PutString(stream_, tag);
-  PutU32(stream_, kMinorVersion);
+  AppendBigEndian32(stream_, kMinorVersion);
   count_offset_ = stream_.size();
-  PutU32(stream_, 0);
+  AppendBigEndian32(stream_, 0);
 }
 
 void CompoundEncoder::AddOp(Op op) {
   ops_.push_back(op);
-  PutU32(stream_, static_cast<uint32_t>(op));
+  AppendBigEndian32(stream_, static_cast<uint32_t>(op));
 }
 
 void CompoundEncoder::Putrootfh() { AddOp(Op::kPutrootfh); }
@@ -209,8 +198,8 @@ void CompoundEncoder::Read(const Stateid& stateid, uint64_t offset,
                            uint32_t count) {
   AddOp(Op::kRead);
   PutStateid(stream_, stateid);
-  PutU64(stream_, offset);
-  PutU32(stream_, count);
+  AppendBigEndian64(stream_, offset);
+  AppendBigEndian32(stream_, count);
 }
 
 void CompoundEncoder::Write(const Stateid& stateid, uint64_t offset,
@@ -218,15 +207,15 @@ void CompoundEncoder::Write(const Stateid& stateid, uint64_t offset,
                             bool reduce) {
   AddOp(Op::kWrite);
   PutStateid(stream_, stateid);
-  PutU64(stream_, offset);
-  PutU32(stream_, static_cast<uint32_t>(stable));
+  AppendBigEndian64(stream_, offset);
+  AppendBigEndian32(stream_, static_cast<uint32_t>(stable));
   if (!reduce) {
     PutOpaque(stream_, data);
     return;
   }
   // RFC 8166 §3.4.5: the length word stays; the item's position is where
   // its content would start.
-  PutU32(stream_, static_cast<uint32_t>(data.size()));
+  AppendBigEndian32(stream_, static_cast<uint32_t>(data.size()));
   items_.push_back({static_cast<uint32_t>(stream_.size()), data});
 }
 
@@ -235,10 +224,10 @@ void CompoundEncoder::Readdir(uint64_t cookie,
                               uint32_t dircount, uint32_t maxcount,
                               const Bitmap& attrs) {
   AddOp(Op::kReaddir);
-  PutU64(stream_, cookie);
+  AppendBigEndian64(stream_, cookie);
   PutFixed(stream_, cookieverf);
-  PutU32(stream_, dircount);
-  PutU32(stream_, maxcount);
+  AppendBigEndian32(stream_, dircount);
+  AppendBigEndian32(stream_, maxcount);
   PutBitmap(stream_, attrs);
 }
 
@@ -246,12 +235,12 @@ void CompoundEncoder::CreateSymlink(absl::string_view name,
                                     absl::string_view linktext) {
   AddOp(Op::kCreate);
   // createtype4: NF4LNK arm carries linktext4.
-  PutU32(stream_, static_cast<uint32_t>(FileType::kSymlink));
+  AppendBigEndian32(stream_, static_cast<uint32_t>(FileType::kSymlink));
   PutString(stream_, linktext);
   PutString(stream_, name);
   // createattrs: an empty fattr4 (no bitmap words, no values).
   PutBitmap(stream_, {});
-  PutU32(stream_, 0);
+  AppendBigEndian32(stream_, 0);
 }
 
 void CompoundEncoder::Readlink() { AddOp(Op::kReadlink); }

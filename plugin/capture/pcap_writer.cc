@@ -18,13 +18,6 @@ bool ValidPmtu(uint32_t pmtu) {
          pmtu == 4096;
 }
 
-// The IBA's extension headers (ImmDt, IETH) are big-endian words, as XDR's.
-void PutBigEndian32(std::vector<uint8_t>& out, uint32_t v) {
-  const size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, v);
-}
-
 // pcap-savefile(5) fields are in the writer's byte order, which the magic
 // number tells readers; little-endian here, on every host, so that the
 // same traffic gives the same file.
@@ -216,10 +209,10 @@ absl::Status PcapWriter::Send(size_t connection, Direction direction,
     }
     spec.opcode = static_cast<uint8_t>(op);
     if (last && options.invalidate_rkey) {
-      PutBigEndian32(spec.extension_headers, *options.invalidate_rkey);
+      AppendBigEndian32(spec.extension_headers, *options.invalidate_rkey);
     }
     if (last && options.immediate) {
-      PutBigEndian32(spec.extension_headers, *options.immediate);
+      AppendBigEndian32(spec.extension_headers, *options.immediate);
     }
     size_t begin = i * mtu;
     size_t end = std::min(payload.size(), begin + mtu);

@@ -39,11 +39,6 @@ void Put16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v >> 8));
   out.push_back(static_cast<uint8_t>(v));
 }
-void Put32(std::vector<uint8_t>& out, uint32_t v) {
-  const size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, v);
-}
 void Set16(std::vector<uint8_t>& out, size_t at, uint16_t v) {
   out[at] = static_cast<uint8_t>(v >> 8);
   out[at + 1] = static_cast<uint8_t>(v);
@@ -242,9 +237,9 @@ void PutLinkHeader(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
       break;
     case LinkType::kLinuxSll2:
       Put16(f, ethertype);
-      Put16(f, 0);  // reserved
-      Put32(f, 1);  // interface index
-      Put16(f, 1);  // ARPHRD_ETHER
+      Put16(f, 0);              // reserved
+      AppendBigEndian32(f, 1);  // interface index
+      Put16(f, 1);              // ARPHRD_ETHER
       f.push_back(spec.sll_outgoing ? 4 : 0);
       f.push_back(6);
       f.insert(f.end(), spec.src_mac.begin(), spec.src_mac.end());
@@ -261,7 +256,7 @@ void PutIpHeader(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
   const size_t ip_at = f.size();
   const bool v6 = spec.dst_ip.v6;
   if (v6) {
-    Put32(f, (6u << 28) | (uint32_t{spec.traffic_class} << 20));
+    AppendBigEndian32(f, (6u << 28) | (uint32_t{spec.traffic_class} << 20));
     Put16(f, static_cast<uint16_t>(udp_length));
     f.push_back(kIpProtoUdp);
     f.push_back(spec.hop_limit);
@@ -298,8 +293,8 @@ void PutUdpAndTransport(std::vector<uint8_t>& f, const RoceV2FrameSpec& spec,
   f.push_back(static_cast<uint8_t>((spec.solicited ? 0x80 : 0) |
                                    (pad << 4)));  // SE, M=0, PadCnt, TVer=0
   Put16(f, spec.pkey);
-  Put32(f, spec.dest_qp);  // resv8a = 0, then the QPN
-  Put32(f, (spec.ack_request ? 0x80000000u : 0) | spec.psn);
+  AppendBigEndian32(f, spec.dest_qp);  // resv8a = 0, then the QPN
+  AppendBigEndian32(f, (spec.ack_request ? 0x80000000u : 0) | spec.psn);
   f.insert(f.end(), spec.extension_headers.begin(),
            spec.extension_headers.end());
   f.insert(f.end(), spec.payload.begin(), spec.payload.end());

@@ -24,9 +24,7 @@ inline std::vector<uint8_t> Words(std::initializer_list<uint32_t> words) {
 }
 
 inline void AppendWord(std::vector<uint8_t>& out, uint32_t w) {
-  size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, w);
+  AppendBigEndian32(out, w);
 }
 
 // Hex fixture to octets; spaces and newlines between digits are ignored.

@@ -63,21 +63,10 @@ void PutU16(std::vector<uint8_t>& out, uint16_t v) {
   out.push_back(static_cast<uint8_t>(v));
 }
 
-void PutU32(std::vector<uint8_t>& out, uint32_t v) {
-  const size_t at = out.size();
-  out.resize(at + 4);
-  StoreBigEndian32(out.data() + at, v);
-}
-
-void PutU64(std::vector<uint8_t>& out, uint64_t v) {
-  PutU32(out, static_cast<uint32_t>(v >> 32));
-  PutU32(out, static_cast<uint32_t>(v));
-}
-
 // Starts a frame; returns the offset of its length field.
 size_t Begin(std::vector<uint8_t>& out, FrameType type) {
   size_t at = out.size();
-  PutU32(out, 0);
+  AppendBigEndian32(out, 0);
   out.push_back(static_cast<uint8_t>(type));
   return at;
 }
@@ -275,10 +264,10 @@ void AppendConnect(std::vector<uint8_t>& out, uint32_t initiator_depth,
                    uint32_t responder_resources,
                    absl::Span<const uint8_t> private_data) {
   size_t at = Begin(out, FrameType::kConnect);
-  PutU32(out, kMagic);
+  AppendBigEndian32(out, kMagic);
   out.push_back(kVersion);
-  PutU32(out, initiator_depth);
-  PutU32(out, responder_resources);
+  AppendBigEndian32(out, initiator_depth);
+  AppendBigEndian32(out, responder_resources);
   PutPrivateData(out, private_data);
   Finish(out, at);
 }
@@ -287,8 +276,8 @@ void AppendAccept(std::vector<uint8_t>& out, uint32_t initiator_depth,
                   uint32_t responder_resources,
                   absl::Span<const uint8_t> private_data) {
   size_t at = Begin(out, FrameType::kAccept);
-  PutU32(out, initiator_depth);
-  PutU32(out, responder_resources);
+  AppendBigEndian32(out, initiator_depth);
+  AppendBigEndian32(out, responder_resources);
   PutPrivateData(out, private_data);
   Finish(out, at);
 }
@@ -304,16 +293,16 @@ void AppendSend(std::vector<uint8_t>& out, uint64_t id,
                 std::optional<uint32_t> invalidate,
                 absl::Span<const absl::Span<const uint8_t>> pieces) {
   size_t at = Begin(out, FrameType::kSend);
-  PutU64(out, id);
+  AppendBigEndian64(out, id);
   out.push_back(invalidate.has_value() ? 1 : 0);
-  PutU32(out, invalidate.value_or(0));
+  AppendBigEndian32(out, invalidate.value_or(0));
   for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
   Finish(out, at);
 }
 
 void AppendAck(std::vector<uint8_t>& out, uint64_t id, uint8_t status) {
   size_t at = Begin(out, FrameType::kAck);
-  PutU64(out, id);
+  AppendBigEndian64(out, id);
   out.push_back(status);
   Finish(out, at);
 }
@@ -321,17 +310,17 @@ void AppendAck(std::vector<uint8_t>& out, uint64_t id, uint8_t status) {
 void AppendReadReq(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                    uint64_t address, uint32_t length) {
   size_t at = Begin(out, FrameType::kReadReq);
-  PutU64(out, id);
-  PutU32(out, handle);
-  PutU64(out, address);
-  PutU32(out, length);
+  AppendBigEndian64(out, id);
+  AppendBigEndian32(out, handle);
+  AppendBigEndian64(out, address);
+  AppendBigEndian32(out, length);
   Finish(out, at);
 }
 
 void AppendReadResp(std::vector<uint8_t>& out, uint64_t id, uint8_t status,
                     bool last, absl::Span<const uint8_t> data) {
   size_t at = Begin(out, FrameType::kReadResp);
-  PutU64(out, id);
+  AppendBigEndian64(out, id);
   out.push_back(status);
   out.push_back(last ? 1 : 0);
   PutBytes(out, data);
@@ -342,9 +331,9 @@ void AppendWrite(std::vector<uint8_t>& out, uint64_t id, uint32_t handle,
                  uint64_t address, bool last,
                  absl::Span<const absl::Span<const uint8_t>> pieces) {
   size_t at = Begin(out, FrameType::kWrite);
-  PutU64(out, id);
-  PutU32(out, handle);
-  PutU64(out, address);
+  AppendBigEndian64(out, id);
+  AppendBigEndian32(out, handle);
+  AppendBigEndian64(out, address);
   out.push_back(last ? 1 : 0);
   for (absl::Span<const uint8_t> piece : pieces) PutBytes(out, piece);
   Finish(out, at);
@@ -358,9 +347,9 @@ void AppendDisconnect(std::vector<uint8_t>& out) {
 void AppendCmaOffer(std::vector<uint8_t>& out, uint64_t probe_address,
                     uint64_t probe_cookie, uint32_t gate_fd) {
   size_t at = Begin(out, FrameType::kCmaOffer);
-  PutU64(out, probe_address);
-  PutU64(out, probe_cookie);
-  PutU32(out, gate_fd);
+  AppendBigEndian64(out, probe_address);
+  AppendBigEndian64(out, probe_cookie);
+  AppendBigEndian32(out, gate_fd);
   Finish(out, at);
 }
 
@@ -374,13 +363,13 @@ void AppendCmaRequest(std::vector<uint8_t>& out, FrameType type, uint64_t id,
                       uint32_t handle, uint64_t address, uint32_t length,
                       absl::Span<const CmaSegment> segments) {
   size_t at = Begin(out, type);
-  PutU64(out, id);
-  PutU32(out, handle);
-  PutU64(out, address);
-  PutU32(out, length);
+  AppendBigEndian64(out, id);
+  AppendBigEndian32(out, handle);
+  AppendBigEndian64(out, address);
+  AppendBigEndian32(out, length);
   for (const CmaSegment& seg : segments) {
-    PutU64(out, seg.address);
-    PutU32(out, seg.length);
+    AppendBigEndian64(out, seg.address);
+    AppendBigEndian32(out, seg.length);
   }
   Finish(out, at);
 }

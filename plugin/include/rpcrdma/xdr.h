@@ -47,6 +47,19 @@ inline void StoreBigEndian32(uint8_t* p, uint32_t v) {
   p[2] = static_cast<uint8_t>(v >> 8);
   p[3] = static_cast<uint8_t>(v);
 }
+// Appends `v` to `out` as one big-endian word (an unsigned integer, RFC
+// 4506 §4.2) or as two, most significant first (an unsigned hyper,
+// §4.5), for encoders that build a message word by word in a vector
+// without XdrWriter's per-item errors (frames, capture headers, tests).
+inline void AppendBigEndian32(std::vector<uint8_t>& out, uint32_t v) {
+  const size_t at = out.size();
+  out.resize(at + 4);
+  StoreBigEndian32(out.data() + at, v);
+}
+inline void AppendBigEndian64(std::vector<uint8_t>& out, uint64_t v) {
+  AppendBigEndian32(out, static_cast<uint32_t>(v >> 32));
+  AppendBigEndian32(out, static_cast<uint32_t>(v));
+}
 
 // Reads XDR items from a span it does not own (the span must outlive it).
 class XdrReader {
