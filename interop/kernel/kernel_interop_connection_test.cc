@@ -143,7 +143,8 @@ TEST_F(KernelInterop, Step6_PrivateDataThresholds) {
 // keeps its own send size (max_req_size), so it sends the 3 KB reply
 // inline, into a 1024-octet receive buffer: the receive fails, the
 // connection is lost, and clnt_call returns RPC_CANTRECV (errno
-// ECONNRESET) with rdma_oncrpc_error() naming the failed receive. Either
+// ECONNRESET) with rdma_oncrpc_error() naming the failed receive or the
+// disconnect that follows it. Either
 // outcome is accepted and printed; a reply delivered, a hang or a crash
 // fails the step.
 TEST_F(KernelInterop, Step6b_ServerHonoursOurReceiveSize) {
@@ -193,8 +194,14 @@ TEST_F(KernelInterop, Step6b_ServerHonoursOurReceiveSize) {
       EXPECT_EQ(o.stat, RPC_CANTRECV) << o.message;
       EXPECT_EQ(o.error_number, ECONNRESET);
       // Our receive failed (local length error on hardware; rxe reports a
-      // receive overrun as a local QP operation error).
-      EXPECT_NE(o.message.find("(receive failed: "), std::string::npos)
+      // receive overrun as a local QP operation error), and svcrdma, whose
+      // Send failed with it, disconnects: whichever of the two this side
+      // reads first names the loss (the completion queue and the CM event
+      // channel are read in no set order; a slow run, under ASan on a
+      // loaded machine, has seen the disconnect first).
+      EXPECT_TRUE(o.message.find("(receive failed: ") != std::string::npos ||
+                  o.message.find("(connection event DISCONNECTED") !=
+                      std::string::npos)
           << o.message;
       EXPECT_EQ(d.replies, 0u);
     }
