@@ -129,6 +129,26 @@ const Case kCases[] = {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// A test server over soft+unix and a raw rpcrdma::Channel to it, for
+// calls written by hand; `raw` is null (with the failure reported) when
+// either could not be made.
+struct RawPeer {
+  std::unique_ptr<TestServer> server;
+  std::unique_ptr<::rpcrdma::Channel> raw;
+};
+
+RawPeer StartRawPeer() {
+  RawPeer peer;
+  peer.server = StartTestServer(TestUri("unix"));
+  EXPECT_NE(peer.server, nullptr);
+  if (peer.server == nullptr) return peer;
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
+      ::rpcrdma::Channel::Create(peer.server->server->uri(), {});
+  EXPECT_TRUE(raw.ok()) << raw.status();
+  if (raw.ok()) peer.raw = *std::move(raw);
+  return peer;
+}
+
 // A raw call of rpcrdma_test.Echo's `procedure`: its RFC 5531 header, the
 // body for the test to write after it.
 CallRequest EchoCall(uint32_t xid, uint32_t procedure) {
@@ -166,15 +186,12 @@ absl::StatusOr<BodyStatus> StatusOfReply(const Reply& reply) {
 class HostileTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
-  std::unique_ptr<TestServer> server = StartTestServer(TestUri("unix"));
-  ASSERT_NE(server, nullptr);
-  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
-      ::rpcrdma::Channel::Create(server->server->uri(), {});
-  ASSERT_TRUE(raw.ok()) << raw.status();
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
   CallRequest call = EchoCall(77, 1);  // Echo
   XdrWriter w(&call.xdr);
   GetParam().body(w);
-  absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
+  absl::StatusOr<Reply> reply = peer.raw->BlockingCall(std::move(call));
   ASSERT_TRUE(reply.ok()) << reply.status();
   absl::StatusOr<BodyStatus> status = StatusOfReply(*reply);
   ASSERT_TRUE(status.ok()) << status.status();
@@ -186,7 +203,7 @@ TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
 
   // The server still serves a well-formed call.
   absl::StatusOr<std::shared_ptr<Channel>> channel =
-      Channel::Create(server->server->uri());
+      Channel::Create(peer.server->server->uri());
   ASSERT_TRUE(channel.ok());
   rpcrdma_test::rdma::Echo::Stub stub(*channel);
   rpcrdma_test::EchoRequest request;
@@ -203,11 +220,8 @@ TEST_P(HostileTest, Rfc8166_6_MalformedCallIsRefusedAndServerServesOn) {
 // 20,000 entries (a call of about 1 MiB) takes a moment; sorted again for
 // each value it took minutes of the handler thread, past any deadline.
 TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
-  std::unique_ptr<TestServer> server = StartTestServer(TestUri("unix"));
-  ASSERT_NE(server, nullptr);
-  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
-      ::rpcrdma::Channel::Create(server->server->uri(), {});
-  ASSERT_TRUE(raw.ok()) << raw.status();
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
   constexpr uint32_t kEntries = 20000;
   rpcrdma_test::EchoRequest request;
   for (uint32_t i = 0; i < kEntries; ++i) {
@@ -233,7 +247,7 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
   }
   call.max_reply_size = 4u << 20;
   call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
+  absl::StatusOr<Reply> reply = peer.raw->BlockingCall(std::move(call));
   ASSERT_TRUE(reply.ok()) << reply.status();
   absl::StatusOr<BodyStatus> status = StatusOfReply(*reply);
   ASSERT_TRUE(status.ok()) << status.status();
@@ -243,17 +257,14 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
 // Streaming methods keep their procedure numbers but are not served in this
 // version: PROC_UNAVAIL (RFC 5531 §9), never a unary call in disguise.
 TEST(HostileStreamingTest, Rfc5531_9_StreamingProcedureIsProcUnavail) {
-  std::unique_ptr<TestServer> server = StartTestServer(TestUri("unix"));
-  ASSERT_NE(server, nullptr);
-  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
-      ::rpcrdma::Channel::Create(server->server->uri(), {});
-  ASSERT_TRUE(raw.ok()) << raw.status();
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
   for (uint32_t procedure : {4u, 5u, 6u, 99u}) {  // Upload, Watch, Chat, none
     CallRequest call = EchoCall(100 + procedure, procedure);
     XdrWriter w(&call.xdr);
     EmptyMessage(w);
     (void)w.WriteUint32("bulk count", 0);
-    absl::StatusOr<Reply> reply = (*raw)->BlockingCall(std::move(call));
+    absl::StatusOr<Reply> reply = peer.raw->BlockingCall(std::move(call));
     ASSERT_TRUE(reply.ok()) << reply.status();
     absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
     ASSERT_TRUE(decoded.ok()) << decoded.status();
