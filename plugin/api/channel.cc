@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
       *std::move(runtime), std::move(options.backward_handler));
   core->SetVersionTwo(std::move(options.version_two));
   if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
-    core->Shutdown();
+    core->Shutdown(DeadlineIn(Channel::kShutdownDrain)).IgnoreError();
     return env->Annotate(std::move(s));
   }
   return std::unique_ptr<Channel>(new Channel(std::move(core)));
@@ -51,17 +51,29 @@ absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
 Channel::Channel(std::shared_ptr<api_internal::ChannelCore> core)
     : core_(std::move(core)) {}
 
-Channel::~Channel() { core_->Shutdown(); }
+// The drain's outcome has nowhere to go from a destructor; a program that
+// wants it calls Shutdown first.
+Channel::~Channel() {
+  core_->Shutdown(DeadlineIn(kShutdownDrain)).IgnoreError();
+}
+
+absl::Status Channel::Shutdown(Deadline deadline) {
+  if (core_->InLoopThread()) {
+    return absl::FailedPreconditionError(
+        "channel: Shutdown from a callback of the Channel's own loop");
+  }
+  return core_->Shutdown(deadline);
+}
 
 Channel::CallId Channel::Call(CallRequest request, Callback done) {
   return core_->Submit(std::move(request), std::move(done));
 }
 
-std::future<absl::StatusOr<Reply>> Channel::Call(CallRequest request) {
+CallFuture Channel::Call(CallRequest request) {
   Callback done;
-  std::future<absl::StatusOr<Reply>> future = core_->promises().Start(done);
-  core_->Submit(std::move(request), std::move(done));
-  return future;
+  std::future<absl::StatusOr<Reply>> reply = core_->promises().Start(done);
+  const CallId id = core_->Submit(std::move(request), std::move(done));
+  return CallFuture(id, std::move(reply));
 }
 
 absl::StatusOr<Reply> Channel::BlockingCall(CallRequest request) {

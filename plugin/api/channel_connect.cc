@@ -121,10 +121,9 @@ absl::Status ChannelCore::Start(absl::string_view uri,
 
 void ChannelCore::ApplySettings(const config::ResolvedConfig& resolved) {
   default_deadline_ = resolved.request_deadline;
-  connect_timeout_ = resolved.connect_timeout;
-  backoff_initial_ = resolved.reconnect_backoff_initial;
-  backoff_max_ = resolved.reconnect_backoff_max;
-  backoff_ = backoff_initial_;
+  reconnect_ = ReconnectSchedule(resolved.connect_timeout,
+                                 resolved.reconnect_backoff_initial,
+                                 resolved.reconnect_backoff_max);
   idle_timeout_ = resolved.idle_timeout;
   driver_.set_busy_poll_us(resolved.busy_poll_us);
   abandoned_ = AbandonedCallWatch(resolved.abandoned_call_timeout);
@@ -220,22 +219,21 @@ void ChannelCore::Retire(Clock::time_point now, Outcomes& o) {
     }
   }
   for (auto& [id, status] : failed) Complete(id, std::move(status), o);
-  backoff_ = backoff_initial_;
-  next_attempt_ = now;  // the first attempt at once
+  reconnect_.Lost(now);  // the first attempt at once
 }
 
 absl::Status ChannelCore::NotConnectedError(Clock::time_point now) const {
   std::string next;
   if (connecting_ != nullptr) {
     next = "connecting now";
-  } else if (next_attempt_ <= now) {
+  } else if (reconnect_.Due(now)) {
     next = "next attempt now";
   } else {
-    next = absl::StrCat(
-        "next attempt in ",
-        std::chrono::ceil<std::chrono::milliseconds>(next_attempt_ - now)
-            .count(),
-        " ms");
+    next = absl::StrCat("next attempt in ",
+                        std::chrono::ceil<std::chrono::milliseconds>(
+                            reconnect_.next_attempt() - now)
+                            .count(),
+                        " ms");
   }
   // While the lost connection drains it is still driver_.conn().
   const std::string why =
@@ -248,16 +246,15 @@ absl::Status ChannelCore::NotConnectedError(Clock::time_point now) const {
 }
 
 void ChannelCore::Backoff(Clock::time_point now, absl::string_view cause) {
+  const std::chrono::milliseconds wait = reconnect_.Failed(now);
   RPCRDMA_LOG(kWarning, 0, "channel to ", uri_, ": reconnect failed: ", cause,
-              "; next attempt in ", backoff_.count(), " ms");
-  next_attempt_ = now + backoff_;
-  backoff_ = std::min(backoff_ * 2, backoff_max_);
+              "; next attempt in ", wait.count(), " ms");
 }
 
 // Without a connection: drives the connect attempts.
 void ChannelCore::Reconnect(Clock::time_point now, Outcomes& o) {
   if (connecting_ == nullptr) {
-    if (now < next_attempt_) return;
+    if (!reconnect_.Due(now)) return;
     absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =
         fabric_->Connect(address_, private_data_, EndpointOptionsFor(ecfg_));
     if (!ep.ok()) {
@@ -265,18 +262,18 @@ void ChannelCore::Reconnect(Clock::time_point now, Outcomes& o) {
       return;
     }
     connecting_ = std::move(*ep);
-    connect_until_ = now + connect_timeout_;
+    reconnect_.Attempting(now);
     Watch(connecting_watch_, *connecting_);
   }
   std::optional<fabric::ConnectionEvent> ev =
       connecting_->PollConnectionEvent();
   if (!ev) {
-    if (now >= connect_until_) {
+    if (now >= reconnect_.attempt_deadline()) {
       Unwatch(connecting_watch_);
       connecting_->Disconnect();
       connecting_.reset();
-      Backoff(now, absl::StrCat("no answer within ", connect_timeout_.count(),
-                                " ms"));
+      Backoff(now, absl::StrCat("no answer within ",
+                                reconnect_.connect_timeout().count(), " ms"));
     }
     return;
   }

@@ -379,11 +379,11 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
     driver_.CollectUpcalls(o);
     sooner(driver_.conn()->poll_deadline());
   } else if (connecting_ != nullptr) {
-    sooner(connect_until_);
+    sooner(reconnect_.attempt_deadline());
     // The soft fabric's bound on the listener's answer.
     sooner(connecting_->poll_deadline());
   } else if (!shutting_down_ && !(pending_.empty() && idle_closed_)) {
-    sooner(next_attempt_);
+    sooner(reconnect_.next_attempt());
   }
   // A call made later gets its default deadline from then on: looking
   // again within that much keeps every such deadline in time without a
@@ -392,7 +392,13 @@ std::optional<Clock::time_point> ChannelCore::Drive(Clock::time_point now,
   return next;
 }
 
-void ChannelCore::Shutdown() {
+absl::Status ChannelCore::Shutdown(Deadline deadline) {
+  absl::Status drained;
+  std::call_once(shut_down_, [&] { drained = ShutdownOnce(deadline); });
+  return drained;
+}
+
+absl::Status ChannelCore::ShutdownOnce(Deadline deadline) {
   // First the loop lets go of this Channel, so that everything after runs
   // here alone (callers of Submit aside, which the flag turns away).
   driver_.loop()->RunSync([this] {
@@ -421,10 +427,22 @@ void ChannelCore::Shutdown() {
     Complete(id, absl::UnavailableError("channel: shut down"), o);
   }
   if (driver_.conn() != nullptr) driver_.conn()->Disconnect();
+  absl::Status drained;
   while (driver_.conn() != nullptr) {
     driver_.conn()->Poll(/*readable=*/true);
     driver_.CollectUpcalls(o);
-    if (driver_.conn()->finished() || Clock::now() - since > kDrainGuard) break;
+    if (driver_.conn()->finished()) break;
+    if (Clock::now() >= deadline) {
+      drained = absl::DeadlineExceededError(absl::StrCat(
+          "channel: the connection had not drained by the shutdown "
+          "deadline (waited ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                since)
+              .count(),
+          " ms for the provider to complete what was posted); released "
+          "without it"));
+      break;
+    }
     const int fd = driver_.conn()->endpoint().event_fd();
     lock.unlock();
     driver_.RunOutcomes(o);
@@ -451,6 +469,7 @@ void ChannelCore::Shutdown() {
   // Outcomes handed to the loop before now run before the Channel is gone.
   driver_.loop()->RunSync([] {});
   handler_pool_.reset();  // runs what was handed to it, then joins
+  return drained;
 }
 
 Counters ChannelCore::counters() const {

@@ -34,6 +34,7 @@
 #include "plugin/api/connection_driver.h"
 #include "plugin/api/limits.h"
 #include "plugin/api/promise_pool.h"
+#include "plugin/api/reconnect_schedule.h"
 #include "plugin/api/reply_target.h"
 #include "plugin/api/version_two_user.h"
 #include "plugin/runtime/event_loop.h"
@@ -65,8 +66,9 @@ class ChannelCore final : public ConnectionDriver::Owner,
   Channel::CallId StartCall(CallRequest request);
   absl::StatusOr<Reply> Await(Channel::CallId id);
   void Cancel(Channel::CallId id);
-  // The Channel goes: see ~Channel in channel.h.
-  void Shutdown();
+  // Channel::Shutdown (channel.h); OK at once after the first.
+  absl::Status Shutdown(Deadline deadline);
+  bool InLoopThread() const { return driver_.loop()->InLoopThread(); }
 
   Counters counters() const;
   Metrics metrics() const;
@@ -174,6 +176,8 @@ class ChannelCore final : public ConnectionDriver::Owner,
   // Start's settings from the resolved configuration: deadlines, backoff,
   // the engine's configuration, the private data, the handler pool.
   void ApplySettings(const config::ResolvedConfig& resolved);
+  // What Shutdown does, the one time it runs.
+  absl::Status ShutdownOnce(Deadline deadline);
   uint32_t DrawXid();
 
   const std::shared_ptr<Runtime> runtime_;
@@ -188,9 +192,6 @@ class ChannelCore final : public ConnectionDriver::Owner,
   engine::Config ecfg_;
   std::vector<uint8_t> private_data_;
   std::chrono::milliseconds default_deadline_{0};
-  std::chrono::milliseconds connect_timeout_{0};
-  std::chrono::milliseconds backoff_initial_{0};
-  std::chrono::milliseconds backoff_max_{0};
   std::chrono::milliseconds idle_timeout_{0};
 
   // The lock, the current connection and its generation, the loop's
@@ -204,13 +205,13 @@ class ChannelCore final : public ConnectionDriver::Owner,
   absl::flat_hash_map<engine::CallId, Channel::CallId> by_engine_;
   uint64_t next_id_ = 1;  // of the next Channel::CallId
   bool shutting_down_ = false;
+  // Shutdown runs once; a second caller waits for it, then returns OK.
+  std::once_flag shut_down_;
   // The connection was closed for idleness (timeouts.idle_ms): no
   // reconnect until a call is made, and calls wait for it.
   bool idle_closed_ = false;
   std::optional<Clock::time_point> lost_since_;
-  Clock::time_point connect_until_;
-  Clock::time_point next_attempt_;
-  std::chrono::milliseconds backoff_{0};
+  ReconnectSchedule reconnect_;
   AbandonedCallWatch abandoned_{std::chrono::milliseconds(0)};
   std::optional<IdleWatch> idle_;  // of the current connection
   std::string last_loss_;          // why the latest connection was lost

@@ -20,7 +20,6 @@ namespace {
 
 // How long connections may take to drain when the Server goes (a guard
 // against a provider that never reports its flushes).
-constexpr auto kDrainGuard = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -86,7 +85,21 @@ absl::Status ServerCore::Start(absl::string_view uri,
   return listener_loop_->Add(listener_watch_.get(), listener_->event_fd());
 }
 
-void ServerCore::Shutdown() {
+bool ServerCore::InServerThread() const {
+  for (const auto& loop : RuntimeAccess::Loops(*runtime_).loops()) {
+    if (loop->InLoopThread()) return true;
+  }
+  return pool_ != nullptr && pool_->InWorkerThread();
+}
+
+absl::Status ServerCore::Shutdown(Deadline deadline) {
+  absl::Status drained;
+  std::call_once(shut_down_, [&] { drained = ShutdownOnce(deadline); });
+  return drained;
+}
+
+absl::Status ServerCore::ShutdownOnce(Deadline deadline) {
+  const Clock::time_point since = Clock::now();
   if (listener_watch_ != nullptr) {
     listener_loop_->Remove(listener_watch_.get());
     listener_watch_.reset();
@@ -101,8 +114,19 @@ void ServerCore::Shutdown() {
   conns.clear();
   {
     std::unique_lock<std::mutex> lock(mu_);
-    retired_cv_.wait_for(lock, kDrainGuard, [this] { return conns_.empty(); });
+    retired_cv_.wait_until(lock, deadline, [this] { return conns_.empty(); });
     for (const auto& [id, c] : conns_) conns.push_back(c);
+  }
+  absl::Status drained;
+  if (!conns.empty()) {
+    drained = absl::DeadlineExceededError(absl::StrCat(
+        "server: ", conns.size(),
+        " connection(s) had not drained by the shutdown deadline (waited ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                              since)
+            .count(),
+        " ms for the provider to complete what was posted); released "
+        "without it"));
   }
   // Connections whose provider never reported their flushes.
   for (const auto& c : conns) c->ForceRetire();
@@ -114,6 +138,7 @@ void ServerCore::Shutdown() {
   }
   pool_.reset();  // runs what was handed to it, then joins
   listener_.reset();
+  return drained;
 }
 
 void ServerCore::CountServer(uint64_t Counters::*field) {
@@ -311,8 +336,8 @@ absl::StatusOr<ConnectionInfo> ServerCore::connection_info(
   return *info;
 }
 
-void ServerCore::Call(ConnectionId connection, CallRequest request,
-                      Server::Callback done) {
+CallId ServerCore::Call(ConnectionId connection, CallRequest request,
+                        Server::Callback done) {
   std::shared_ptr<ServerConnection> conn;
   bool stopping;
   {
@@ -323,19 +348,29 @@ void ServerCore::Call(ConnectionId connection, CallRequest request,
   }
   if (stopping) {
     done(absl::UnavailableError("server: shut down"));
-    return;
+    return CallId();
   }
   if (!resolved_.backchannel_enabled) {
     done(absl::FailedPreconditionError(
         "server: backchannel disabled in the configuration"));
-    return;
+    return CallId();
   }
   if (conn == nullptr) {
     done(absl::NotFoundError(
         absl::StrCat("server: no connection ", connection.value())));
-    return;
+    return CallId();
   }
-  conn->Call(std::move(request), std::move(done));
+  return conn->Call(std::move(request), std::move(done));
+}
+
+void ServerCore::Cancel(ConnectionId connection, CallId call) {
+  std::shared_ptr<ServerConnection> conn;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = conns_.find(connection.value());
+    if (it != conns_.end()) conn = it->second;
+  }
+  if (conn != nullptr) conn->Cancel(call);
 }
 
 absl::Status ServerCore::Disconnect(ConnectionId connection,
@@ -380,7 +415,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(
   auto core = std::make_shared<api_internal::ServerCore>(
       *std::move(runtime), std::move(handler), std::move(options));
   if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
-    core->Shutdown();
+    core->Shutdown(DeadlineIn(Server::kShutdownDrain)).IgnoreError();
     return env->Annotate(std::move(s));
   }
   return std::unique_ptr<Server>(new Server(std::move(core)));
@@ -388,7 +423,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(
 
 Server::Server(std::shared_ptr<api_internal::ServerCore> core)
     : core_(std::move(core)) {}
-Server::~Server() { core_->Shutdown(); }
+// The drain's outcome has nowhere to go from a destructor; a program that
+// wants it calls Shutdown first.
+Server::~Server() { core_->Shutdown(DeadlineIn(kShutdownDrain)).IgnoreError(); }
+
+absl::Status Server::Shutdown(Deadline deadline) {
+  if (core_->InServerThread()) {
+    return absl::FailedPreconditionError(
+        "server: Shutdown from a handler or callback of the Server");
+  }
+  return core_->Shutdown(deadline);
+}
 
 std::string Server::uri() const { return core_->uri(); }
 Counters Server::counters() const { return core_->counters(); }
@@ -400,18 +445,22 @@ absl::StatusOr<ConnectionInfo> Server::connection_info(
   return core_->connection_info(connection);
 }
 
-void Server::Call(ConnectionId connection, CallRequest request, Callback done) {
-  core_->Call(connection, std::move(request), std::move(done));
+CallId Server::Call(ConnectionId connection, CallRequest request,
+                    Callback done) {
+  return core_->Call(connection, std::move(request), std::move(done));
 }
 
-std::future<absl::StatusOr<Reply>> Server::Call(ConnectionId connection,
-                                                CallRequest request) {
+CallFuture Server::Call(ConnectionId connection, CallRequest request) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<Reply>>>();
-  std::future<absl::StatusOr<Reply>> future = promise->get_future();
-  core_->Call(
+  std::future<absl::StatusOr<Reply>> reply = promise->get_future();
+  const CallId id = core_->Call(
       connection, std::move(request),
       [promise](absl::StatusOr<Reply> r) { promise->set_value(std::move(r)); });
-  return future;
+  return CallFuture(id, std::move(reply));
+}
+
+void Server::Cancel(ConnectionId connection, CallId call) {
+  core_->Cancel(connection, call);
 }
 
 absl::Status Server::Disconnect(ConnectionId connection,

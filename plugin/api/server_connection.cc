@@ -264,7 +264,8 @@ void ServerConnection::Retire(Outcomes& o) {
   o.retired = true;
 }
 
-void ServerConnection::Call(CallRequest request, Server::Callback done) {
+CallId ServerConnection::Call(CallRequest request, Server::Callback done) {
+  CallId id;
   Outcomes o;
   absl::Status refused;
   std::optional<Clock::time_point> wake;
@@ -298,6 +299,8 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
           deadline = started + request_deadline_;
         }
         backward_[*eid] = Backward{std::move(done), deadline, false, started};
+        // The engine numbers the connection's calls from 1, never again.
+        id = CallId(eid->value());
         wake = deadline;
       }
       if (auto due = driver_.PollAfterOperation(o);
@@ -309,6 +312,31 @@ void ServerConnection::Call(CallRequest request, Server::Callback done) {
   if (!refused.ok()) done(std::move(refused));
   driver_.Defer(std::move(o));
   if (wake) driver_.WakeBy(*wake);
+  return id;
+}
+
+void ServerConnection::Cancel(CallId call) {
+  Outcomes o;
+  bool abandoned = false;
+  {
+    std::lock_guard<std::mutex> lock(driver_.mu());
+    auto it = backward_.find(engine::CallId(call.value()));
+    if (it == backward_.end() || it->second.ending ||
+        driver_.conn() == nullptr) {
+      return;
+    }
+    it->second.ending = true;
+    driver_.conn()->Cancel(
+        it->first, absl::CancelledError("server: backward call cancelled"));
+    driver_.conn()->Poll();
+    driver_.CollectUpcalls(o);
+    abandoned = driver_.conn()->engine().calls_abandoned() > 0;
+    UpdateInterest();
+  }
+  driver_.Defer(std::move(o));
+  // A call cancelled after it was sent keeps its credit: the loop applies
+  // the abandoned-call rule (server.h).
+  if (abandoned) driver_.WakeBy(Clock::now());
 }
 
 void ServerConnection::ResumeAwaitingMemory() {

@@ -58,8 +58,11 @@ class ServerConnection final
   // Posts its receives (the requester may send once it sees the connection
   // established) and joins its loop.
   absl::Status Start(absl::Span<const uint8_t> peer_private_data);
-  // A backward call (Server::Call); `done` runs once, on a loop thread.
-  void Call(CallRequest request, Server::Callback done);
+  // A backward call (Server::Call); `done` runs once, on a loop thread,
+  // or on this one when refused (the id is then CallId()).
+  CallId Call(CallRequest request, Server::Callback done);
+  // Server::Cancel: ends the backward call with CANCELLED if still pending.
+  void Cancel(CallId call);
   // Calls waited for reassembly memory that another connection released.
   void ResumeAwaitingMemory();
   // The Server goes: disconnect (any thread); the loop retires it once

@@ -34,16 +34,20 @@ class ServerCore {
 
   absl::Status Start(absl::string_view uri,
                      const config::TransportConfig& config);
-  // Stops listening, disconnects every connection and waits for them.
-  void Shutdown();
+  // Server::Shutdown (server.h); OK at once after the first.
+  absl::Status Shutdown(Deadline deadline);
+  // On a thread of this Server's loops or handler pool, where Shutdown
+  // would wait for itself.
+  bool InServerThread() const;
 
   std::string uri() const { return uri_; }
   Counters counters() const;
   Metrics metrics() const;
   size_t connections() const;
   absl::StatusOr<ConnectionInfo> connection_info(ConnectionId connection) const;
-  void Call(ConnectionId connection, CallRequest request,
-            Server::Callback done);
+  CallId Call(ConnectionId connection, CallRequest request,
+              Server::Callback done);
+  void Cancel(ConnectionId connection, CallId call);
   absl::Status Disconnect(ConnectionId connection, absl::string_view reason);
   // Version two on one connection (server_v2.cc); NOT_FOUND without it.
   absl::StatusOr<std::shared_ptr<ServerConnection>> Find(
@@ -65,6 +69,8 @@ class ServerCore {
   void BudgetReleased(ServerConnection* by);
 
  private:
+  // What Shutdown does, the one time it runs.
+  absl::Status ShutdownOnce(Deadline deadline);
   void Accept();
   void NoteListenerError(const absl::Status& st);
   void CountServer(uint64_t Counters::*field);
@@ -94,6 +100,8 @@ class ServerCore {
   Counters closed_counters_;
   Counters server_counters_;  // the listener's: rejects, accept errors
   bool stopping_ = false;
+  // Shutdown runs once; a second caller waits for it, then returns OK.
+  std::once_flag shut_down_;
 };
 
 }  // namespace rpcrdma::api_internal

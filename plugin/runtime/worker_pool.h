@@ -54,6 +54,14 @@ class WorkerPool {
   }
 
   size_t threads() const { return workers_.size(); }
+  // True on one of this pool's workers (whose destruction would then wait
+  // for itself).
+  bool InWorkerThread() const {
+    for (const std::thread& t : workers_) {
+      if (t.get_id() == std::this_thread::get_id()) return true;
+    }
+    return false;
+  }
 
  private:
   void Work() {

@@ -69,7 +69,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -154,17 +153,43 @@ class Channel {
 
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
-  // Stops reconnecting, fails every pending call (waiting for a reconnect
-  // or not) with UNAVAILABLE (callbacks run before the destructor returns),
-  // disconnects and waits until the connection has drained (every handle
-  // it exposed revoked), at most 10 seconds.
+  // Shutdown(DeadlineIn(kShutdownDrain)) unless Shutdown already ran.
   ~Channel();
+  // How long the destructor lets the connection drain.
+  static constexpr std::chrono::seconds kShutdownDrain{10};
 
+  // Stops reconnecting, fails every pending call (waiting for a reconnect
+  // or not) with UNAVAILABLE (their callbacks and futures complete before
+  // it returns), disconnects and waits until the connection has drained:
+  // every operation the provider had posted has completed, so that no
+  // handle the connection exposed can reach this process's memory any
+  // more. OK once drained; DEADLINE_EXCEEDED, saying how long it waited,
+  // when `deadline` passed first (a provider that never flushes): the
+  // connection's resources are then released without waiting further,
+  // which destroying the queue pair makes safe. Calls made afterwards fail
+  // with UNAVAILABLE; a second Shutdown returns OK at once. Must not be
+  // called from a callback of this Channel.
+  absl::Status Shutdown(Deadline deadline = DeadlineIn(kShutdownDrain));
+
+  // Four ways to call. Every call ends by its deadline (CallRequest::
+  // deadline); the last three also give the call's id, for Cancel():
+  // - BlockingCall: a synchronous call; the cheapest (one wake-up per
+  //   call, the calling thread's own), the one to use by default.
+  // - StartCall + Await: synchronous calls sent now and read later, or
+  //   several in flight from one thread, or a synchronous call another
+  //   thread may cancel; as cheap as BlockingCall.
+  // - Call with a callback: asynchronous code, an event loop, many calls
+  //   in flight from few threads; the callback runs on the loop thread, so
+  //   each reply costs a hand-off from the loop to wherever its result is
+  //   wanted.
+  // - Call returning a CallFuture: code that composes std::futures; a
+  //   callback's hand-off plus the future's, the most expensive.
+  //
   // Starts a call; `done` runs exactly once, on the loop thread (see
   // Threads above).
   CallId Call(CallRequest request, Callback done);
-  // The same, completing a future instead.
-  std::future<absl::StatusOr<Reply>> Call(CallRequest request);
+  // The same, completing the future of the CallFuture returned.
+  CallFuture Call(CallRequest request);
   // The same, blocking the calling thread until the call completes; the
   // cheapest way to make a synchronous call. While it waits, the calling
   // thread reads the connection itself (the loop stops watching it

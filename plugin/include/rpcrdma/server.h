@@ -28,10 +28,10 @@
 // - Out of descriptors (EMFILE): accepting pauses and resumes by itself
 //   (soft_fabric.h), counted in counters().accept_errors and reported once
 //   per episode; no busy loop.
-// - Backward calls abandoned by their deadline keep their credit; when they
-//   hold every backward credit while another backward call waits, or
-//   have been held for
-//   timeouts.abandoned_call_ms, the connection is closed (as channel.h).
+// - Backward calls abandoned by their deadline or Cancel keep their
+//   credit; when they hold every backward credit while another backward
+//   call waits, or have been held for timeouts.abandoned_call_ms, the
+//   connection is closed (as channel.h).
 // - A peer that breaks a rule leaving no way on (more calls than its
 //   credit grant, RFC 8166 §3.3.1) is disconnected; counted in
 //   counters().protocol_closes.
@@ -41,7 +41,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,9 +116,23 @@ class Server {
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
-  // Stops listening, disconnects every connection and waits until each
-  // has drained (at most 10 seconds); replies sent later are refused.
+  // Shutdown(DeadlineIn(kShutdownDrain)) unless Shutdown already ran.
   ~Server();
+  // How long the destructor lets the connections drain.
+  static constexpr std::chrono::seconds kShutdownDrain{10};
+
+  // Stops listening, disconnects every connection and waits until each
+  // has drained (every operation the provider had posted on it has
+  // completed, so that no handle it exposed reaches this process's memory
+  // any more); replies sent later are refused and backward calls fail with
+  // UNAVAILABLE. Every kClosed has been reported and every handler thread
+  // joined when it returns. OK once all have drained; DEADLINE_EXCEEDED,
+  // naming how many had not and how long it waited, when `deadline`
+  // passed first (a provider that never flushes): those are then released
+  // without waiting further, which destroying their queue pairs makes
+  // safe. A second Shutdown returns OK at once. Must not be called from a
+  // handler or callback of this Server.
+  absl::Status Shutdown(Deadline deadline = DeadlineIn(kShutdownDrain));
 
   // Backward-direction call (RFC 8167) to the client on `connection` (an
   // IncomingCall::connection): the XID and program are the caller's, as in
@@ -131,12 +144,20 @@ class Server {
   // reply; the rest wait. `done` runs exactly once, on a loop thread:
   // FAILED_PRECONDITION when this Server's backchannel is disabled,
   // NOT_FOUND for an unknown or lost connection, UNAVAILABLE when the
-  // connection is lost before the reply. retry_on_reconnect is ignored: a
-  // client's new connection is a new connection.
-  void Call(ConnectionId connection, CallRequest request, Callback done);
-  // The same, completing a future instead.
-  std::future<absl::StatusOr<Reply>> Call(ConnectionId connection,
-                                          CallRequest request);
+  // connection is lost before the reply, DEADLINE_EXCEEDED past its
+  // deadline, CANCELLED after Cancel. retry_on_reconnect is ignored: a
+  // client's new connection is a new connection. Returns the call's id
+  // (unique within its connection), for Cancel; CallId() when the call was
+  // refused at once (`done` has then run, on the calling thread).
+  CallId Call(ConnectionId connection, CallRequest request, Callback done);
+  // The same, completing the future of the CallFuture returned.
+  CallFuture Call(ConnectionId connection, CallRequest request);
+  // Ends the backward call `call` on `connection` with CANCELLED if it has
+  // not completed yet; as a Channel's Cancel, a call that was sent keeps
+  // its credit until the client's reply comes (RFC 8166 §3.3.1; server.h's
+  // abandoned-call rule, above, then applies). Nothing for an unknown
+  // call.
+  void Cancel(ConnectionId connection, CallId call);
 
   // Closes the connection `connection` (an IncomingCall::connection), as a
   // socket server closes a client it will not serve any more (a framework

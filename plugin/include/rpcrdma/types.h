@@ -36,13 +36,16 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <optional>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "rpcrdma/buffer.h"
+#include "rpcrdma/ids.h"
 #include "rpcrdma/version_two.h"
 
 namespace rpcrdma {
@@ -103,6 +106,28 @@ struct Reply {
   Buffer xdr;  // the reduced reply stream
   // Octets written into each result span, in order (at most one per span).
   std::vector<uint32_t> result_lengths;
+};
+
+// A call started with Channel::Call(request) or Server::Call(connection,
+// request): the std::future its outcome completes, which also names the
+// call, so that it can be cancelled like any other.
+//   rpcrdma::CallFuture call = channel->Call(std::move(request));
+//   if (call.wait_for(budget) != std::future_status::ready)
+//     channel->Cancel(call.id());         // the future then completes
+//   absl::StatusOr<rpcrdma::Reply> reply = call.get();  // CANCELLED
+// Code that keeps a plain std::future may move it into one (the id is then
+// no longer at hand).
+class CallFuture : public std::future<absl::StatusOr<Reply>> {
+ public:
+  CallFuture() = default;
+  CallFuture(CallId id, std::future<absl::StatusOr<Reply>> reply)
+      : std::future<absl::StatusOr<Reply>>(std::move(reply)), id_(id) {}
+
+  // CallId() for a call refused at once (the future is then ready).
+  CallId id() const { return id_; }
+
+ private:
+  CallId id_;
 };
 
 // A DDP-eligible reply item: the octets of one opaque result at an XDR
