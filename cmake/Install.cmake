@@ -8,7 +8,9 @@
 # (find_package(rpcrdma COMPONENTS prometheus)) and rpcrdma-prometheus.pc;
 # with the Thrift bridge, `thrift` its shared library and `thrift_dev` its
 # headers, link symlink, CMake targets (find_package(rpcrdma COMPONENTS
-# thrift)) and rpcrdma-thrift.pc.
+# thrift)) and rpcrdma-thrift.pc; `protobuf` the protobuf adapter's shared
+# library and `protobuf_dev` its headers, link symlink, CMake targets
+# (find_package(rpcrdma COMPONENTS protobuf)) and rpcrdma-protobuf.pc.
 include(CMakePackageConfigHelpers)
 
 set(RPCRDMA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rpcrdma)
@@ -97,8 +99,8 @@ endif()
 # The protobuf adapter (protobuf/): librpcrdma_protobuf.so.1 (component
 # `protobuf`), its headers as <rpcrdma/protobuf/...>, its CMake targets and
 # rpcrdma_protobuf_generate() (find_package(rpcrdma COMPONENTS protobuf),
-# component `protobuf_dev`), and protoc-gen-rpcrdma with the tools. No
-# Debian package carries the two protobuf components yet.
+# component `protobuf_dev`, with rpcrdma-protobuf.pc), and
+# protoc-gen-rpcrdma with the tools.
 install(TARGETS rpcrdma_protobuf
         EXPORT rpcrdmaProtobufTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -115,6 +117,10 @@ install(EXPORT rpcrdmaProtobufTargets NAMESPACE rpcrdma::
         DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT protobuf_dev)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/RpcrdmaProtobuf.cmake
         DESTINATION ${RPCRDMA_CMAKE_DIR} COMPONENT protobuf_dev)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/templates/rpcrdma-protobuf.pc.in
+               ${PROJECT_BINARY_DIR}/rpcrdma-protobuf.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rpcrdma-protobuf.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT protobuf_dev)
 
 # The Prometheus exporter (plugin/prometheus), an optional component.
 if(TARGET rpcrdma_prometheus)

@@ -4,7 +4,8 @@
 # rpcrdma-tools (rpcrdma-dump, rpcrdma-ping, rpcrdma-perf), one per install
 # component; with the Thrift bridge also librpcrdma-thrift1 and
 # librpcrdma-thrift-dev; with the Prometheus exporter
-# librpcrdma-prometheus1 and librpcrdma-prometheus-dev.
+# librpcrdma-prometheus1 and librpcrdma-prometheus-dev; the protobuf
+# adapter's librpcrdma-protobuf1 and librpcrdma-protobuf-dev.
 # Build with CMAKE_INSTALL_PREFIX=/usr so that the library lands in
 # Debian's multiarch directory.
 set(CPACK_GENERATOR DEB)
@@ -14,7 +15,7 @@ set(CPACK_PACKAGE_CONTACT "rpcrdma maintainers <rpcrdma@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "RPC-over-RDMA (RFC 8166) transport library")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
-set(CPACK_COMPONENTS_ALL runtime oncrpc dev tools)
+set(CPACK_COMPONENTS_ALL runtime oncrpc dev tools protobuf protobuf_dev)
 if(TARGET rpcrdma_thrift)
   list(APPEND CPACK_COMPONENTS_ALL thrift thrift_dev)
 endif()
@@ -98,5 +99,23 @@ if(TARGET rpcrdma_prometheus)
   set(CPACK_DEBIAN_PROMETHEUS_DEV_PACKAGE_DEPENDS
       "${rpcrdma_prometheus_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION})")
 endif()
+
+set(rpcrdma_protobuf_package librpcrdma-protobuf${RPCRDMA_ABI_VERSION})
+set(CPACK_DEBIAN_PROTOBUF_PACKAGE_NAME ${rpcrdma_protobuf_package})
+set(CPACK_DEBIAN_PROTOBUF_DESCRIPTION
+    "protobuf services over RPC-over-RDMA\n The runtime of the gRPC-style stubs and services protoc-gen-rpcrdma\n generates from .proto files: unary calls as RFC 5531 calls over\n RPC-over-RDMA, large bytes fields as RDMA chunks; and protobuf's generic\n services (RpcChannel, RpcController) over the same wire.")
+set(CPACK_DEBIAN_PROTOBUF_PACKAGE_GENERATE_SHLIBS ON)
+# As for the Thrift bridge: librpcrdma.so.1 is this build's, so what the
+# adapter links is named by hand (Debian 12).
+set(CPACK_DEBIAN_PROTOBUF_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_PROTOBUF_PACKAGE_DEPENDS
+    "${rpcrdma_runtime_package} (= ${PROJECT_VERSION}), libprotobuf32, libabsl20220623, libstdc++6, libc6")
+set(CPACK_DEBIAN_PROTOBUF_DEV_PACKAGE_NAME librpcrdma-protobuf-dev)
+set(CPACK_DEBIAN_PROTOBUF_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_PROTOBUF_DEV_DESCRIPTION
+    "protobuf services over RPC-over-RDMA: development files\n Headers <rpcrdma/protobuf/*.h>, the CMake component\n (find_package(rpcrdma COMPONENTS protobuf), with rpcrdma_protobuf_generate())\n and rpcrdma-protobuf.pc. protoc-gen-rpcrdma is in rpcrdma-tools.")
+# The CMake targets name protoc-gen-rpcrdma (rpcrdma-tools) and protoc.
+set(CPACK_DEBIAN_PROTOBUF_DEV_PACKAGE_DEPENDS
+    "${rpcrdma_protobuf_package} (= ${PROJECT_VERSION}), librpcrdma-dev (= ${PROJECT_VERSION}), rpcrdma-tools (= ${PROJECT_VERSION}), libprotobuf-dev, protobuf-compiler")
 
 include(CPack)

@@ -13,11 +13,14 @@
 #   3. checks the Debian packages (librpcrdma1, librpcrdma-oncrpc1,
 #      librpcrdma-dev, rpcrdma-tools, librpcrdma-thrift1,
 #      librpcrdma-thrift-dev, librpcrdma-prometheus1,
-#      librpcrdma-prometheus-dev), unpacks them into a temporary root and
+#      librpcrdma-prometheus-dev, librpcrdma-protobuf1,
+#      librpcrdma-protobuf-dev), unpacks them into a temporary root and
 #      builds and runs the consumer against that root the same ways; the
-#      installed and packaged tools answer --help. The consumer's Thrift and
-#      Prometheus programs (-DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON) run with
-#      the shared library and pkg-config builds. No program runs with
+#      installed and packaged tools answer --help. The consumer's Thrift,
+#      Prometheus and protobuf programs (-DWITH_THRIFT=ON
+#      -DWITH_PROMETHEUS=ON -DWITH_PROTOBUF=ON; the last generates its
+#      service with the installed protoc-gen-rpcrdma) run with the shared
+#      library and pkg-config builds. No program runs with
 #      LD_LIBRARY_PATH: each installed library finds the others beside it.
 # Usage: scripts/check-install.sh <build-dir>
 set -euo pipefail
@@ -61,6 +64,10 @@ consumer() {
   if [ -x "$work/consumer-$name/rpcrdma_prometheus_consumer" ]; then
     "$work/consumer-$name/rpcrdma_prometheus_consumer" ||
       fail "running the Prometheus consumer ($name)"
+  fi
+  if [ -x "$work/consumer-$name/rpcrdma_protobuf_consumer" ]; then
+    "$work/consumer-$name/rpcrdma_protobuf_consumer" ||
+      fail "running the protobuf consumer ($name)"
   fi
 }
 
@@ -117,7 +124,8 @@ check_tree() {
     fail "librpcrdma.so needs libpcap"
   fi
   step "headers of $prefix/include/rpcrdma compile on their own"
-  for header in "$prefix"/include/rpcrdma/*.h "$prefix"/include/rpcrdma/thrift/*.h; do
+  for header in "$prefix"/include/rpcrdma/*.h "$prefix"/include/rpcrdma/thrift/*.h \
+                "$prefix"/include/rpcrdma/protobuf/*.h; do
     local name=${header#"$prefix/include/"}
     echo "#include <$name>" |
       c++ -std=c++20 -fsyntax-only -I "$prefix/include" -x c++ - ||
@@ -148,9 +156,15 @@ check_tree() {
     sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
   [ "$prometheus_soname" = "librpcrdma_prometheus.so.1" ] ||
     fail "SONAME is '$prometheus_soname', not librpcrdma_prometheus.so.1"
+  local protobuf_soname
+  protobuf_soname=$(readelf -d "$libdir/librpcrdma_protobuf.so" |
+    sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+  [ "$protobuf_soname" = "librpcrdma_protobuf.so.1" ] ||
+    fail "SONAME is '$protobuf_soname', not librpcrdma_protobuf.so.1"
   # A program's run path does not serve the libraries it loads: each
   # library that needs librpcrdma.so.1 finds it beside itself.
-  for library in librpcrdma_oncrpc librpcrdma_thrift librpcrdma_prometheus; do
+  for library in librpcrdma_oncrpc librpcrdma_thrift librpcrdma_prometheus \
+                 librpcrdma_protobuf; do
     readelf -d "$libdir/$library.so" | grep -q 'R.*PATH.*\$ORIGIN' ||
       fail "$library.so has no \$ORIGIN run path"
   done
@@ -159,17 +173,19 @@ check_tree() {
 step "install $build into $work/stage"
 cmake --install "$build" --prefix "$work/stage" > /dev/null
 check_tree "$work/stage"
-consumer stage-cmake "$work/stage" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON
+consumer stage-cmake "$work/stage" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON \
+  -DWITH_PROTOBUF=ON
 consumer stage-static "$work/stage" -DRPCRDMA_STATIC=ON
 PKG_CONFIG_PATH="$work/stage/lib/$arch/pkgconfig" \
   consumer stage-pkgconfig "$work/stage" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON \
-  -DWITH_PROMETHEUS=ON
+  -DWITH_PROMETHEUS=ON -DWITH_PROTOBUF=ON
 plain_pkgconfig stage "$work/stage"
 
 step "Debian packages"
 for package in librpcrdma1 librpcrdma-oncrpc1 librpcrdma-dev rpcrdma-tools \
                librpcrdma-thrift1 librpcrdma-thrift-dev \
-               librpcrdma-prometheus1 librpcrdma-prometheus-dev; do
+               librpcrdma-prometheus1 librpcrdma-prometheus-dev \
+               librpcrdma-protobuf1 librpcrdma-protobuf-dev; do
   deb=$(ls "$build/${package}_${version}"_*.deb 2>/dev/null | head -n1)
   [ -n "$deb" ] || fail "no ${package}_${version}_*.deb in $build"
   dpkg-deb -f "$deb" Package Version Depends | sed 's/^/  /'
@@ -182,6 +198,8 @@ dpkg-deb -f "$build/librpcrdma-dev_${version}"_*.deb Depends | grep -q libabsl-d
 dpkg-deb -f "$build/librpcrdma-oncrpc1_${version}"_*.deb Depends |
   grep -q "librpcrdma1 (= $version)" ||
   fail "librpcrdma-oncrpc1 does not depend on librpcrdma1 (= $version)"
+[ -x "$work/debroot/usr/bin/protoc-gen-rpcrdma" ] ||
+  fail "rpcrdma-tools has no protoc-gen-rpcrdma"
 for tool in rpcrdma-dump rpcrdma-ping rpcrdma-perf; do
   [ -x "$work/debroot/usr/bin/$tool" ] || fail "rpcrdma-tools has no $tool"
   "$work/debroot/usr/bin/$tool" --help > /dev/null ||
@@ -195,8 +213,12 @@ dpkg-deb -f "$build/librpcrdma-thrift1_${version}"_*.deb Depends | grep -q libth
   fail "librpcrdma-thrift1 does not depend on libthrift"
 dpkg-deb -f "$build/librpcrdma-prometheus1_${version}"_*.deb Depends |
   grep -q libmicrohttpd || fail "librpcrdma-prometheus1 does not depend on libmicrohttpd"
-consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON
+dpkg-deb -f "$build/librpcrdma-protobuf-dev_${version}"_*.deb Depends |
+  grep -q "rpcrdma-tools (= $version)" ||
+  fail "librpcrdma-protobuf-dev does not depend on rpcrdma-tools, which has its plugin"
+consumer deb-cmake "$work/debroot/usr" -DWITH_THRIFT=ON -DWITH_PROMETHEUS=ON \
+  -DWITH_PROTOBUF=ON
 PKG_CONFIG_PATH="$work/debroot/usr/lib/$arch/pkgconfig" \
   consumer deb-pkgconfig "$work/debroot/usr" -DUSE_PKG_CONFIG=ON -DWITH_THRIFT=ON \
-  -DWITH_PROMETHEUS=ON
+  -DWITH_PROMETHEUS=ON -DWITH_PROTOBUF=ON
 step "ok"
