@@ -210,16 +210,10 @@ void ChannelCore::Cancel(Channel::CallId id) {
   {
     std::lock_guard<std::mutex> lock(driver_.mu());
     CancelCall(id, absl::CancelledError("channel: call cancelled"), o);
-    if (driver_.conn() != nullptr) {
-      driver_.conn()->Poll();
-      driver_.CollectUpcalls(o);
-      abandoned = driver_.conn()->engine().calls_abandoned() > 0;
-      UpdateInterest();
-    }
+    if (driver_.conn() != nullptr) abandoned = driver_.CollectAfterCancel(o);
   }
   driver_.Defer(std::move(o));
-  // A call cancelled after it was sent keeps its credit: the loop applies
-  // the abandoned-call rule (channel.h).
+  // The abandoned-call rule (channel.h).
   if (abandoned) driver_.WakeBy(Clock::now());
 }
 

@@ -44,6 +44,11 @@ std::optional<Clock::time_point> ConnectionDriver::PollAfterOperation(
   return due;
 }
 
+bool ConnectionDriver::CollectAfterCancel(DriverOutcomes& o) {
+  PollAfterOperation(o);
+  return conn_->engine().calls_abandoned() > 0;
+}
+
 bool ConnectionDriver::Spin() {
   DriverOutcomes o;
   bool found = false;

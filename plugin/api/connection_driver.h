@@ -138,6 +138,11 @@ class ConnectionDriver final : public runtime::Source,
   // mu() held: what the owner's own operation on the connection completed,
   // into `o`; returns when the connection must be polled again.
   std::optional<Clock::time_point> PollAfterOperation(DriverOutcomes& o);
+  // mu() held, after the owner cancelled a call on the connection: the
+  // outcome into `o`, as PollAfterOperation. True when cancelled calls now
+  // hold credits (RFC 8166 §3.3.1): the owner then wakes the loop, once
+  // the lock is released, to apply the abandoned-call rule.
+  bool CollectAfterCancel(DriverOutcomes& o);
 
   // Loop thread: a round of work and its outcomes, then the next deadline.
   void Work(bool readable);

@@ -328,14 +328,10 @@ void ServerConnection::Cancel(CallId call) {
     it->second.ending = true;
     driver_.conn()->Cancel(
         it->first, absl::CancelledError("server: backward call cancelled"));
-    driver_.conn()->Poll();
-    driver_.CollectUpcalls(o);
-    abandoned = driver_.conn()->engine().calls_abandoned() > 0;
-    UpdateInterest();
+    abandoned = driver_.CollectAfterCancel(o);
   }
   driver_.Defer(std::move(o));
-  // A call cancelled after it was sent keeps its credit: the loop applies
-  // the abandoned-call rule (server.h).
+  // The abandoned-call rule (server.h).
   if (abandoned) driver_.WakeBy(Clock::now());
 }
 

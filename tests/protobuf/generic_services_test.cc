@@ -115,6 +115,9 @@ class GenericServicesTest : public ::testing::Test {
     auto channel = protobuf::Channel::Create(server_->uri());
     ASSERT_TRUE(channel.ok()) << channel.status();
     channel_ = std::move(*channel);
+    rpc_channel_ = std::make_unique<RpcChannel>(channel_);
+    stub_ =
+        std::make_unique<rpcrdma_generic_test::Legacy_Stub>(rpc_channel_.get());
   }
 
   LegacyImpl legacy_;
@@ -123,6 +126,9 @@ class GenericServicesTest : public ::testing::Test {
   ServiceSet services_;
   std::unique_ptr<Server> server_;
   std::shared_ptr<protobuf::Channel> channel_;
+  // protoc's generic stub over the channel.
+  std::unique_ptr<RpcChannel> rpc_channel_;
+  std::unique_ptr<rpcrdma_generic_test::Legacy_Stub> stub_;
 };
 
 Note Text(std::string text) {
@@ -133,13 +139,11 @@ Note Text(std::string text) {
 
 TEST_F(GenericServicesTest, AGenericStubCallsAGenericServiceBlocking) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   Note request = Text("hello");
   request.set_payload(std::string(64 * 1024, 'b'));  // a bulk field: a chunk
   Note response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   ASSERT_FALSE(controller.Failed()) << controller.ErrorText();
   EXPECT_EQ(response.text(), "hello");
   EXPECT_EQ(response.payload(), request.payload());
@@ -148,30 +152,26 @@ TEST_F(GenericServicesTest, AGenericStubCallsAGenericServiceBlocking) {
 
 TEST_F(GenericServicesTest, AServicesSetFailedReachesTheCallerAsUnknown) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   Note request = Text("x");
   request.set_fail_reason("no such note");
   Note response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   EXPECT_TRUE(controller.Failed());
   EXPECT_EQ(controller.ErrorText(), "no such note");
   EXPECT_EQ(controller.status().code(), absl::StatusCode::kUnknown);
   // Reset makes the controller fit for the next call.
   controller.Reset();
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   EXPECT_TRUE(controller.Failed());
   request.clear_fail_reason();
   controller.Reset();
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   EXPECT_FALSE(controller.Failed()) << controller.ErrorText();
 }
 
 TEST_F(GenericServicesTest, WithADoneClosureTheCallReturnsAtOnceAndRunsIt) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   Note request = Text("later");
   request.set_hold(true);
@@ -181,7 +181,7 @@ TEST_F(GenericServicesTest, WithADoneClosureTheCallReturnsAtOnceAndRunsIt) {
       google::protobuf::NewPermanentCallback(
           +[](std::promise<void>* p) { p->set_value(); }, &ran));
   // Returns while the service holds the call.
-  stub.Echo(&controller, &request, &response, done.get());
+  stub_->Echo(&controller, &request, &response, done.get());
   std::future<void> completed = ran.get_future();
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -201,14 +201,12 @@ TEST_F(GenericServicesTest, WithADoneClosureTheCallReturnsAtOnceAndRunsIt) {
 // deadline the service's late answer misses.
 TEST_F(GenericServicesTest, TheControllersDeadlineEndsTheCall) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   controller.context().set_timeout(std::chrono::milliseconds(50));
   Note request = Text("slow");
   request.set_answer_after_ms(1000);
   Note response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   EXPECT_EQ(controller.status().code(), absl::StatusCode::kDeadlineExceeded)
       << controller.status();
 }
@@ -217,12 +215,10 @@ TEST_F(GenericServicesTest, TheControllersDeadlineEndsTheCall) {
 // client before anything is sent, and not served by a GenericService.
 TEST_F(GenericServicesTest, AStreamingMethodIsUnimplementedOnBothSides) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   Note request = Text("watch");
   Note response;
-  stub.Watch(&controller, &request, &response, nullptr);
+  stub_->Watch(&controller, &request, &response, nullptr);
   EXPECT_EQ(controller.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(generic_.handler(1), nullptr);
   EXPECT_NE(generic_.handler(0), nullptr);
@@ -232,23 +228,21 @@ TEST_F(GenericServicesTest, AStreamingMethodIsUnimplementedOnBothSides) {
 // service, and a generated stub calls a GenericService.
 TEST_F(GenericServicesTest, AGenericStubCallsAGeneratedService) {
   Serve(&generated_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   RpcController controller;
   Note request = Text("hi");
   Note response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   ASSERT_FALSE(controller.Failed()) << controller.ErrorText();
   EXPECT_EQ(response.text(), "generated: hi");
 }
 
 TEST_F(GenericServicesTest, AGeneratedStubCallsAGenericService) {
   Serve(&generic_);
-  rpcrdma_generic_test::rdma::Legacy::Stub stub(channel_);
+  rpcrdma_generic_test::rdma::Legacy::Stub generated_stub(channel_);
   protobuf::ClientContext context;
   Note request = Text("from a generated stub");
   Note response;
-  protobuf::Status status = stub.Echo(&context, request, &response);
+  protobuf::Status status = generated_stub.Echo(&context, request, &response);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(response.text(), "from a generated stub");
 }
@@ -271,12 +265,10 @@ class ForeignController : public google::protobuf::RpcController {
 
 TEST_F(GenericServicesTest, AForeignControllerFailsTheCallSayingWhy) {
   Serve(&generic_);
-  RpcChannel rpc_channel(channel_);
-  rpcrdma_generic_test::Legacy_Stub stub(&rpc_channel);
   ForeignController controller;
   Note request = Text("x");
   Note response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub_->Echo(&controller, &request, &response, nullptr);
   EXPECT_TRUE(controller.Failed());
   EXPECT_NE(controller.ErrorText().find("needs an rpcrdma::protobuf::"),
             std::string::npos);
