@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "plugin/api/channel_core.h"
+#include "plugin/api/endpoint_setup.h"
 #include "plugin/log/logging.h"
 
 namespace rpcrdma::api_internal {
@@ -77,17 +78,12 @@ absl::StatusOr<fabric::ConnectionEvent> AwaitEstablished(
 
 absl::Status ChannelCore::Start(absl::string_view uri,
                                 const config::TransportConfig& config) {
-  absl::StatusOr<ParsedUri> parsed = ParseUri(uri);
-  if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<std::unique_ptr<fabric::Fabric>> fab =
-      MakeFabricFor(*parsed, config);
-  if (!fab.ok()) return fab.status();
-  fabric_ = std::move(*fab);
-  absl::StatusOr<std::shared_ptr<CaptureTap>> capture = OpenCaptureFor(config);
-  if (!capture.ok()) return capture.status();
-  capture_ = std::move(*capture);
-  const config::ResolvedConfig resolved = config::Resolve(config);
-  address_ = parsed->address;
+  absl::StatusOr<EndpointSetup> setup = SetUpEndpoint(uri, config);
+  if (!setup.ok()) return setup.status();
+  fabric_ = std::move(setup->fabric);
+  capture_ = std::move(setup->capture);
+  const config::ResolvedConfig& resolved = setup->resolved;
+  address_ = setup->uri.address;
   uri_ = std::string(uri);
   ApplySettings(resolved);
   absl::StatusOr<std::unique_ptr<fabric::Endpoint>> ep =

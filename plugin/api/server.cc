@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "plugin/api/endpoint_setup.h"
 #include "plugin/api/environment.h"
 #include "plugin/api/runtime_loops.h"
 #include "plugin/api/server_core.h"
@@ -37,20 +38,16 @@ ServerCore::~ServerCore() = default;
 
 absl::Status ServerCore::Start(absl::string_view uri,
                                const config::TransportConfig& config) {
-  absl::StatusOr<ParsedUri> parsed = ParseUri(uri);
-  if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<std::unique_ptr<fabric::Fabric>> fab =
-      MakeFabricFor(*parsed, config);
-  if (!fab.ok()) return fab.status();
-  fabric_ = std::move(*fab);
-  absl::StatusOr<std::shared_ptr<CaptureTap>> capture = OpenCaptureFor(config);
-  if (!capture.ok()) return capture.status();
-  capture_ = std::move(*capture);
-  resolved_ = config::Resolve(config);
+  absl::StatusOr<EndpointSetup> setup = SetUpEndpoint(uri, config);
+  if (!setup.ok()) return setup.status();
+  fabric_ = std::move(setup->fabric);
+  capture_ = std::move(setup->capture);
+  resolved_ = std::move(setup->resolved);
+  const ParsedUri& parsed = setup->uri;
   shared_ =
       std::make_shared<ServerShared>(resolved_.max_server_reassembly_bytes);
   absl::StatusOr<std::unique_ptr<fabric::Listener>> listener =
-      fabric_->Listen(parsed->address);
+      fabric_->Listen(parsed.address);
   if (!listener.ok()) {
     // A host name that does not resolve stays INVALID_ARGUMENT, a host
     // without an RDMA device NOT_FOUND: retrying would not help either.
@@ -64,7 +61,7 @@ absl::Status ServerCore::Start(absl::string_view uri,
   }
   listener_ = std::move(*listener);
   const std::string address = listener_->address();
-  switch (parsed->fabric) {
+  switch (parsed.fabric) {
     case config::TransportConfig::SOFT_UNIX:
       uri_ = absl::StrCat("soft+unix://", address.substr(5));
       break;
