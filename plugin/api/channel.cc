@@ -4,8 +4,7 @@
 #include <utility>
 
 #include "plugin/api/channel_core.h"
-#include "plugin/api/environment.h"
-#include "plugin/api/runtime_loops.h"
+#include "plugin/api/start_core.h"
 
 namespace rpcrdma {
 
@@ -25,27 +24,17 @@ absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
 absl::StatusOr<std::unique_ptr<Channel>> Channel::Create(
     absl::string_view uri, const config::TransportConfig& config,
     ChannelOptions options) {
-  if (absl::Status s =
-          api_internal::VersionTwoUser::Validate(options.version_two);
-      !s.ok()) {
-    return s;
-  }
-  // RPCRDMA_LOG, RPCRDMA_CONFIG and RPCRDMA_CAPTURE, beneath what the
-  // program chose (plugin/api/environment.h).
-  absl::StatusOr<api_internal::Environment> env =
-      api_internal::Environment::Read(config);
-  if (!env.ok()) return env.status();
-  absl::StatusOr<std::shared_ptr<Runtime>> runtime =
-      api_internal::RuntimeAccess::OrDefault(std::move(options.runtime));
-  if (!runtime.ok()) return runtime.status();
-  auto core = std::make_shared<api_internal::ChannelCore>(
-      *std::move(runtime), std::move(options.backward_handler));
-  core->SetVersionTwo(std::move(options.version_two));
-  if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
-    core->Shutdown(DeadlineIn(Channel::kShutdownDrain)).IgnoreError();
-    return env->Annotate(std::move(s));
-  }
-  return std::unique_ptr<Channel>(new Channel(std::move(core)));
+  absl::StatusOr<std::shared_ptr<api_internal::ChannelCore>> core =
+      api_internal::StartCore(
+          uri, config, options.version_two, options.runtime,
+          DeadlineIn(kShutdownDrain), [&](std::shared_ptr<Runtime> runtime) {
+            auto made = std::make_shared<api_internal::ChannelCore>(
+                std::move(runtime), std::move(options.backward_handler));
+            made->SetVersionTwo(std::move(options.version_two));
+            return made;
+          });
+  if (!core.ok()) return core.status();
+  return std::unique_ptr<Channel>(new Channel(*std::move(core)));
 }
 
 Channel::Channel(std::shared_ptr<api_internal::ChannelCore> core)

@@ -12,6 +12,7 @@
 #include "plugin/api/environment.h"
 #include "plugin/api/runtime_loops.h"
 #include "plugin/api/server_core.h"
+#include "plugin/api/start_core.h"
 #include "plugin/log/logging.h"
 
 namespace rpcrdma {
@@ -396,26 +397,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(
     absl::string_view uri, const config::TransportConfig& config,
     Handler handler, ServerOptions options) {
-  if (absl::Status s =
-          api_internal::VersionTwoUser::Validate(options.version_two);
-      !s.ok()) {
-    return s;
-  }
-  // RPCRDMA_LOG, RPCRDMA_CONFIG and RPCRDMA_CAPTURE, beneath what the
-  // program chose (plugin/api/environment.h).
-  absl::StatusOr<api_internal::Environment> env =
-      api_internal::Environment::Read(config);
-  if (!env.ok()) return env.status();
-  absl::StatusOr<std::shared_ptr<Runtime>> runtime =
-      api_internal::RuntimeAccess::OrDefault(options.runtime);
-  if (!runtime.ok()) return runtime.status();
-  auto core = std::make_shared<api_internal::ServerCore>(
-      *std::move(runtime), std::move(handler), std::move(options));
-  if (absl::Status s = core->Start(uri, env->config()); !s.ok()) {
-    core->Shutdown(DeadlineIn(Server::kShutdownDrain)).IgnoreError();
-    return env->Annotate(std::move(s));
-  }
-  return std::unique_ptr<Server>(new Server(std::move(core)));
+  // StartCore is done with the options it is passed before `make` moves
+  // them into the core.
+  absl::StatusOr<std::shared_ptr<api_internal::ServerCore>> core =
+      api_internal::StartCore(
+          uri, config, options.version_two, options.runtime,
+          DeadlineIn(kShutdownDrain), [&](std::shared_ptr<Runtime> chosen) {
+            return std::make_shared<api_internal::ServerCore>(
+                std::move(chosen), std::move(handler), std::move(options));
+          });
+  if (!core.ok()) return core.status();
+  return std::unique_ptr<Server>(new Server(*std::move(core)));
 }
 
 Server::Server(std::shared_ptr<api_internal::ServerCore> core)
