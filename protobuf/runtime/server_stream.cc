@@ -14,19 +14,22 @@ namespace rpcrdma::protobuf::runtime {
 
 using google::protobuf::Message;
 
-ServerStream::ServerStream(uint64_t id,
-                           const google::protobuf::MethodDescriptor& method,
-                           size_t buffer, size_t bulk_threshold,
-                           std::function<void()> on_done)
+ServerStream::ServerStream(
+    uint64_t id, const google::protobuf::MethodDescriptor& method,
+    size_t buffer, size_t bulk_threshold,
+    std::optional<std::chrono::steady_clock::time_point> deadline,
+    std::function<void()> on_done)
     : id_(id),
       method_(method),
       buffer_limit_(std::max<size_t>(buffer, 1)),
       bulk_threshold_(bulk_threshold),
+      deadline_(deadline),
       on_done_(std::move(on_done)) {}
 
 ServerStream::~ServerStream() = default;
 
 bool ServerStream::Write(std::unique_ptr<Message> message) {
+  AbortIfExpired();
   std::deque<Outgoing> out;
   {
     absl::MutexLock lock(&mu_);
@@ -46,6 +49,11 @@ bool ServerStream::Write(std::unique_ptr<Message> message) {
 }
 
 void ServerStream::Finish(absl::Status status, Metadata trailing) {
+  // A handler that returns once the deadline passed (it saw IsCancelled)
+  // does not end the stream with its own status: the client has given up
+  // at its deadline, and must read DEADLINE_EXCEEDED, not a status that
+  // raced the watcher.
+  AbortIfExpired();
   std::deque<Outgoing> out;
   {
     absl::MutexLock lock(&mu_);
@@ -186,11 +194,22 @@ void ServerStream::SendEnd(Waiting& to, const absl::Status& status,
   (void)to.responder.Send(HandlerReply(std::move(xdr)));
 }
 
+void ServerStream::AbortIfExpired() {
+  if (deadline_.has_value() && std::chrono::steady_clock::now() >= *deadline_) {
+    Abort(absl::DeadlineExceededError(
+        "the stream's deadline passed before its end"));
+  }
+}
+
 void ServerStream::MaybeDone() {
   std::function<void()> done;
   {
     absl::MutexLock lock(&mu_);
+    // The end may go out before messages ahead of it (their NEXT calls
+    // can reach the server after the end's, served on other threads): the
+    // stream stays until those are sent too.
     if (done_reported_ || !handler_done_ || !end_sent_) return;
+    if (!aborted_ && !held_.empty()) return;
     done_reported_ = true;
     done = std::move(on_done_);
   }

@@ -8,6 +8,7 @@
 #define RPCRDMA_PROTOBUF_RUNTIME_SERVER_STREAM_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -32,10 +33,14 @@ class ServerStream final : public ServerStreamWriter {
  public:
   // `buffer`: the messages held that no NEXT has asked for; Write blocks
   // beyond. `on_done` runs once, on no lock of this stream, when the
-  // stream needs no more state: its end was sent (or it was aborted) and
-  // its handler has returned.
+  // stream needs no more state: its end and every message before it were
+  // sent (or it was aborted), and its handler has returned.
+  // `deadline`: the open call's; a Write or an end after it is the
+  // deadline's end, DEADLINE_EXCEEDED, whoever comes first to it (the
+  // handler or StreamTable's watcher).
   ServerStream(uint64_t id, const google::protobuf::MethodDescriptor& method,
                size_t buffer, size_t bulk_threshold,
+               std::optional<std::chrono::steady_clock::time_point> deadline,
                std::function<void()> on_done);
   ~ServerStream() override;
 
@@ -79,11 +84,14 @@ class ServerStream final : public ServerStreamWriter {
   static void SendEnd(Waiting& to, const absl::Status& status,
                       const Metadata& trailing);
   void MaybeDone() ABSL_LOCKS_EXCLUDED(mu_);
+  // Aborts with DEADLINE_EXCEEDED when the deadline has passed.
+  void AbortIfExpired();
 
   const uint64_t id_;
   const google::protobuf::MethodDescriptor& method_;
   const size_t buffer_limit_;
   const size_t bulk_threshold_;
+  const std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::function<void()> on_done_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ =
       std::make_shared<std::atomic<bool>>(false);

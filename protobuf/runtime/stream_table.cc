@@ -37,9 +37,9 @@ absl::StatusOr<std::shared_ptr<ServerStream>> StreamTable::Open(
         "to its end or cancel it first"));
   }
   const uint64_t id = next_id_++;
-  auto stream = std::make_shared<ServerStream>(id, method, options_.buffer,
-                                               options_.bulk_threshold,
-                                               [this, id] { Remove(id); });
+  auto stream = std::make_shared<ServerStream>(
+      id, method, options_.buffer, options_.bulk_threshold, deadline,
+      [this, id] { Remove(id); });
   ++open;
   ++opened_;
   streams_.emplace(id, Entry{connection, stream});

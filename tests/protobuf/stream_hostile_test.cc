@@ -227,6 +227,32 @@ TEST(StreamHostileTest, NextOutOfTurnIsAnsweredAtOnceAndTheStreamGoesOn) {
       [&] { return peer.server->services.stream_counters().open == 0; }));
 }
 
+// A client's NEXT calls are served on several threads and may reach the
+// stream in any order: the end, asked for before the messages ahead of it,
+// must not take the stream's state (and those messages) with it.
+TEST(StreamHostileTest, EndAskedForBeforeItsMessagesLeavesThemToBeAsked) {
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
+  absl::StatusOr<Opened> opened = OpenRaw(*peer.raw, 500, 3);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_EQ(opened->code, 0u) << opened->message;
+  const uint64_t id = opened->stream_id;
+  // The handler wrote its three messages into the buffer and returned.
+  ASSERT_TRUE(
+      peer.server->ticker.WaitForHandlersEnded(1, std::chrono::seconds(30)));
+  absl::StatusOr<Item> end = NextRaw(*peer.raw, 501, id, 3);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->kind, 1u);
+  EXPECT_EQ(end->code, 0u) << end->message;
+  for (uint32_t seq = 0; seq < 3; ++seq) {
+    absl::StatusOr<Item> item = NextRaw(*peer.raw, 510 + seq, id, seq);
+    ASSERT_TRUE(item.ok()) << item.status();
+    EXPECT_EQ(item->kind, 0u) << seq << ": " << item->message;
+  }
+  EXPECT_TRUE(Eventually(
+      [&] { return peer.server->services.stream_counters().open == 0; }));
+}
+
 TEST(StreamHostileTest, Rfc5531_9_MalformedNextIsGarbageArgs) {
   RawPeer peer = StartRawPeer();
   ASSERT_NE(peer.raw, nullptr);

@@ -287,8 +287,10 @@ TEST_P(StreamTest, TwoStreamsAndAUnaryCallShareTheChannel) {
   }
   EXPECT_EQ(na, 300u);
   EXPECT_EQ(nb, 200u);
-  EXPECT_TRUE(ra->Finish().ok());
-  EXPECT_TRUE(rb->Finish().ok());
+  Status sa = ra->Finish();
+  EXPECT_TRUE(sa.ok()) << sa;
+  Status sb = rb->Finish();
+  EXPECT_TRUE(sb.ok()) << sb;
 }
 
 INSTANTIATE_TEST_SUITE_P(SoftFabric, StreamTest,
