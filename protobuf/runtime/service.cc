@@ -220,13 +220,23 @@ class ServiceSet::Dispatcher {
       return;
     }
     state->SetCancelFlag((*stream)->cancelled());
+    // The handler may start writing before the open is answered: its
+    // messages wait in the buffer for NEXT calls, which only the answer
+    // makes possible. The answer touches only the call's responder.
+    if (!threads_.Start([state, stream = *stream, &handler] {
+          Status status =
+              handler(&state->context(), &state->request(), stream.get());
+          stream->Finish(std::move(status),
+                         state->context().trailing_metadata());
+        })) {
+      const Status refused = absl::ResourceExhaustedError(
+          "the server has no thread for another stream's handler");
+      (*stream)->Abort(refused);
+      (*stream)->Finish(refused, {});  // no handler will run: its state goes
+      state->Answer(refused);
+      return;
+    }
     state->AnswerStreamOpened((*stream)->id());
-    threads_.Start([state = std::move(state), stream = *std::move(stream),
-                    &handler] {
-      Status status =
-          handler(&state->context(), &state->request(), stream.get());
-      stream->Finish(std::move(status), state->context().trailing_metadata());
-    });
   }
 
   void Next(ConnectionId connection, uint32_t xid, XdrReader& in,

@@ -2,12 +2,14 @@
 
 #include <atomic>
 #include <iterator>
+#include <system_error>
 #include <utility>
 
 namespace rpcrdma::protobuf::runtime {
 
-void StreamThreads::Start(std::function<void()> body) {
+bool StreamThreads::Start(std::function<void()> body) {
   std::list<Running> finished;
+  bool started = true;
   {
     absl::MutexLock lock(&mu_);
     for (auto it = running_.begin(); it != running_.end();) {
@@ -18,13 +20,21 @@ void StreamThreads::Start(std::function<void()> body) {
       it = next;
     }
     auto flag = std::make_shared<std::atomic<bool>>(false);
-    running_.push_back({std::thread([body = std::move(body), flag] {
-                          body();
-                          flag->store(true);
-                        }),
-                        flag});
+    std::thread thread;
+    try {
+      thread = std::thread([body = std::move(body), flag] {
+        body();
+        flag->store(true);
+      });
+    } catch (const std::system_error&) {
+      // Out of threads (EAGAIN): the caller refuses the stream rather
+      // than the server ending.
+      started = false;
+    }
+    if (started) running_.push_back({std::move(thread), flag});
   }
   for (Running& r : finished) r.thread.join();
+  return started;
 }
 
 void StreamThreads::JoinAll() {

@@ -26,8 +26,9 @@ class StreamThreads {
   ~StreamThreads() { JoinAll(); }
 
   // Runs `body` on a thread of its own. Threads that have finished are
-  // joined first, so that finished ones do not pile up.
-  void Start(std::function<void()> body);
+  // joined first, so that finished ones do not pile up. False when the
+  // system has no thread to give (body has not run and will not).
+  bool Start(std::function<void()> body);
   // Waits for every thread; their bodies must return (a handler returns
   // once Write fails).
   void JoinAll();
