@@ -33,6 +33,7 @@ std::unique_ptr<ClientStream> OpenedClientStream(
   auto state = std::make_shared<ClientStream::State>(params);
   // Unbound by ~ClientStream (Abandon) before the state may go.
   CallBinding::BindStream(*context, [state] { state->Cancel(); });
+  state->Ask();
   return std::make_unique<ClientStream>(std::move(state),
                                         std::move(keep_alive));
 }

@@ -57,11 +57,12 @@ class ClientStream::State : public std::enable_shared_from_this<State> {
   void Cancel();
   // The ClientStream goes: a stream not at its end is cancelled.
   void Abandon();
+  // Fills the window with NEXT calls: at open, so that the first messages
+  // are on their way before the first Read, and after each message read.
+  // No lock held (a call refused at once completes on this thread).
+  void Ask();
 
  private:
-  // Fills the window with NEXT calls; no lock held (a call refused at
-  // once completes on this thread).
-  void Ask();
   void Arrived(uint64_t seq, absl::StatusOr<Reply> reply);
   // True for a message (in `message`); false for the end, whose status it
   // records.
