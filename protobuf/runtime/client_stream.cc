@@ -119,7 +119,7 @@ Status ClientStream::State::Finish() {
 // The outstanding NEXT calls are not cancelled here (Channel::Cancel): a
 // call ended at the client before its reply has its reply chunk revoked,
 // and a reply the server then sends into that chunk, or with Send With
-// Invalidate of it (RFC 8166 §3.6.1, remote invalidation), breaks the
+// Invalidate of it (remote invalidation, RFC 8797 §4.1), breaks the
 // connection for every call on it. The server answers them at once instead,
 // with the end, when it gets the CANCEL.
 void ClientStream::State::Cancel() {

@@ -50,7 +50,7 @@ class StreamTest : public ::testing::TestWithParam<std::string> {
   // The NEXT calls outstanding when a stream ends early are answered by
   // the server, not ended at the client: one ended there has its reply
   // chunk revoked, and the server's reply into it (or its Send With
-  // Invalidate, RFC 8166 §3.6.1) would break the connection.
+  // Invalidate, RFC 8797 §4.1) would break the connection.
   void ExpectTheConnectionSurvived() {
     rpcrdma_test::rdma::Echo::Stub echo(channel_);
     rpcrdma_test::EchoRequest request;
