@@ -57,10 +57,10 @@ struct Opened {
 // Opens a Watch stream of `count` messages: the call body as a unary
 // call's, the reply's status, and the stream id when it is OK.
 absl::StatusOr<Opened> OpenRaw(::rpcrdma::Channel& raw, uint32_t xid,
-                               uint32_t count) {
+                               uint32_t count, uint32_t timeout_ms = 0) {
   CallRequest call = TickerCall(xid, kWatch);
   XdrWriter w(&call.xdr);
-  (void)w.WriteUint32("timeout", 0);
+  (void)w.WriteUint32("timeout", timeout_ms);
   (void)w.WriteUint32("metadata count", 0);
   rpcrdma_test::WatchRequest request;
   request.set_count(count);
@@ -183,6 +183,25 @@ TEST(StreamHostileTest,
       kDefaultMaxStreamsPerConnection, std::chrono::seconds(30)));
   EXPECT_EQ(server.ticker.handlers_cancelled(),
             static_cast<int>(kDefaultMaxStreamsPerConnection));
+}
+
+// A client that opens streams with a deadline and never reads them, on a
+// connection it keeps: the server frees them at the deadline itself.
+TEST(StreamHostileTest,
+     UnreadStreamsEndAtTheirDeadlineWhileTheConnectionStays) {
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
+  for (uint32_t i = 0; i < 4; ++i) {
+    absl::StatusOr<Opened> opened = OpenRaw(*peer.raw, 600 + i, 1000000, 200);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    ASSERT_EQ(opened->code, 0u) << opened->message;
+  }
+  EXPECT_TRUE(
+      peer.server->ticker.WaitForHandlersEnded(4, std::chrono::seconds(30)));
+  EXPECT_EQ(peer.server->ticker.handlers_cancelled(), 4);
+  EXPECT_TRUE(Eventually(
+      [&] { return peer.server->services.stream_counters().open == 0; }));
+  EXPECT_TRUE(peer.raw->connected());
 }
 
 TEST(StreamHostileTest, NextOutOfTurnIsAnsweredAtOnceAndTheStreamGoesOn) {

@@ -163,6 +163,26 @@ TEST_P(StreamTest, TryCancelMidStreamEndsItAtTheServer) {
   ExpectTheConnectionSurvived();
 }
 
+TEST_P(StreamTest, TryCancelFromAnotherThreadWakesABlockedRead) {
+  rpcrdma_test::WatchRequest request;
+  request.set_count(1);
+  request.set_hold(true);  // no second message, ever
+  ClientContext context;
+  auto reader = ticker_->Watch(&context, request);
+  rpcrdma_test::Tick tick;
+  ASSERT_TRUE(reader->Read(&tick));
+  std::thread canceller([&context] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    context.TryCancel();
+  });
+  EXPECT_FALSE(reader->Read(&tick));
+  canceller.join();
+  EXPECT_EQ(reader->Finish().code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(server_->ticker.WaitForHandlersEnded(1, kLimit));
+  EXPECT_EQ(server_->ticker.handlers_cancelled(), 1);
+  ExpectTheConnectionSurvived();
+}
+
 TEST_P(StreamTest, ReaderDestroyedMidStreamCancelsItAtTheServer) {
   rpcrdma_test::WatchRequest request;
   request.set_count(1000000);
