@@ -98,7 +98,9 @@ void ServerStream::Abort(absl::Status status) {
   std::deque<Outgoing> out;
   {
     absl::MutexLock lock(&mu_);
-    if (aborted_ || end_sent_) return;
+    // Nothing to end once the end and every message before it are sent;
+    // an end sent ahead of held messages still leaves them to drop.
+    if (aborted_ || (end_sent_ && held_.empty())) return;
     aborted_ = true;
     cancelled_->store(true);
     held_.clear();

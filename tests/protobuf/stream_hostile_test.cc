@@ -272,6 +272,25 @@ TEST(StreamHostileTest, EndAskedForBeforeItsMessagesLeavesThemToBeAsked) {
       [&] { return peer.server->services.stream_counters().open == 0; }));
 }
 
+// The same, by a client that never asks for the messages ahead of the end:
+// the stream's state goes with its connection all the same.
+TEST(StreamHostileTest, EndAskedForAloneIsFreedWithTheConnection) {
+  RawPeer peer = StartRawPeer();
+  ASSERT_NE(peer.raw, nullptr);
+  absl::StatusOr<Opened> opened = OpenRaw(*peer.raw, 700, 3);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_EQ(opened->code, 0u) << opened->message;
+  ASSERT_TRUE(
+      peer.server->ticker.WaitForHandlersEnded(1, std::chrono::seconds(30)));
+  absl::StatusOr<Item> end = NextRaw(*peer.raw, 701, opened->stream_id, 3);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->kind, 1u);
+  EXPECT_EQ(peer.server->services.stream_counters().open, 1u);
+  peer.raw.reset();
+  EXPECT_TRUE(Eventually(
+      [&] { return peer.server->services.stream_counters().open == 0; }));
+}
+
 TEST(StreamHostileTest, Rfc5531_9_MalformedNextIsGarbageArgs) {
   RawPeer peer = StartRawPeer();
   ASSERT_NE(peer.raw, nullptr);
