@@ -116,13 +116,18 @@ class ServiceSet::Dispatcher {
   }
 
   void OnConnection(const ServerConnectionEvent& event) {
-    absl::MutexLock lock(&mu_);
-    if (event.type == ServerConnectionEvent::Type::kAccepted) {
-      peers_[event.connection] = event.peer;
-    } else {
-      peers_.erase(event.connection);
+    const bool accepted = event.type == ServerConnectionEvent::Type::kAccepted;
+    {
+      absl::MutexLock lock(&mu_);
+      if (accepted) {
+        peers_[event.connection] = event.peer;
+      } else {
+        peers_.erase(event.connection);
+      }
     }
-    if (event.type == ServerConnectionEvent::Type::kClosed) {
+    if (accepted) {
+      streams_.ConnectionAccepted(event.connection);
+    } else {
       // No NEXT can come for its streams any more: their state goes now,
       // not at a deadline that may never come (protobuf/README.md,
       // "Streams").

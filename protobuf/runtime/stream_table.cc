@@ -27,6 +27,10 @@ absl::StatusOr<std::shared_ptr<ServerStream>> StreamTable::Open(
     ++refused_;
     return absl::UnavailableError("the server is stopping");
   }
+  if (tracking_ && !live_.contains(connection)) {
+    ++refused_;
+    return absl::UnavailableError("the stream's connection is gone");
+  }
   size_t& open = per_connection_[connection];
   if (open >= options_.max_per_connection) {
     ++refused_;
@@ -61,8 +65,19 @@ std::shared_ptr<ServerStream> StreamTable::Find(ConnectionId connection,
   return it->second.stream;
 }
 
+void StreamTable::ConnectionAccepted(ConnectionId connection) {
+  absl::MutexLock lock(&mu_);
+  tracking_ = true;
+  live_.insert(connection);
+}
+
 void StreamTable::AbortConnection(ConnectionId connection,
                                   const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    live_.erase(connection);
+  }
+  // An Open after the erase is refused; one before it is aborted here.
   AbortAll(status, connection);
 }
 

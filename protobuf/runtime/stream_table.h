@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/descriptor.h"
@@ -54,7 +55,12 @@ class StreamTable {
       std::optional<Clock::time_point> deadline);
   // Null unless `id` is a stream open on `connection`.
   std::shared_ptr<ServerStream> Find(ConnectionId connection, uint64_t id);
-  // Aborts every stream of `connection` (it is gone).
+  // The connection observer's events. Once one connection was reported,
+  // streams open only on connections reported and not yet gone: an open
+  // served while its connection's loss is reported is refused rather
+  // than left behind after AbortConnection. Aborts every stream of a
+  // connection that is gone.
+  void ConnectionAccepted(ConnectionId connection);
   void AbortConnection(ConnectionId connection, const absl::Status& status);
   // Aborts every stream with UNAVAILABLE and refuses new ones.
   void Shutdown();
@@ -81,6 +87,8 @@ class StreamTable {
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   size_t peak_buffered_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  bool tracking_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<ConnectionId> live_ ABSL_GUARDED_BY(mu_);
   std::thread watcher_;  // started with the first deadline
 };
 

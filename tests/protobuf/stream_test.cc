@@ -313,6 +313,32 @@ TEST_P(StreamTest, TwoStreamsAndAUnaryCallShareTheChannel) {
   EXPECT_TRUE(sb.ok()) << sb;
 }
 
+// ServiceSet::ConnectionObserver is what ends a lost connection's streams
+// at once; a server without it serves streams all the same.
+TEST(StreamWithoutObserverTest, StreamsServeWithoutTheConnectionObserver) {
+  TickerService ticker;
+  ServiceSet services;
+  ASSERT_TRUE(services.Register(&ticker).ok());
+  config::TransportConfig config;
+  config.mutable_execution()->set_handler_threads(2);
+  absl::StatusOr<std::unique_ptr<::rpcrdma::Server>> server =
+      ::rpcrdma::Server::Create(TestUri("unix"), config, services.Handler());
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<std::shared_ptr<Channel>> channel =
+      Channel::Create((*server)->uri());
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  rpcrdma_test::rdma::Ticker::Stub stub(*channel);
+  rpcrdma_test::WatchRequest request;
+  request.set_count(3);
+  ClientContext context;
+  auto reader = stub.Watch(&context, request);
+  rpcrdma_test::Tick tick;
+  int read = 0;
+  while (reader->Read(&tick)) ++read;
+  EXPECT_EQ(read, 3);
+  EXPECT_TRUE(reader->Finish().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(SoftFabric, StreamTest,
                          ::testing::Values("unix", "tcp"),
                          [](const auto& param_info) {
