@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
 
 namespace rpcrdma::protobuf::testing {
@@ -82,6 +83,32 @@ TEST_P(StreamTest, Rfc5531_TenThousandMessagesArriveInOrder) {
   EXPECT_THAT(context.trailing_metadata(),
               UnorderedElementsAre(Pair("ticks", "10000")));
   EXPECT_TRUE(ServerDroppedEveryStream());
+}
+
+// The window's two ends: one NEXT at a time, and the most a server
+// accepts (kMaxStreamWindow, which the channel's option is clamped to).
+TEST_P(StreamTest, WindowsOfOneAndOfTheMostTheServerAcceptsKeepTheOrder) {
+  for (uint32_t window : {1u, kMaxStreamWindow, kMaxStreamWindow + 10}) {
+    ChannelOptions options;
+    options.stream_window = window;
+    absl::StatusOr<std::shared_ptr<Channel>> channel =
+        Channel::Create(server_->server->uri(), options);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    rpcrdma_test::rdma::Ticker::Stub stub(*channel);
+    rpcrdma_test::WatchRequest request;
+    request.set_count(2000);
+    ClientContext context;
+    auto reader = stub.Watch(&context, request);
+    rpcrdma_test::Tick tick;
+    uint64_t expected = 0;
+    while (reader->Read(&tick)) {
+      ASSERT_EQ(tick.seq(), expected) << "window " << window;
+      ++expected;
+    }
+    EXPECT_EQ(expected, 2000u) << "window " << window;
+    Status s = reader->Finish();
+    EXPECT_TRUE(s.ok()) << "window " << window << ": " << s;
+  }
 }
 
 TEST_P(StreamTest, EmptyStreamReadsNothingAndFinishesOk) {
