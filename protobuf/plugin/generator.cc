@@ -66,6 +66,10 @@ bool IsUnary(const MethodDescriptor* m) {
   return !m->client_streaming() && !m->server_streaming();
 }
 
+bool IsServerStreaming(const MethodDescriptor* m) {
+  return !m->client_streaming() && m->server_streaming();
+}
+
 std::string StreamingKind(const MethodDescriptor* m) {
   if (m->client_streaming() && m->server_streaming()) return "bidirectional";
   return m->client_streaming() ? "client-streaming" : "server-streaming";
@@ -100,7 +104,8 @@ void CloseNamespaces(Printer& p, const FileDescriptor* file) {
 void NotGenerated(Printer& p, const MethodDescriptor* m) {
   p.Print(MethodVars(m),
           "// $method$ is $kind$: not generated, this version serves unary\n"
-          "// methods only (a server answers it PROC_UNAVAIL).\n");
+          "// and server-streaming methods only (a server answers it\n"
+          "// PROC_UNAVAIL).\n");
 }
 
 void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
@@ -124,6 +129,16 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
   p.Indent();
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
+    if (IsServerStreaming(m)) {
+      p.Print(MethodVars(m),
+              "// Opens the stream, blocking until the server answered; read\n"
+              "// it with Read until false, then Finish (stream.h). Never\n"
+              "// null; `context` must outlive the reader.\n"
+              "std::unique_ptr<::rpcrdma::protobuf::ClientReader<$response$>>\n"
+              "$method$(::rpcrdma::protobuf::ClientContext* context,\n"
+              "    const $request$& request);\n");
+      continue;
+    }
     if (!IsUnary(m)) {
       NotGenerated(p, m);
       continue;
@@ -147,9 +162,9 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
           "  };\n\n"
           "  // Override the methods served; the others answer "
           "UNIMPLEMENTED.\n"
-          "  // A handler answers once through `done`, now or later from "
-          "any\n"
-          "  // thread; context, request and response live until then.\n"
+          "  // A unary handler answers once through `done`, now or later\n"
+          "  // from any thread; context, request and response live until\n"
+          "  // then. A server-streaming handler returns its status.\n"
           "  class Service : public ::rpcrdma::protobuf::Service {\n"
           "   public:\n"
           "    explicit Service(uint32_t program = 0);\n"
@@ -158,6 +173,17 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
   p.Indent();
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
+    if (IsServerStreaming(m)) {
+      p.Print(MethodVars(m),
+              "// Runs on a thread of its own for the stream; Write blocks\n"
+              "// while the client is behind and fails once the stream was\n"
+              "// cancelled. Returning ends the stream with that status.\n"
+              "virtual ::rpcrdma::protobuf::Status $method$(\n"
+              "    ::rpcrdma::protobuf::ServerContext* context,\n"
+              "    const $request$* request,\n"
+              "    ::rpcrdma::protobuf::ServerWriter<$response$>* writer);\n");
+      continue;
+    }
     if (!IsUnary(m)) {
       NotGenerated(p, m);
       continue;
@@ -192,9 +218,23 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
           "                                  \"$full_name$\")) {}\n\n");
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
-    if (!IsUnary(m)) continue;
     Vars v = MethodVars(m);
     v["service"] = s->name();
+    if (IsServerStreaming(m)) {
+      p.Print(v,
+              "std::unique_ptr<::rpcrdma::protobuf::ClientReader<$response$>>\n"
+              "$service$::Stub::$method$(\n"
+              "    ::rpcrdma::protobuf::ClientContext* context,\n"
+              "    const $request$& request) {\n"
+              "  return std::make_unique<\n"
+              "      ::rpcrdma::protobuf::ClientReader<$response$>>(\n"
+              "      channel_->OpenServerStream(\n"
+              "          program_, *$service$::descriptor()->method($index$),\n"
+              "          *context, request));\n"
+              "}\n\n");
+      continue;
+    }
+    if (!IsUnary(m)) continue;
     p.Print(v,
             "::rpcrdma::protobuf::Status $service$::Stub::$method$(\n"
             "    ::rpcrdma::protobuf::ClientContext* context,\n"
@@ -219,6 +259,23 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
           "program) {\n");
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
+    if (IsServerStreaming(m)) {
+      p.Print(
+          MethodVars(m),
+          "  AddServerStreamingMethod(\n"
+          "      $index$, [this](::rpcrdma::protobuf::ServerContext* "
+          "context,\n"
+          "                 const ::google::protobuf::Message* request,\n"
+          "                 ::rpcrdma::protobuf::ServerStreamWriter* "
+          "writer) {\n"
+          "        ::rpcrdma::protobuf::ServerWriter<$response$> "
+          "typed(writer);\n"
+          "        return $method$(context,\n"
+          "                        static_cast<const $request$*>(request),\n"
+          "                        &typed);\n"
+          "      });\n");
+      continue;
+    }
     if (!IsUnary(m)) continue;
     p.Print(MethodVars(m),
             "  AddMethod($index$, [this](::rpcrdma::protobuf::ServerContext* "
@@ -237,9 +294,21 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
           "$service$::Service::~Service() = default;\n\n");
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
-    if (!IsUnary(m)) continue;
     Vars v = MethodVars(m);
     v["service"] = s->name();
+    if (IsServerStreaming(m)) {
+      p.Print(
+          v,
+          "::rpcrdma::protobuf::Status $service$::Service::$method$(\n"
+          "    ::rpcrdma::protobuf::ServerContext* /*context*/,\n"
+          "    const $request$* /*request*/,\n"
+          "    ::rpcrdma::protobuf::ServerWriter<$response$>* /*writer*/) {\n"
+          "  return ::absl::UnimplementedError(\n"
+          "      \"$full_name$ is not implemented by this server\");\n"
+          "}\n\n");
+      continue;
+    }
+    if (!IsUnary(m)) continue;
     p.Print(v,
             "void $service$::Service::$method$(\n"
             "    ::rpcrdma::protobuf::ServerContext* /*context*/,\n"
@@ -284,7 +353,8 @@ bool Generator::Generate(const FileDescriptor* file,
             "#include \"rpcrdma/protobuf/client_context.h\"\n"
             "#include \"rpcrdma/protobuf/server_context.h\"\n"
             "#include \"rpcrdma/protobuf/service.h\"\n"
-            "#include \"rpcrdma/protobuf/status.h\"\n\n");
+            "#include \"rpcrdma/protobuf/status.h\"\n"
+            "#include \"rpcrdma/protobuf/stream.h\"\n\n");
     if (file->service_count() > 0) {
       OpenNamespaces(p, file);
       for (int i = 0; i < file->service_count(); ++i) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "protobuf/runtime/bulk_fields.h"
+#include "protobuf/runtime/client_stream.h"
 #include "protobuf/runtime/reply_status.h"
 #include "protobuf/runtime/wire_codec.h"
 #include "rpcrdma/protobuf/program.h"
@@ -47,12 +48,18 @@ absl::Status CheckMetadata(const Metadata& metadata) {
 // what the completion needs to fill the response and give them back.
 class Channel::UnaryCall {
  public:
-  UnaryCall(ClientContext& context, const Message& request, Message& response)
+  // Reads what an OK reply carries after the trailing metadata: the
+  // response's payload, or a stream's id.
+  using ResultReader = std::function<Status(XdrReader&)>;
+
+  UnaryCall(ClientContext& context, const Message& request,
+            const MethodDescriptor& method, ResultReader read_result)
       : context_(context),
         // The request is the caller's, lent for the call: its bulk fields
         // are moved out and back (channel.h), never changed otherwise.
         request_(const_cast<Message&>(request)),
-        response_(response) {}
+        method_(method),
+        read_result_(std::move(read_result)) {}
   ~UnaryCall() { GiveBackBulk(); }
 
   absl::StatusOr<CallRequest> Build(uint32_t xid, uint32_t program,
@@ -106,8 +113,8 @@ class Channel::UnaryCall {
   }
 
   // The call's outcome: the transport's error, the handler's status, or
-  // INTERNAL for a reply that breaks this binding; `response_` is filled
-  // when it is OK.
+  // INTERNAL for a reply that breaks this binding; the result reader has
+  // read what came with it when it is OK.
   Status Finish(absl::StatusOr<Reply> reply) {
     GiveBackBulk();
     if (!reply.ok()) return reply.status();
@@ -121,9 +128,9 @@ class Channel::UnaryCall {
     XdrReader in(reply->xdr.span().subspan(decoded->body_offset));
     Status handler_status;
     if (Status s = DecodeBody(in, handler_status); !s.ok()) {
-      return absl::InternalError(absl::StrCat(
-          "the server's reply to ", response_.GetDescriptor()->full_name(),
-          " is malformed: ", s.message()));
+      return absl::InternalError(absl::StrCat("the server's reply to ",
+                                              method_.full_name(),
+                                              " is malformed: ", s.message()));
     }
     return handler_status;
   }
@@ -137,26 +144,18 @@ class Channel::UnaryCall {
   // A malformed body is this function's error; the handler's own status
   // goes to `handler_status`.
   Status DecodeBody(XdrReader& in, Status& handler_status) {
-    uint32_t code = 0;
-    std::string message;
-    if (Status s = in.ReadUint32("status code", &code); !s.ok()) return s;
-    if (Status s = in.ReadString("status message", runtime::kMaxStatusMessage,
-                                 &message);
-        !s.ok()) {
+    Metadata& trailing = CallBinding::trailing_metadata(context_);
+    if (Status s = runtime::ReadStatus(in, handler_status, trailing); !s.ok()) {
       return s;
     }
-    Metadata& trailing = CallBinding::trailing_metadata(context_);
-    if (Status s = runtime::ReadMetadata(in, trailing); !s.ok()) return s;
-    if (code != 0) {
-      handler_status = Status(runtime::CodeFromWire(code), message);
-      return absl::OkStatus();
-    }
-    return runtime::ReadPayload(in, response_);
+    if (!handler_status.ok()) return absl::OkStatus();
+    return read_result_(in);
   }
 
   ClientContext& context_;
   Message& request_;
-  Message& response_;
+  const MethodDescriptor& method_;
+  ResultReader read_result_;
   std::vector<BulkValue> bulk_;
 };
 
@@ -193,7 +192,9 @@ Status Channel::CallUnary(uint32_t program, const MethodDescriptor& method,
   if (CallBinding::Cancelled(context)) {
     return absl::CancelledError("the call was cancelled before it started");
   }
-  UnaryCall call(context, request, response);
+  UnaryCall call(context, request, method, [&response](XdrReader& in) {
+    return runtime::ReadPayload(in, response);
+  });
   absl::StatusOr<CallRequest> built =
       call.Build(next_xid_.fetch_add(1), program, method,
                  options_.bulk_threshold, MaxReplySize(method, context));
@@ -213,7 +214,10 @@ void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
     done(absl::CancelledError("the call was cancelled before it started"));
     return;
   }
-  auto call = std::make_shared<UnaryCall>(context, request, response);
+  auto call = std::make_shared<UnaryCall>(
+      context, request, method, [&response](XdrReader& in) {
+        return runtime::ReadPayload(in, response);
+      });
   absl::StatusOr<CallRequest> built =
       call->Build(next_xid_.fetch_add(1), program, method,
                   options_.bulk_threshold, MaxReplySize(method, context));
@@ -238,6 +242,41 @@ void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
   // context may be gone.
   absl::MutexLock lock(&call->mu);
   if (!call->completed) CallBinding::Bind(context, *transport_, id);
+}
+
+std::unique_ptr<ClientStream> Channel::OpenServerStream(
+    uint32_t program, const MethodDescriptor& method, ClientContext& context,
+    const Message& request) {
+  if (CallBinding::Cancelled(context)) {
+    return runtime::FailedClientStream(
+        absl::CancelledError("the stream was cancelled before it opened"));
+  }
+  uint64_t stream_id = 0;
+  UnaryCall call(context, request, method, [&stream_id](XdrReader& in) {
+    return runtime::ReadStreamId(in, stream_id);
+  });
+  const uint32_t max_reply = MaxReplySize(method, context);
+  absl::StatusOr<CallRequest> built =
+      call.Build(next_xid_.fetch_add(1), program, method,
+                 options_.bulk_threshold, max_reply);
+  if (!built.ok()) return runtime::FailedClientStream(built.status());
+  const CallId id = transport_->StartCall(*std::move(built));
+  CallBinding::Bind(context, *transport_, id);
+  absl::StatusOr<Reply> reply = transport_->Await(id);
+  CallBinding::Unbind(context);
+  if (Status s = call.Finish(std::move(reply)); !s.ok()) {
+    return runtime::FailedClientStream(std::move(s));
+  }
+  return runtime::OpenedClientStream(
+      shared_from_this(), {.transport = transport_.get(),
+                           .next_xid = &next_xid_,
+                           .program = program,
+                           .method = &method,
+                           .context = &context,
+                           .stream_id = stream_id,
+                           .max_reply_size = max_reply,
+                           .window = std::clamp<uint32_t>(
+                               options_.stream_window, 1, kMaxStreamWindow)});
 }
 
 }  // namespace rpcrdma::protobuf

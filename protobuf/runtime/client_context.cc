@@ -1,5 +1,7 @@
 #include "rpcrdma/protobuf/client_context.h"
 
+#include <utility>
+
 #include "rpcrdma/channel.h"
 
 namespace rpcrdma::protobuf {
@@ -8,6 +10,7 @@ void ClientContext::TryCancel() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
   if (channel_ != nullptr && call_.has_value()) channel_->Cancel(*call_);
+  if (cancel_stream_) cancel_stream_();
 }
 
 bool CallBinding::Cancelled(ClientContext& context) {
@@ -27,6 +30,22 @@ void CallBinding::Unbind(ClientContext& context) {
   absl::MutexLock lock(&context.mu_);
   context.channel_ = nullptr;
   context.call_.reset();
+}
+
+}  // namespace rpcrdma::protobuf
+
+namespace rpcrdma::protobuf {
+
+void CallBinding::BindStream(ClientContext& context,
+                             std::function<void()> cancel) {
+  absl::MutexLock lock(&context.mu_);
+  context.cancel_stream_ = std::move(cancel);
+  if (context.cancelled_) context.cancel_stream_();
+}
+
+void CallBinding::UnbindStream(ClientContext& context) {
+  absl::MutexLock lock(&context.mu_);
+  context.cancel_stream_ = nullptr;
 }
 
 }  // namespace rpcrdma::protobuf

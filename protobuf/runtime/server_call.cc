@@ -11,7 +11,6 @@
 #include "rpcrdma/xdr.h"
 
 namespace rpcrdma::protobuf {
-namespace {
 
 using google::protobuf::MessageFactory;
 
@@ -49,8 +48,6 @@ void AppendStatus(const absl::Status& status, const Metadata& trailing,
   runtime::AppendMetadata(kept, w);
 }
 
-}  // namespace
-
 ServerCallState::ServerCallState(
     const google::protobuf::MethodDescriptor& method, uint32_t xid,
     Responder responder, size_t bulk_threshold)
@@ -72,6 +69,19 @@ void ServerCallState::SetCallInfo(ConnectionId connection, std::string peer,
         ServerContext::Clock::now() + std::chrono::milliseconds(timeout_ms);
   }
   context_.client_metadata_ = std::move(metadata);
+}
+
+void ServerCallState::SetCancelFlag(
+    std::shared_ptr<const std::atomic<bool>> cancelled) {
+  context_.cancelled_ = std::move(cancelled);
+}
+
+void ServerCallState::AnswerStreamOpened(uint64_t stream_id) {
+  std::vector<uint8_t> xdr = AcceptedHeader(xid_, AcceptStat::kSuccess);
+  AppendStatus(absl::OkStatus(), {}, xdr);
+  XdrWriter w(&xdr);
+  (void)w.WriteUint64("stream id", stream_id);
+  (void)responder_.Send(HandlerReply(std::move(xdr)));
 }
 
 void ServerCallState::Answer(absl::Status status) {

@@ -3,9 +3,12 @@
 #ifndef RPCRDMA_PROTOBUF_RUNTIME_SERVER_CALL_H_
 #define RPCRDMA_PROTOBUF_RUNTIME_SERVER_CALL_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "google/protobuf/descriptor.h"
@@ -33,6 +36,12 @@ class ServerCallState {
   void Answer(absl::Status status);
   const google::protobuf::MethodDescriptor& method() const { return method_; }
 
+  // A stream's call: the flag ServerContext::IsCancelled reads, and the
+  // open's answer, an OK status and the stream's id (protobuf/README.md,
+  // "Streams"); an open that fails is answered by Answer.
+  void SetCancelFlag(std::shared_ptr<const std::atomic<bool>> cancelled);
+  void AnswerStreamOpened(uint64_t stream_id);
+
  private:
   const google::protobuf::MethodDescriptor& method_;
   uint32_t xid_;
@@ -42,6 +51,14 @@ class ServerCallState {
   std::unique_ptr<google::protobuf::Message> request_;
   std::unique_ptr<google::protobuf::Message> response_;
 };
+
+// An accepted RFC 5531 reply header of `stat` (PROG_MISMATCH gives 1..1).
+std::vector<uint8_t> AcceptedHeader(uint32_t xid, AcceptStat stat);
+// A reply body's head: the status word, its message (cut to what the wire
+// carries) and the trailing metadata (pairs beyond metadata.h's limits are
+// left out: the client would refuse the whole reply).
+void AppendStatus(const absl::Status& status, const Metadata& trailing,
+                  std::vector<uint8_t>& out);
 
 // Sends an RFC 5531 reply with no results (e.g. PROC_UNAVAIL), or one whose
 // body is `status` alone, to a call that reached no handler.

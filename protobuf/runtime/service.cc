@@ -2,11 +2,14 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "protobuf/runtime/server_call.h"
+#include "protobuf/runtime/stream_table.h"
+#include "protobuf/runtime/stream_threads.h"
 #include "protobuf/runtime/wire_codec.h"
 #include "rpcrdma/protobuf/program.h"
 #include "rpcrdma/rpc_msg.h"
@@ -43,7 +46,8 @@ Service::Service(const google::protobuf::ServiceDescriptor* descriptor,
     : descriptor_(descriptor),
       program_(program != 0 ? program
                             : ProgramNumberFor(descriptor->full_name())),
-      handlers_(static_cast<size_t>(descriptor->method_count())) {}
+      handlers_(static_cast<size_t>(descriptor->method_count())),
+      stream_handlers_(static_cast<size_t>(descriptor->method_count())) {}
 
 Service::~Service() = default;
 
@@ -55,13 +59,47 @@ const Service::MethodHandler* Service::handler(int index) const {
   return h ? &h : nullptr;
 }
 
+const Service::ServerStreamingHandler* Service::server_streaming_handler(
+    int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= stream_handlers_.size()) {
+    return nullptr;
+  }
+  const ServerStreamingHandler& h =
+      stream_handlers_[static_cast<size_t>(index)];
+  return h ? &h : nullptr;
+}
+
 void Service::AddMethod(int index, MethodHandler handler) {
   handlers_.at(static_cast<size_t>(index)) = std::move(handler);
 }
 
+void Service::AddServerStreamingMethod(int index,
+                                       ServerStreamingHandler handler) {
+  stream_handlers_.at(static_cast<size_t>(index)) = std::move(handler);
+}
+
 class ServiceSet::Dispatcher {
  public:
-  explicit Dispatcher(ServiceSetOptions options) : options_(options) {}
+  explicit Dispatcher(ServiceSetOptions options)
+      : options_(options),
+        streams_({.max_per_connection = options.max_streams_per_connection,
+                  .buffer = options.stream_buffer,
+                  .bulk_threshold = options.bulk_threshold}) {}
+
+  // Ends every stream and waits for their handlers (~ServiceSet).
+  void Shutdown() {
+    streams_.Shutdown();
+    threads_.JoinAll();
+  }
+
+  StreamCounters stream_counters() {
+    const runtime::StreamTableCounts c = streams_.counts();
+    return {.opened = c.opened,
+            .refused = c.refused,
+            .open = c.open,
+            .buffered = c.buffered,
+            .peak_buffered = c.peak_buffered};
+  }
 
   Status Register(Service* service) {
     absl::MutexLock lock(&mu_);
@@ -78,11 +116,23 @@ class ServiceSet::Dispatcher {
   }
 
   void OnConnection(const ServerConnectionEvent& event) {
-    absl::MutexLock lock(&mu_);
-    if (event.type == ServerConnectionEvent::Type::kAccepted) {
-      peers_[event.connection] = event.peer;
+    const bool accepted = event.type == ServerConnectionEvent::Type::kAccepted;
+    {
+      absl::MutexLock lock(&mu_);
+      if (accepted) {
+        peers_[event.connection] = event.peer;
+      } else {
+        peers_.erase(event.connection);
+      }
+    }
+    if (accepted) {
+      streams_.ConnectionAccepted(event.connection);
     } else {
-      peers_.erase(event.connection);
+      // No NEXT can come for its streams any more: their state goes now,
+      // not at a deadline that may never come (protobuf/README.md,
+      // "Streams").
+      streams_.AbortConnection(
+          event.connection, absl::UnavailableError("the connection is lost"));
     }
   }
 
@@ -114,25 +164,35 @@ class ServiceSet::Dispatcher {
       SendRpcError(responder, h.xid, AcceptStat::kSuccess);
       return;
     }
+    XdrReader body(call.message.span().subspan(decoded->body_offset));
+    if (h.procedure == kStreamNextProcedure) {
+      Next(call.connection, h.xid, body, std::move(responder));
+      return;
+    }
+    if (h.procedure == kStreamCancelProcedure) {
+      Cancel(call.connection, h.xid, body, std::move(responder));
+      return;
+    }
     const int index = static_cast<int>(h.procedure - 1);
+    const bool known =
+        h.procedure <=
+        static_cast<uint32_t>(service->descriptor()->method_count());
     const Service::MethodHandler* handler =
-        h.procedure >
-                static_cast<uint32_t>(service->descriptor()->method_count())
-            ? nullptr
-            : service->handler(index);
-    if (handler == nullptr) {
+        known ? service->handler(index) : nullptr;
+    const Service::ServerStreamingHandler* stream_handler =
+        known ? service->server_streaming_handler(index) : nullptr;
+    if (handler == nullptr && stream_handler == nullptr) {
       SendRpcError(responder, h.xid, AcceptStat::kProcUnavail);
       return;
     }
     auto state = std::make_shared<ServerCallState>(
         *service->descriptor()->method(index), h.xid, std::move(responder),
         options_.bulk_threshold);
-    XdrReader in(call.message.span().subspan(decoded->body_offset));
     uint32_t timeout_ms = 0;
     Metadata metadata;
-    absl::Status s = in.ReadUint32("timeout_ms", &timeout_ms);
-    if (s.ok()) s = runtime::ReadMetadata(in, metadata);
-    if (s.ok()) s = runtime::ReadPayload(in, state->request());
+    absl::Status s = body.ReadUint32("timeout_ms", &timeout_ms);
+    if (s.ok()) s = runtime::ReadMetadata(body, metadata);
+    if (s.ok()) s = runtime::ReadPayload(body, state->request());
     if (!s.ok()) {
       // In the status, not as GARBAGE_ARGS, so the caller reads what was
       // wrong with its call.
@@ -143,6 +203,10 @@ class ServiceSet::Dispatcher {
     }
     state->SetCallInfo(call.connection, std::move(peer), timeout_ms,
                        std::move(metadata));
+    if (stream_handler != nullptr) {
+      Open(call.connection, std::move(state), *stream_handler);
+      return;
+    }
     ServerContext* context = &state->context();
     const google::protobuf::Message* request = &state->request();
     google::protobuf::Message* response = &state->response();
@@ -150,7 +214,81 @@ class ServiceSet::Dispatcher {
   }
 
  private:
+  // A server-streaming call: the stream's id goes back at once, and the
+  // handler runs on a thread of its own, writing into the stream.
+  void Open(ConnectionId connection, std::shared_ptr<ServerCallState> state,
+            const Service::ServerStreamingHandler& handler) {
+    absl::StatusOr<std::shared_ptr<runtime::ServerStream>> stream =
+        streams_.Open(connection, state->method(), state->context().deadline());
+    if (!stream.ok()) {
+      state->Answer(stream.status());
+      return;
+    }
+    state->SetCancelFlag((*stream)->cancelled());
+    // The handler may start writing before the open is answered: its
+    // messages wait in the buffer for NEXT calls, which only the answer
+    // makes possible. The answer touches only the call's responder.
+    if (!threads_.Start([state, stream = *stream, &handler] {
+          Status status =
+              handler(&state->context(), &state->request(), stream.get());
+          stream->Finish(std::move(status),
+                         state->context().trailing_metadata());
+        })) {
+      const Status refused = absl::ResourceExhaustedError(
+          "the server has no thread for another stream's handler");
+      (*stream)->Abort(refused);
+      (*stream)->Finish(refused, {});  // no handler will run: its state goes
+      state->Answer(refused);
+      return;
+    }
+    state->AnswerStreamOpened((*stream)->id());
+  }
+
+  void Next(ConnectionId connection, uint32_t xid, XdrReader& in,
+            Responder responder) {
+    runtime::NextArgs args;
+    if (absl::Status s = runtime::ReadNextArgs(in, args); !s.ok()) {
+      SendRpcError(responder, xid, AcceptStat::kGarbageArgs);
+      return;
+    }
+    std::shared_ptr<runtime::ServerStream> stream =
+        streams_.Find(connection, args.stream_id);
+    if (stream == nullptr) {
+      // Its end was sent already (a NEXT of the client's window beyond
+      // it), or it is of another connection, or of a server that restarted.
+      std::vector<uint8_t> xdr = AcceptedHeader(xid, AcceptStat::kSuccess);
+      XdrWriter w(&xdr);
+      (void)w.WriteUint32("kind",
+                          static_cast<uint32_t>(runtime::StreamItem::kEnd));
+      AppendStatus(absl::UnavailableError(absl::StrCat(
+                       "no stream ", args.stream_id,
+                       " is open on this connection (it ended, or the "
+                       "connection or the server was replaced)")),
+                   {}, xdr);
+      (void)responder.Send(HandlerReply(std::move(xdr)));
+      return;
+    }
+    stream->Next(xid, args.seq, std::move(responder));
+  }
+
+  void Cancel(ConnectionId connection, uint32_t xid, XdrReader& in,
+              Responder responder) {
+    uint64_t id = 0;
+    if (absl::Status s = runtime::ReadStreamId(in, id); !s.ok()) {
+      SendRpcError(responder, xid, AcceptStat::kGarbageArgs);
+      return;
+    }
+    if (std::shared_ptr<runtime::ServerStream> stream =
+            streams_.Find(connection, id)) {
+      stream->Abort(absl::CancelledError("the client cancelled the stream"));
+    }
+    // Cancelling a stream that already ended is no error: the two crossed.
+    SendStatusOnly(responder, xid, absl::OkStatus());
+  }
+
   const ServiceSetOptions options_;
+  runtime::StreamTable streams_;
+  runtime::StreamThreads threads_;  // joined before streams_ goes
   absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, Service*> services_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ConnectionId, std::string> peers_ ABSL_GUARDED_BY(mu_);
@@ -159,7 +297,11 @@ class ServiceSet::Dispatcher {
 ServiceSet::ServiceSet(ServiceSetOptions options)
     : dispatcher_(std::make_shared<Dispatcher>(options)) {}
 
-ServiceSet::~ServiceSet() = default;
+ServiceSet::~ServiceSet() { dispatcher_->Shutdown(); }
+
+StreamCounters ServiceSet::stream_counters() const {
+  return dispatcher_->stream_counters();
+}
 
 Status ServiceSet::Register(Service* service) {
   return dispatcher_->Register(service);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "protobuf/runtime/reply_status.h"
 
 namespace rpcrdma::protobuf::runtime {
 namespace {
@@ -16,6 +17,49 @@ absl::Span<const uint8_t> AsBytes(absl::string_view s) {
 uint32_t Narrow(size_t n) { return static_cast<uint32_t>(n); }
 
 }  // namespace
+
+void AppendNextArgs(const NextArgs& args, std::vector<uint8_t>& out) {
+  XdrWriter w(&out);
+  (void)w.WriteUint64("stream id", args.stream_id);
+  (void)w.WriteUint64("seq", args.seq);
+}
+
+absl::Status ReadStreamId(XdrReader& in, uint64_t& out) {
+  if (absl::Status s = in.ReadUint64("stream id", &out); !s.ok()) return s;
+  if (in.remaining() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        in.remaining(), " octets follow the stream id; expected none"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadNextArgs(XdrReader& in, NextArgs& out) {
+  if (absl::Status s = in.ReadUint64("stream id", &out.stream_id); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = in.ReadUint64("seq", &out.seq); !s.ok()) return s;
+  if (in.remaining() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        in.remaining(), " octets follow the NEXT arguments; expected none"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadStatus(XdrReader& in, absl::Status& status,
+                        Metadata& trailing) {
+  uint32_t code = 0;
+  std::string message;
+  if (absl::Status s = in.ReadUint32("status code", &code); !s.ok()) return s;
+  if (absl::Status s =
+          in.ReadString("status message", kMaxStatusMessage, &message);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadMetadata(in, trailing); !s.ok()) return s;
+  status =
+      code == 0 ? absl::OkStatus() : absl::Status(CodeFromWire(code), message);
+  return absl::OkStatus();
+}
 
 void AppendMetadata(const Metadata& metadata, XdrWriter& out) {
   // Appending to a vector cannot fail for items under 4 GiB; the sizes

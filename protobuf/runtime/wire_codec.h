@@ -10,6 +10,14 @@
 //                fields); uint32 bulk_count;
 //                { uint32 steps; { uint32 field; uint32 index } * steps;
 //                  opaque value<> (DDP-eligible) } * bulk_count
+//
+// Streams (protobuf/README.md, "Streams"):
+//   open reply:  as the reply body; stream_id (uint64) in place of the
+//                payload when code is 0
+//   NEXT call:   uint64 stream_id; uint64 seq
+//   NEXT reply:  uint32 kind; kind 0 (a message): payload;
+//                kind 1 (the end): uint32 code; string message; metadata
+//   CANCEL call: uint64 stream_id; its reply: code, message, metadata
 #ifndef RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
 #define RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
 
@@ -35,6 +43,23 @@ struct BulkItem {
   uint32_t position = 0;
   absl::Span<const uint8_t> octets;
 };
+
+// What a NEXT reply carries.
+enum class StreamItem : uint32_t { kMessage = 0, kEnd = 1 };
+
+struct NextArgs {
+  uint64_t stream_id = 0;
+  uint64_t seq = 0;
+};
+void AppendNextArgs(const NextArgs& args, std::vector<uint8_t>& out);
+// Refuses octets after the arguments.
+absl::Status ReadNextArgs(XdrReader& in, NextArgs& out);
+absl::Status ReadStreamId(XdrReader& in, uint64_t& out);
+
+// A status word, its message and metadata: the client's side of a reply
+// body's head. `status` is the peer's; the result is the decoding's.
+absl::Status ReadStatus(XdrReader& in, absl::Status& status,
+                        Metadata& trailing);
 
 void AppendMetadata(const Metadata& metadata, XdrWriter& out);
 absl::Status ReadMetadata(XdrReader& in, Metadata& out);

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "tests/testing/process_tag.h"
 
 namespace rpcrdma::protobuf::testing {
@@ -89,10 +90,69 @@ void AdderService::Add(ServerContext* /*context*/,
   done.Finish(absl::OkStatus());
 }
 
-std::unique_ptr<TestServer> StartTestServer(const std::string& uri) {
-  auto s = std::make_unique<TestServer>();
+Status TickerService::Watch(ServerContext* context,
+                            const rpcrdma_test::WatchRequest* request,
+                            ServerWriter<rpcrdma_test::Tick>* writer) {
+  bool ended_by_client = false;
+  for (uint32_t i = 0; i < request->count() && !ended_by_client; ++i) {
+    rpcrdma_test::Tick tick;
+    tick.set_seq(i);
+    if (request->payload_size() != 0) {
+      tick.set_payload(TickPayload(i, request->payload_size()));
+    }
+    if (writer->Write(std::move(tick))) {
+      writes_.fetch_add(1);
+    } else {
+      ended_by_client = true;
+    }
+  }
+  // Held until the stream is cancelled; the ServiceSet's end cancels it
+  // too, so a test that fails does not hang here.
+  while (request->hold() && !ended_by_client && !context->IsCancelled()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  context->AddTrailingMetadata("ticks", absl::StrCat(request->count()));
+  for (const auto& [key, value] : context->client_metadata()) {
+    context->AddTrailingMetadata("echo-" + key, value);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ++ended_;
+    if (context->IsCancelled()) ++cancelled_;
+  }
+  if (request->fail_code() != 0) {
+    return Status(static_cast<absl::StatusCode>(request->fail_code()),
+                  request->fail_message());
+  }
+  return absl::OkStatus();
+}
+
+bool TickerService::WaitForHandlersEnded(int n, std::chrono::seconds limit) {
+  absl::MutexLock lock(&mu_);
+  auto ended = [this, n]()
+                   ABSL_SHARED_LOCKS_REQUIRED(mu_) { return ended_ >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&ended), absl::FromChrono(limit));
+}
+
+int TickerService::handlers_cancelled() {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+std::string TickPayload(uint64_t seq, size_t size) {
+  std::string payload(size, '\0');
+  for (size_t i = 0; i < size; ++i) {
+    payload[i] = static_cast<char>((seq * 131 + i * 7 + (i >> 12)) & 0xff);
+  }
+  return payload;
+}
+
+std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
+                                            ServiceSetOptions service_options) {
+  auto s = std::make_unique<TestServer>(service_options);
   if (!s->services.Register(&s->echo).ok() ||
-      !s->services.Register(&s->adder).ok()) {
+      !s->services.Register(&s->adder).ok() ||
+      !s->services.Register(&s->ticker).ok()) {
     return nullptr;
   }
   config::TransportConfig config;

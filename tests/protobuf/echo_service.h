@@ -1,8 +1,10 @@
 // The test services: Echo (answers now, later from another thread, or
-// never) and Adder.
+// never), Adder and Ticker (a server stream of what the request asks for).
 #ifndef RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_
 #define RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "rpcrdma/protobuf/service.h"
 #include "rpcrdma/server.h"
 #include "rpcrdma_test/echo.rpcrdma.pb.h"
+#include "rpcrdma_test/stream.rpcrdma.pb.h"
 
 namespace rpcrdma::protobuf::testing {
 
@@ -42,14 +45,41 @@ class AdderService : public rpcrdma_test::rdma::Adder::Service {
            rpcrdma_test::AddReply* response, Completion done) override;
 };
 
-// A Server serving both on `uri`, with handler threads (handlers sleep).
+class TickerService : public rpcrdma_test::rdma::Ticker::Service {
+ public:
+  Status Watch(ServerContext* context,
+               const rpcrdma_test::WatchRequest* request,
+               ServerWriter<rpcrdma_test::Tick>* writer) override;
+
+  // Writes that returned true, over every stream.
+  int writes() const { return writes_.load(); }
+  // Waits (at most `limit`) until `n` handlers have returned; how many of
+  // them saw ServerContext::IsCancelled() true when they did.
+  bool WaitForHandlersEnded(int n, std::chrono::seconds limit);
+  int handlers_cancelled();
+
+ private:
+  std::atomic<int> writes_{0};
+  absl::Mutex mu_;
+  int ended_ ABSL_GUARDED_BY(mu_) = 0;
+  int cancelled_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The payload of Tick `seq` in a stream of `size`-octet payloads.
+std::string TickPayload(uint64_t seq, size_t size);
+
+// A Server serving all three on `uri`, with handler threads (handlers
+// sleep).
 struct TestServer {
+  explicit TestServer(ServiceSetOptions options) : services(options) {}
   EchoService echo;
   AdderService adder;
+  TickerService ticker;
   ServiceSet services;
   std::unique_ptr<::rpcrdma::Server> server;
 };
-std::unique_ptr<TestServer> StartTestServer(const std::string& uri);
+std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
+                                            ServiceSetOptions options = {});
 
 // "unix": an abstract Unix socket of this process; "tcp": a free port.
 std::string TestUri(const std::string& scheme);

@@ -254,12 +254,13 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
   EXPECT_EQ(status->code, 0u) << status->message;
 }
 
-// Streaming methods keep their procedure numbers but are not served in this
-// version: PROC_UNAVAIL (RFC 5531 §9), never a unary call in disguise.
-TEST(HostileStreamingTest, Rfc5531_9_StreamingProcedureIsProcUnavail) {
+// Client-streaming and bidirectional methods keep their procedure numbers
+// but are not served in this version: PROC_UNAVAIL (RFC 5531 §9), never a
+// unary call in disguise. (Watch, procedure 5, opens a stream.)
+TEST(HostileStreamingTest, Rfc5531_9_UnservedStreamingProcedureIsProcUnavail) {
   RawPeer peer = StartRawPeer();
   ASSERT_NE(peer.raw, nullptr);
-  for (uint32_t procedure : {4u, 5u, 6u, 99u}) {  // Upload, Watch, Chat, none
+  for (uint32_t procedure : {4u, 6u, 99u}) {  // Upload, Chat, none
     CallRequest call = EchoCall(100 + procedure, procedure);
     XdrWriter w(&call.xdr);
     EmptyMessage(w);

@@ -21,6 +21,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/protobuf/client_context.h"
 #include "rpcrdma/protobuf/status.h"
+#include "rpcrdma/protobuf/stream.h"
 
 namespace rpcrdma::protobuf {
 
@@ -30,6 +31,9 @@ inline constexpr size_t kDefaultBulkThreshold = 4096;
 // The largest reply a call accepts unless configured otherwise; a larger
 // reply fails with INVALID_ARGUMENT (the server's RDMA_ERROR ERR_CHUNK).
 inline constexpr uint32_t kDefaultMaxReplySize = 4 << 20;
+// NEXT calls a stream's reader keeps outstanding (protobuf/README.md,
+// "Streams"); at most kMaxStreamWindow (program.h).
+inline constexpr uint32_t kDefaultStreamWindow = 4;
 
 struct ChannelOptions {
   config::TransportConfig transport;
@@ -41,9 +45,14 @@ struct ChannelOptions {
   // ClientContext's max_reply_size overrides both.
   uint32_t max_reply_size = kDefaultMaxReplySize;
   absl::flat_hash_map<std::string, uint32_t> max_reply_size_by_method;
+  // A stream's reader keeps this many NEXT calls outstanding (1 to
+  // kMaxStreamWindow), each asking for one message: it holds at most this
+  // many messages it has not read, and each offers a reply chunk of the
+  // method's max_reply_size.
+  uint32_t stream_window = kDefaultStreamWindow;
 };
 
-class Channel {
+class Channel : public std::enable_shared_from_this<Channel> {
  public:
   // Connects to `uri` (any URI rpcrdma::Channel::Create accepts:
   // soft+unix://, soft+tcp://, rdma://).
@@ -73,6 +82,15 @@ class Channel {
                       const google::protobuf::Message& request,
                       google::protobuf::Message& response,
                       std::function<void(Status)> done);
+
+  // Opens a stream of the server-streaming `method`, blocking until the
+  // server answered the open (protobuf/README.md, "Streams"). Never null: a
+  // stream that could not be opened reads nothing and finishes with why.
+  // `request` is lent as CallUnary's is; `context` must outlive the stream.
+  // The stream keeps this Channel alive.
+  std::unique_ptr<ClientStream> OpenServerStream(
+      uint32_t program, const google::protobuf::MethodDescriptor& method,
+      ClientContext& context, const google::protobuf::Message& request);
 
   // The transport underneath: counters, metrics, connection_info.
   ::rpcrdma::Channel& transport() { return *transport_; }

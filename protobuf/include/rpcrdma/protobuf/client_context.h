@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -57,8 +58,10 @@ class ClientContext {
   uint32_t max_reply_size() const { return max_reply_size_; }
 
   // Ends the call with CANCELLED if it has not completed (Channel::Cancel);
-  // before the call starts, the call fails at once. Any thread. The server
-  // is not told: RPC-over-RDMA has no cancel message (RFC 8166).
+  // before the call starts, the call fails at once. Any thread. For a
+  // unary call the server is not told: RPC-over-RDMA has no cancel message
+  // (RFC 8166). A stream's server is told (its CANCEL procedure,
+  // protobuf/README.md, "Streams"), and the stream's reads fail.
   void TryCancel();
 
   // The server's trailing metadata, once the call has completed.
@@ -76,6 +79,8 @@ class ClientContext {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   ::rpcrdma::Channel* channel_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::optional<CallId> call_ ABSL_GUARDED_BY(mu_);
+  // An open stream's: run by TryCancel (under mu_; it must not call back).
+  std::function<void()> cancel_stream_ ABSL_GUARDED_BY(mu_);
 };
 
 // The runtime's access to a context's call state (not for applications).
@@ -88,6 +93,10 @@ class CallBinding {
   static void Bind(ClientContext& context, ::rpcrdma::Channel& channel,
                    CallId call);
   static void Unbind(ClientContext& context);
+  // An open stream: TryCancel runs `cancel` (at once when TryCancel came
+  // already). Unbound before the stream goes.
+  static void BindStream(ClientContext& context, std::function<void()> cancel);
+  static void UnbindStream(ClientContext& context);
   static Metadata& trailing_metadata(ClientContext& context) {
     return context.trailing_metadata_;
   }

@@ -20,6 +20,17 @@ inline constexpr uint32_t kLastLocalProgram = 0x3fffffff;
 // NULL procedure, method i (in .proto order) is procedure i + 1.
 inline constexpr uint32_t kProgramVersion = 1;
 
+// The stream control procedures (protobuf/README.md, "Streams"), the same in
+// every program: a fixed number far beyond any method's, so that adding a
+// method to a service (a compatible change in protobuf) moves none of them.
+// NEXT asks an open stream for its next message, CANCEL ends one.
+inline constexpr uint32_t kStreamNextProcedure = 0x40000000;
+inline constexpr uint32_t kStreamCancelProcedure = 0x40000001;
+// A client keeps at most this many NEXT calls of one stream outstanding: a
+// server refuses a NEXT asking further ahead of the messages it has sent,
+// so that a stream holds at most this many unanswered calls.
+inline constexpr uint32_t kMaxStreamWindow = 16;
+
 // FNV-1a (32 bits) of `service_full_name` ("pkg.Greeter"), folded into
 // [kFirstLocalProgram, kLastLocalProgram].
 uint32_t ProgramNumberFor(absl::string_view service_full_name);

@@ -3,7 +3,9 @@
 #ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVER_CONTEXT_H_
 #define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVER_CONTEXT_H_
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,9 +27,12 @@ class ServerContext {
   // none).
   std::optional<Clock::time_point> deadline() const { return deadline_; }
   // True once the client's deadline has passed: the client has given up.
-  // A client's TryCancel is not seen here: RPC-over-RDMA has no cancel
-  // message (RFC 8166), so a cancelled call runs on until its deadline.
+  // For a stream also once the client cancelled it or its connection was
+  // lost. A unary call's TryCancel is not seen here: RPC-over-RDMA has no
+  // cancel message (RFC 8166), so a cancelled call runs on until its
+  // deadline; a stream has one of its own (protobuf/README.md, "Streams").
   bool IsCancelled() const {
+    if (cancelled_ != nullptr && cancelled_->load()) return true;
     return deadline_.has_value() && Clock::now() >= *deadline_;
   }
   const Metadata& client_metadata() const { return client_metadata_; }
@@ -44,6 +49,7 @@ class ServerContext {
   std::optional<Clock::time_point> deadline_;
   Metadata client_metadata_;
   Metadata trailing_metadata_;
+  std::shared_ptr<const std::atomic<bool>> cancelled_;  // streams only
 };
 
 }  // namespace rpcrdma::protobuf

@@ -7,10 +7,12 @@
 //   if (Status s = services.Register(&greeter); !s.ok()) ...
 //   auto server = rpcrdma::Server::Create(uri, config, services.Handler());
 //
-// Handlers run where the Server runs its handler (the connection's loop
-// thread, or TransportConfig.execution.handler_threads): one that blocks
-// should have those threads. A handler may answer at once or keep its
-// Completion and answer later from any thread.
+// Unary handlers run where the Server runs its handler (the connection's
+// loop thread, or TransportConfig.execution.handler_threads): one that
+// blocks should have those threads. A handler may answer at once or keep
+// its Completion and answer later from any thread. A server-streaming
+// handler runs on a thread of its own for its stream (it may block in
+// Write, stream.h); the stream ends when it returns.
 #ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVICE_H_
 #define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVICE_H_
 
@@ -25,6 +27,7 @@
 #include "rpcrdma/protobuf/channel.h"
 #include "rpcrdma/protobuf/server_context.h"
 #include "rpcrdma/protobuf/status.h"
+#include "rpcrdma/protobuf/stream.h"
 #include "rpcrdma/responder.h"
 #include "rpcrdma/server.h"
 
@@ -71,22 +74,55 @@ class Service {
     return descriptor_;
   }
   uint32_t program() const { return program_; }
-  // The handler of the method at `index`, or null (a streaming method,
-  // which this version does not serve).
+  // A server-streaming handler: writes the stream's messages, returns its
+  // status. The context and request stay valid until it returns.
+  using ServerStreamingHandler = std::function<Status(
+      ServerContext* context, const google::protobuf::Message* request,
+      ServerStreamWriter* writer)>;
+
+  // The handler of the unary method at `index`, or null (a streaming
+  // method, or none).
   const MethodHandler* handler(int index) const;
+  // The handler of the server-streaming method at `index`, or null.
+  // Client-streaming and bidirectional methods have neither: this version
+  // answers them PROC_UNAVAIL.
+  const ServerStreamingHandler* server_streaming_handler(int index) const;
 
  protected:
   void AddMethod(int index, MethodHandler handler);
+  void AddServerStreamingMethod(int index, ServerStreamingHandler handler);
 
  private:
   const google::protobuf::ServiceDescriptor* descriptor_;
   uint32_t program_;
   std::vector<MethodHandler> handlers_;
+  std::vector<ServerStreamingHandler> stream_handlers_;
 };
+
+// Bounds on a peer's streams (protobuf/README.md, "Streams"): what one
+// connection may hold of a server, however it behaves.
+inline constexpr uint32_t kDefaultMaxStreamsPerConnection = 16;
+inline constexpr uint32_t kDefaultStreamBuffer = 4;
 
 struct ServiceSetOptions {
   // As ChannelOptions::bulk_threshold, for the responses' fields.
   size_t bulk_threshold = kDefaultBulkThreshold;
+  // Streams open at once on one connection (each has a handler thread);
+  // an open beyond is answered RESOURCE_EXHAUSTED. A stream counts until
+  // its end was sent (or it was aborted) and its handler has returned.
+  uint32_t max_streams_per_connection = kDefaultMaxStreamsPerConnection;
+  // Messages a stream holds that its client has not asked for yet (at
+  // least 1); the handler's Write blocks beyond.
+  uint32_t stream_buffer = kDefaultStreamBuffer;
+};
+
+// What the ServiceSet's streams hold and have held.
+struct StreamCounters {
+  uint64_t opened = 0;
+  uint64_t refused = 0;      // opens answered RESOURCE_EXHAUSTED (or stopping)
+  size_t open = 0;           // streams with state now
+  size_t buffered = 0;       // messages held now, all streams together
+  size_t peak_buffered = 0;  // the most messages one stream has held
 };
 
 class ServiceSet {
@@ -96,15 +132,19 @@ class ServiceSet {
   ServiceSet(const ServiceSet&) = delete;
   ServiceSet& operator=(const ServiceSet&) = delete;
 
-  // Serves `service` (not owned; it must outlive the Server) under its
-  // program. ALREADY_EXISTS when another registered service has the same
-  // program number. Register every service before the Server starts.
+  // Serves `service` (not owned; it must outlive the Server and this
+  // ServiceSet, whose destructor ends every stream and waits for their
+  // handlers to return) under its program. ALREADY_EXISTS when another
+  // registered service has the same program number. Register every service
+  // before the Server starts.
   Status Register(Service* service);
   // The Server's handler. The ServiceSet must outlive the Server.
   ::rpcrdma::CallHandler Handler();
   // For ServerOptions::on_connection: lets ServerContext::peer() name the
-  // client's address.
+  // client's address, and ends a lost connection's streams (without it
+  // they end only at their deadline or when the ServiceSet goes).
   std::function<void(const ServerConnectionEvent&)> ConnectionObserver();
+  StreamCounters stream_counters() const;
 
  private:
   class Dispatcher;
