@@ -83,6 +83,7 @@ class ServiceSet::Dispatcher {
   explicit Dispatcher(ServiceSetOptions options)
       : options_(options),
         streams_({.max_per_connection = options.max_streams_per_connection,
+                  .max_total = options.max_streams,
                   .buffer = options.stream_buffer,
                   .bulk_threshold = options.bulk_threshold}) {}
 

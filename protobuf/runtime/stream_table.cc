@@ -31,6 +31,13 @@ absl::StatusOr<std::shared_ptr<ServerStream>> StreamTable::Open(
     ++refused_;
     return absl::UnavailableError("the stream's connection is gone");
   }
+  if (streams_.size() >= options_.max_total) {
+    ++refused_;
+    return absl::ResourceExhaustedError(
+        absl::StrCat(streams_.size(),
+                     " streams are open on this server, the most it may have "
+                     "(ServiceSetOptions::max_streams); try again later"));
+  }
   size_t& open = per_connection_[connection];
   if (open >= options_.max_per_connection) {
     ++refused_;

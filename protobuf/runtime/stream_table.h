@@ -26,6 +26,7 @@ namespace rpcrdma::protobuf::runtime {
 
 struct StreamTableOptions {
   size_t max_per_connection = 16;
+  size_t max_total = 256;  // over every connection
   size_t buffer = 4;
   size_t bulk_threshold = 4096;
 };
@@ -48,8 +49,9 @@ class StreamTable {
 
   // A new stream of `method` on `connection`, ended with DEADLINE_EXCEEDED
   // at `deadline`. RESOURCE_EXHAUSTED when the connection has
-  // max_per_connection streams open (one that ended counts until its
-  // handler has returned: its thread is still there), or after Shutdown.
+  // max_per_connection streams open, or all connections together
+  // max_total (one that ended counts until its handler has returned: its
+  // thread is still there); UNAVAILABLE after Shutdown.
   absl::StatusOr<std::shared_ptr<ServerStream>> Open(
       ConnectionId connection, const google::protobuf::MethodDescriptor& method,
       std::optional<Clock::time_point> deadline);

@@ -185,6 +185,42 @@ TEST(StreamHostileTest,
             static_cast<int>(kDefaultMaxStreamsPerConnection));
 }
 
+// Each stream has a thread: many connections together may not open more
+// than the server's bound, however few each opens.
+TEST(StreamHostileTest,
+     StreamsBeyondTheServersBoundOverAllConnectionsAreRefused) {
+  ServiceSetOptions options;
+  options.max_streams = 3;
+  std::unique_ptr<TestServer> server =
+      StartTestServer(TestUri("unix"), options);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<::rpcrdma::Channel>> raws;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
+        ::rpcrdma::Channel::Create(server->server->uri(), {});
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    raws.push_back(*std::move(raw));
+  }
+  uint32_t xid = 300;
+  for (int on : {0, 0, 1}) {
+    absl::StatusOr<Opened> opened = OpenRaw(*raws[on], xid++, 1000000);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    ASSERT_EQ(opened->code, 0u) << opened->message;
+  }
+  absl::StatusOr<Opened> refused = OpenRaw(*raws[1], xid++, 1000000);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->code,
+            static_cast<uint32_t>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(refused->message, HasSubstr("ServiceSetOptions::max_streams)"));
+  // The first connection's two go with it: the second may open again.
+  raws[0].reset();
+  ASSERT_TRUE(
+      Eventually([&] { return server->services.stream_counters().open == 1; }));
+  absl::StatusOr<Opened> again = OpenRaw(*raws[1], xid++, 1000000);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->code, 0u) << again->message;
+}
+
 // A client that opens streams with a deadline and never reads them, on a
 // connection it keeps: the server frees them at the deadline itself.
 TEST(StreamHostileTest,

@@ -102,6 +102,10 @@ class Service {
 // Bounds on a peer's streams (protobuf/README.md, "Streams"): what one
 // connection may hold of a server, however it behaves.
 inline constexpr uint32_t kDefaultMaxStreamsPerConnection = 16;
+// Streams open at once on the whole ServiceSet, over every connection:
+// each has a thread, so that many clients together cannot make the
+// server start threads without end.
+inline constexpr uint32_t kDefaultMaxStreams = 256;
 inline constexpr uint32_t kDefaultStreamBuffer = 4;
 
 struct ServiceSetOptions {
@@ -111,6 +115,8 @@ struct ServiceSetOptions {
   // an open beyond is answered RESOURCE_EXHAUSTED. A stream counts until
   // its end was sent (or it was aborted) and its handler has returned.
   uint32_t max_streams_per_connection = kDefaultMaxStreamsPerConnection;
+  // The same over every connection together: RESOURCE_EXHAUSTED beyond.
+  uint32_t max_streams = kDefaultMaxStreams;
   // Messages a stream holds that its client has not asked for yet (at
   // least 1); the handler's Write blocks beyond.
   uint32_t stream_buffer = kDefaultStreamBuffer;
