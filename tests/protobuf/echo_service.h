@@ -14,18 +14,23 @@
 #include "rpcrdma/server.h"
 #include "rpcrdma_test/echo.rpcrdma.pb.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
 
 class EchoService : public rpcrdma_test::rdma::Echo::Service {
  public:
   ~EchoService() override;
-  void Echo(ServerContext* context, const rpcrdma_test::EchoRequest* request,
-            rpcrdma_test::EchoRequest* response, Completion done) override;
-  void EchoLater(ServerContext* context,
+  void Echo(protobuf::ServerContext* context,
+            const rpcrdma_test::EchoRequest* request,
+            rpcrdma_test::EchoRequest* response,
+            protobuf::Completion done) override;
+  void EchoLater(protobuf::ServerContext* context,
                  const rpcrdma_test::EchoRequest* request,
-                 rpcrdma_test::EchoRequest* response, Completion done) override;
-  void Drop(ServerContext* context, const rpcrdma_test::EchoRequest* request,
-            rpcrdma_test::EchoRequest* response, Completion done) override;
+                 rpcrdma_test::EchoRequest* response,
+                 protobuf::Completion done) override;
+  void Drop(protobuf::ServerContext* context,
+            const rpcrdma_test::EchoRequest* request,
+            rpcrdma_test::EchoRequest* response,
+            protobuf::Completion done) override;
 
   // Threads EchoLater answered from (not the handler's).
   std::vector<std::thread::id> answer_threads();
@@ -38,15 +43,17 @@ class EchoService : public rpcrdma_test::rdma::Echo::Service {
 
 class AdderService : public rpcrdma_test::rdma::Adder::Service {
  public:
-  void Add(ServerContext* context, const rpcrdma_test::AddRequest* request,
-           rpcrdma_test::AddReply* response, Completion done) override;
+  void Add(protobuf::ServerContext* context,
+           const rpcrdma_test::AddRequest* request,
+           rpcrdma_test::AddReply* response,
+           protobuf::Completion done) override;
 };
 
 // A Server serving both on `uri`, with handler threads (handlers sleep).
 struct TestServer {
   EchoService echo;
   AdderService adder;
-  ServiceSet services;
+  protobuf::ServiceSet services;
   std::unique_ptr<::rpcrdma::Server> server;
 };
 std::unique_ptr<TestServer> StartTestServer(const std::string& uri);
@@ -55,8 +62,8 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& uri);
 std::string TestUri(const std::string& scheme);
 
 // Replies of up to 20 MiB (the 16 MiB bulk tests).
-ChannelOptions TestChannelOptions();
+protobuf::ChannelOptions TestChannelOptions();
 
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_
