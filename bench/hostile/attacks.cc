@@ -103,7 +103,7 @@ std::string OnewayFlood(const std::string& uri,
   socket->setRecvTimeout(60000);
   auto protocol =
       std::make_shared<apache::thrift::protocol::TBinaryProtocol>(socket);
-  ::rpcrdma::thrift::test::StoreClient store(protocol);
+  ::rpcrdma::test::StoreClient store(protocol);
   const std::string attachment(1 << 20, 'n');
   const Clock::time_point start = Clock::now();
   int sent = 0;

@@ -57,7 +57,7 @@ absl::Status LegitimateCall(const std::string& uri, bool oncrpc) {
   try {
     auto socket = std::make_shared<thrift::TRdmaSocket>(uri);
     socket->setRecvTimeout(60000);
-    ::rpcrdma::thrift::test::StoreClient store(
+    ::rpcrdma::test::StoreClient store(
         std::make_shared<apache::thrift::protocol::TBinaryProtocol>(socket));
     socket->open();
     std::string out;

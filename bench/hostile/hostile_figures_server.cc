@@ -38,13 +38,13 @@
 namespace rpcrdma::bench::hostile {
 namespace {
 
-using ::rpcrdma::thrift::test::Blob;
-using ::rpcrdma::thrift::test::Everything;
-using ::rpcrdma::thrift::test::Nest;
+using ::rpcrdma::test::Blob;
+using ::rpcrdma::test::Everything;
+using ::rpcrdma::test::Nest;
 
 // Store as an application serves it; note() takes `millis` as a oneway
 // handler that does some work does.
-class StoreHandler : public ::rpcrdma::thrift::test::StoreIf {
+class StoreHandler : public ::rpcrdma::test::StoreIf {
  public:
   void ping() override {}
   void roundTrip(Everything& out, const Everything& value) override {
@@ -109,7 +109,7 @@ int ServeThrift(bool rdma, int threads, int64_t timeout_ms) {
   }
   auto socket = std::make_shared<::rpcrdma::thrift::TRdmaServerSocket>(
       UniqueUri(), transport);
-  auto processor = std::make_shared<::rpcrdma::thrift::test::StoreProcessor>(
+  auto processor = std::make_shared<::rpcrdma::test::StoreProcessor>(
       std::make_shared<StoreHandler>());
   auto protocols =
       std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>();

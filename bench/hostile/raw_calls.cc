@@ -7,7 +7,7 @@
 #include "rpcrdma/xdr.h"
 
 namespace rpcrdma::bench::hostile {
-using thrift::test::PutU32;
+using test::PutU32;
 
 absl::StatusOr<std::unique_ptr<RawBridgeClient>> RawBridgeClient::Connect(
     const std::string& uri) {

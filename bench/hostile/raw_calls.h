@@ -21,10 +21,10 @@ namespace rpcrdma::bench::hostile {
 
 // The Thrift messages themselves (tests/thrift's, shared with the bridge's
 // hostile tests).
-using thrift::test::EchoCall;
-using thrift::test::ListHeaderCall;
-inline constexpr uint8_t kThriftI32 = thrift::test::kTypeI32;
-inline constexpr uint8_t kThriftString = thrift::test::kTypeString;
+using test::EchoCall;
+using test::ListHeaderCall;
+inline constexpr uint8_t kThriftI32 = test::kTypeI32;
+inline constexpr uint8_t kThriftString = test::kTypeString;
 
 // A client of the bridge's program on a Channel of its own.
 class RawBridgeClient {

@@ -14,14 +14,14 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Concat;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Loopback;
-using testing::Only;
-using testing::PrivateDataBytes;
-using testutil::Words;
+using test::CallStream;
+using test::Concat;
+using test::Count;
+using test::FakeExposer;
+using test::Loopback;
+using test::Only;
+using test::PrivateDataBytes;
+using test::Words;
 
 // The client: forward requester, serving `backchannel` backward calls.
 Config ClientConfig(uint32_t credits, uint32_t backchannel) {

@@ -19,8 +19,8 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::Count;
-using testing::Only;
+using test::Count;
+using test::Only;
 
 constexpr uint32_t kOptionalType = 0x1234;
 
@@ -201,12 +201,10 @@ TEST_F(ControlRoleTest, Draft04_7_2_ProbeAnswerSettlesTheVersion) {
     control_.SendVersionProbe(0x99, out_);
     EXPECT_EQ(Count<Send>(Take()), 1u);
     EXPECT_TRUE(ctx_.negotiating);
-    const std::vector<uint8_t> other =
-        testutil::Words({0x98, 1, 1, 4, 1, 1, 1});
+    const std::vector<uint8_t> other = test::Words({0x98, 1, 1, 4, 1, 1, 1});
     EXPECT_FALSE(control_.TakeProbeAnswer(other).has_value());
     EXPECT_TRUE(ctx_.negotiating);
-    const std::vector<uint8_t> err_vers =
-        testutil::Words({0x99, 1, 1, 4, 1, 1, 1});
+    const std::vector<uint8_t> err_vers = test::Words({0x99, 1, 1, 4, 1, 1, 1});
     std::optional<ProbeAnswer> answer = control_.TakeProbeAnswer(err_vers);
     ASSERT_TRUE(answer.has_value());
     EXPECT_FALSE(answer->credits.has_value());

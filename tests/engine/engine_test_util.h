@@ -19,11 +19,11 @@
 #include "plugin/wire/private_data.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::engine::testing {
+namespace rpcrdma::test {
 
 // Handles start at 0x100; a handle's memory is named by offset
 // (handle << 32) + index, so a test can tell segments apart.
-class FakeExposer : public MemoryExposer {
+class FakeExposer : public engine::MemoryExposer {
  public:
   struct Window {
     absl::Span<uint8_t> memory;
@@ -82,16 +82,16 @@ class FakeExposer : public MemoryExposer {
 };
 
 template <typename T>
-std::vector<T> Only(const Actions& actions) {
+std::vector<T> Only(const engine::Actions& actions) {
   std::vector<T> out;
-  for (const Action& a : actions) {
+  for (const engine::Action& a : actions) {
     if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
   }
   return out;
 }
 
 template <typename T>
-size_t Count(const Actions& actions) {
+size_t Count(const engine::Actions& actions) {
   return Only<T>(actions).size();
 }
 
@@ -100,9 +100,9 @@ size_t Count(const Actions& actions) {
 // responder delivers nothing shorter).
 inline std::vector<uint8_t> CallStream(uint32_t xid,
                                        std::initializer_list<uint32_t> rest) {
-  std::vector<uint8_t> out = testutil::Words({xid, 0, 2});
-  for (uint32_t w : rest) testutil::AppendWord(out, w);
-  while (out.size() < 24) testutil::AppendWord(out, 0);
+  std::vector<uint8_t> out = Words({xid, 0, 2});
+  for (uint32_t w : rest) AppendWord(out, w);
+  while (out.size() < 24) AppendWord(out, 0);
   return out;
 }
 
@@ -120,39 +120,39 @@ inline std::vector<uint8_t> PrivateDataBytes(const wire::PrivateData& pd) {
 
 // One end of the loopback.
 struct Side {
-  Side(Config config) : engine(config, &exposer) {}  // NOLINT
+  Side(engine::Config config) : engine(config, &exposer) {}  // NOLINT
   FakeExposer exposer;
-  Engine engine;
-  std::deque<Action> pending;
+  engine::Engine engine;
+  std::deque<engine::Action> pending;
   uint32_t posted_receives = 0;
   uint32_t receive_size = 0;
-  std::vector<DeliverCall> delivered;
-  std::vector<CompleteCall> completed;
-  std::vector<FailCall> failed;
-  std::vector<ReplySent> replies_sent;
+  std::vector<engine::DeliverCall> delivered;
+  std::vector<engine::CompleteCall> completed;
+  std::vector<engine::FailCall> failed;
+  std::vector<engine::ReplySent> replies_sent;
   // Version two (version_two.h).
-  std::vector<PropertiesAnswered> properties_answered;
-  std::vector<PropertiesRequested> properties_requested;
-  std::vector<DeliverOptional> optionals;
-  std::vector<OptionalAnswered> optional_answers;
+  std::vector<engine::PropertiesAnswered> properties_answered;
+  std::vector<engine::PropertiesRequested> properties_requested;
+  std::vector<engine::DeliverOptional> optionals;
+  std::vector<engine::OptionalAnswered> optional_answers;
   std::vector<std::vector<uint8_t>> sends;  // every Send's bytes
   std::vector<std::optional<uint32_t>> send_invalidates;
   size_t reads_in_flight = 0;
   size_t max_reads_in_flight = 0;
 
-  void Take(Actions& actions) {
-    for (Action& a : actions) pending.push_back(std::move(a));
+  void Take(engine::Actions& actions) {
+    for (engine::Action& a : actions) pending.push_back(std::move(a));
     actions.clear();
   }
   // StartCall / Reply with their actions queued for Loopback::Run.
-  absl::StatusOr<CallId> Call(OutgoingCall call) {
-    Actions out;
-    absl::StatusOr<CallId> id = engine.StartCall(std::move(call), out);
+  absl::StatusOr<engine::CallId> Call(engine::OutgoingCall call) {
+    engine::Actions out;
+    absl::StatusOr<engine::CallId> id = engine.StartCall(std::move(call), out);
     Take(out);
     return id;
   }
-  absl::Status Answer(CallId call, OutgoingReply reply) {
-    Actions out;
+  absl::Status Answer(engine::CallId call, engine::OutgoingReply reply) {
+    engine::Actions out;
     absl::Status status = engine.Reply(call, std::move(reply), out);
     Take(out);
     return status;
@@ -161,7 +161,7 @@ struct Side {
   // side.Do([&](Actions& out) { return engine.StartOptional(..., out); }).
   template <typename F>
   auto Do(F&& operation) {
-    Actions out;
+    engine::Actions out;
     auto result = operation(out);
     Take(out);
     return result;
@@ -174,10 +174,11 @@ struct Side {
 // an invalid handle) is recorded in `errors`.
 class Loopback {
  public:
-  Loopback(Config requester, Config responder) : a(requester), b(responder) {}
+  Loopback(engine::Config requester, engine::Config responder)
+      : a(requester), b(responder) {}
 
   void Connect(uint32_t ord = 4) {
-    Actions out;
+    engine::Actions out;
     a.engine.OnConnected({LocalBytes(b), ord}, out);
     a.Take(out);
     b.engine.OnConnected({LocalBytes(a), ord}, out);
@@ -223,13 +224,13 @@ class Loopback {
   }
 
   void Step(Side& self, Side& peer) {
-    Action action = std::move(self.pending.front());
+    engine::Action action = std::move(self.pending.front());
     self.pending.pop_front();
-    Actions out;
-    if (auto* p = std::get_if<PostReceives>(&action)) {
+    engine::Actions out;
+    if (auto* p = std::get_if<engine::PostReceives>(&action)) {
       self.posted_receives += p->count;
       self.receive_size = p->buffer_size;
-    } else if (auto* s = std::get_if<Send>(&action)) {
+    } else if (auto* s = std::get_if<engine::Send>(&action)) {
       self.sends.push_back(s->bytes);
       self.send_invalidates.push_back(s->invalidate);
       if (s->bytes.size() > self.engine.thresholds().send) {
@@ -251,8 +252,8 @@ class Loopback {
       self.Take(out);
       peer.engine.OnReceive(s->bytes, s->invalidate, out);
       peer.Take(out);
-    } else if (auto* r = std::get_if<RdmaRead>(&action)) {
-      auto src = peer.exposer.Access(r->source, kRemoteRead);
+    } else if (auto* r = std::get_if<engine::RdmaRead>(&action)) {
+      auto src = peer.exposer.Access(r->source, engine::kRemoteRead);
       bool ok = src.ok() && src->size() == r->destination.size();
       if (!ok) {
         errors.push_back("RDMA Read failed");
@@ -261,45 +262,45 @@ class Loopback {
       }
       self.engine.OnReadComplete(r->op, ok, out);
       self.Take(out);
-    } else if (auto* w = std::get_if<RdmaWrite>(&action)) {
-      auto dst = peer.exposer.Access(w->target, kRemoteWrite);
+    } else if (auto* w = std::get_if<engine::RdmaWrite>(&action)) {
+      auto dst = peer.exposer.Access(w->target, engine::kRemoteWrite);
       if (!dst.ok() || dst->size() < w->source.size()) {
         errors.push_back("RDMA Write failed");
       } else {
         std::memcpy(dst->data(), w->source.data(), w->source.size());
       }
-    } else if (auto* i = std::get_if<Invalidate>(&action)) {
+    } else if (auto* i = std::get_if<engine::Invalidate>(&action)) {
       if (!self.exposer.Invalidate(i->handle)) {
         errors.push_back("local invalidate of an invalid handle");
       }
       self.engine.OnInvalidated(i->handle, out);
       self.Take(out);
-    } else if (auto* d = std::get_if<DeliverCall>(&action)) {
+    } else if (auto* d = std::get_if<engine::DeliverCall>(&action)) {
       self.delivered.push_back(std::move(*d));
-    } else if (auto* c = std::get_if<CompleteCall>(&action)) {
+    } else if (auto* c = std::get_if<engine::CompleteCall>(&action)) {
       if (check_live && self.exposer.live() != 0) {
         errors.push_back("call completed with a live handle");
       }
       self.completed.push_back(std::move(*c));
-    } else if (auto* f = std::get_if<FailCall>(&action)) {
+    } else if (auto* f = std::get_if<engine::FailCall>(&action)) {
       if (check_live && self.exposer.live() != 0) {
         errors.push_back("call failed with a live handle");
       }
       self.failed.push_back(std::move(*f));
-    } else if (auto* rs = std::get_if<ReplySent>(&action)) {
+    } else if (auto* rs = std::get_if<engine::ReplySent>(&action)) {
       self.replies_sent.push_back(*rs);
-    } else if (auto* pa = std::get_if<PropertiesAnswered>(&action)) {
+    } else if (auto* pa = std::get_if<engine::PropertiesAnswered>(&action)) {
       self.properties_answered.push_back(std::move(*pa));
-    } else if (auto* pr = std::get_if<PropertiesRequested>(&action)) {
+    } else if (auto* pr = std::get_if<engine::PropertiesRequested>(&action)) {
       self.properties_requested.push_back(std::move(*pr));
-    } else if (auto* o = std::get_if<DeliverOptional>(&action)) {
+    } else if (auto* o = std::get_if<engine::DeliverOptional>(&action)) {
       self.optionals.push_back(std::move(*o));
-    } else if (auto* oa = std::get_if<OptionalAnswered>(&action)) {
+    } else if (auto* oa = std::get_if<engine::OptionalAnswered>(&action)) {
       self.optional_answers.push_back(std::move(*oa));
     }
   }
 };
 
-}  // namespace rpcrdma::engine::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_ENGINE_ENGINE_TEST_UTIL_H_

@@ -56,13 +56,13 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Concat;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Only;
-using testing::PrivateDataBytes;
-using testutil::Words;
+using test::CallStream;
+using test::Concat;
+using test::Count;
+using test::FakeExposer;
+using test::Only;
+using test::PrivateDataBytes;
+using test::Words;
 
 constexpr uint32_t kCredits = 4;
 constexpr uint32_t kReceiveSize = 1024;  // both sides' inline threshold
@@ -211,7 +211,7 @@ TEST_F(ServerLessonsTest, Rfc8166_4_5_2_ReadListsOverTheCallBudgetAreErrChunk) {
   std::vector<uint8_t> sixteen_huge;  // the most segments the limits allow
   for (uint32_t i = 0; i < 16; ++i) {
     for (uint32_t w : {1u, 24u, 0x500u + i, 0xFFFFFFFFu, 0u, 0u}) {
-      testutil::AppendWord(sixteen_huge, w);
+      test::AppendWord(sixteen_huge, w);
     }
   }
   struct Case {

@@ -14,9 +14,9 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Loopback;
-using testutil::Words;
+using test::CallStream;
+using test::Loopback;
+using test::Words;
 
 Config RequesterConfig(uint32_t credits = 8) {
   Config c;
@@ -61,7 +61,7 @@ void RoundTripArgument(size_t reduced_size, size_t arg_size,
   link.Connect();
   std::vector<uint8_t> reduced = CallStream(0x1234, {});
   reduced.resize(reduced_size - 4, 0x11);
-  testutil::AppendWord(reduced, static_cast<uint32_t>(arg_size));
+  test::AppendWord(reduced, static_cast<uint32_t>(arg_size));
   std::vector<uint8_t> arg = Pattern(arg_size, 3);
   Actions out;
   auto id = link.a.engine.StartCall(
@@ -155,7 +155,7 @@ TEST(EngineLoopback, Rfc8166_3_5_4_WriteChunksAndReplyChunkTogether) {
   std::vector<uint8_t> r2 = Pattern(50, 4);
   std::vector<uint8_t> reply = Words({0x99, 1, 0, 0, 0, 0, 77});
   reply.resize(3000, 0x66);
-  testutil::AppendWord(reply, 50);
+  test::AppendWord(reply, 50);
   ASSERT_TRUE(
       link.b
           .Answer(link.b.delivered[0].call,

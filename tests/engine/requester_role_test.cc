@@ -16,12 +16,12 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Concat;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Only;
-using testutil::Words;
+using test::CallStream;
+using test::Concat;
+using test::Count;
+using test::FakeExposer;
+using test::Only;
+using test::Words;
 
 constexpr uint32_t kCredits = 4;
 

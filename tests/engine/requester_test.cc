@@ -13,13 +13,13 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Concat;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Only;
-using testing::PrivateDataBytes;
-using testutil::Words;
+using test::CallStream;
+using test::Concat;
+using test::Count;
+using test::FakeExposer;
+using test::Only;
+using test::PrivateDataBytes;
+using test::Words;
 
 constexpr uint32_t kCredits = 4;
 
@@ -164,7 +164,7 @@ TEST_F(RequesterTest, Rfc8166_3_5_3_TooManyReadSegmentsBecomeALongCall) {
   std::vector<std::vector<uint8_t>> args(9, std::vector<uint8_t>(200, 0x11));
   OutgoingCall call{CallStream(0x31, {}), {}, {}, 100};
   for (auto& a : args) {
-    testutil::AppendWord(call.xdr, 200);
+    test::AppendWord(call.xdr, 200);
     call.arguments.push_back(
         {static_cast<uint32_t>(call.xdr.size()), absl::MakeSpan(a)});
   }

@@ -17,10 +17,10 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Count;
-using testing::Only;
-using testutil::Words;
+using test::CallStream;
+using test::Count;
+using test::Only;
+using test::Words;
 
 constexpr uint32_t kCredits = 2;
 

@@ -14,12 +14,12 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::Concat;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Only;
-using testing::PrivateDataBytes;
-using testutil::Words;
+using test::Concat;
+using test::Count;
+using test::FakeExposer;
+using test::Only;
+using test::PrivateDataBytes;
+using test::Words;
 
 constexpr uint32_t kCredits = 8;
 
@@ -90,10 +90,10 @@ TEST_F(ResponderTest, Rfc8166_4_5_2_ErrChunkForEveryUnacceptableList) {
   };
   std::vector<uint8_t> many;
   for (int i = 0; i < 17; ++i) {
-    testutil::AppendWord(many, 1);
-    for (uint32_t w : {8u, 0x500u, 4u, 0u, 0u}) testutil::AppendWord(many, w);
+    test::AppendWord(many, 1);
+    for (uint32_t w : {8u, 0x500u, 4u, 0u, 0u}) test::AppendWord(many, w);
   }
-  testutil::AppendWord(many, 0);
+  test::AppendWord(many, 0);
   many = Concat({many, Words({0, 0})});
   std::vector<Case> cases = {
       {"unaligned position", msg(Words({1, 6, 0x500, 4, 0, 0, 0, 0, 0}))},

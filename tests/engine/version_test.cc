@@ -13,13 +13,13 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Loopback;
-using testing::Only;
-using testing::PrivateDataBytes;
-using testutil::Words;
+using test::CallStream;
+using test::Count;
+using test::FakeExposer;
+using test::Loopback;
+using test::Only;
+using test::PrivateDataBytes;
+using test::Words;
 
 constexpr uint32_t kCredits = 4;
 constexpr uint32_t kProbeXid = 0x5eed0001;

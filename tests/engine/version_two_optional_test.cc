@@ -14,15 +14,15 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::DecodeV2OrDie;
-using testing::ExpectNoLinkErrors;
-using testing::kV2Credits;
-using testing::Loopback;
-using testing::Only;
-using testing::Side;
-using testing::V2ClientConfig;
-using testing::V2ServerConfig;
+using test::CallStream;
+using test::DecodeV2OrDie;
+using test::ExpectNoLinkErrors;
+using test::kV2Credits;
+using test::Loopback;
+using test::Only;
+using test::Side;
+using test::V2ClientConfig;
+using test::V2ServerConfig;
 
 constexpr uint32_t kType = 0x4F505431;  // "OPT1"
 
@@ -211,11 +211,10 @@ TEST(VersionTwoOptional, V2Draft_MessagesWithoutRpcStayWithinTheirReceives) {
   link.Run();
   ExpectNoLinkErrors(link);
   ASSERT_EQ(link.b.delivered.size(), 1u);
-  ASSERT_TRUE(
-      link.b
-          .Answer(link.b.delivered[0].call,
-                  OutgoingReply{testutil::Words({0x10, 1, 0, 0, 0, 0}), {}})
-          .ok());
+  ASSERT_TRUE(link.b
+                  .Answer(link.b.delivered[0].call,
+                          OutgoingReply{test::Words({0x10, 1, 0, 0, 0, 0}), {}})
+                  .ok());
   link.b.delivered.clear();
   link.Run();
   for (uint32_t i = 0; i < kV2Credits; ++i) {

@@ -19,17 +19,17 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::DecodeV2OrDie;
-using testing::ExpectNoLinkErrors;
-using testing::FakeExposer;
-using testing::kV2Credits;
-using testing::Loopback;
-using testing::Only;
-using testing::SentProcs;
-using testing::V2ClientConfig;
-using testing::V2ServerConfig;
-using testutil::Words;
+using test::CallStream;
+using test::DecodeV2OrDie;
+using test::ExpectNoLinkErrors;
+using test::FakeExposer;
+using test::kV2Credits;
+using test::Loopback;
+using test::Only;
+using test::SentProcs;
+using test::V2ClientConfig;
+using test::V2ServerConfig;
+using test::Words;
 
 constexpr uint32_t kClientProp = wire::kFirstExperimentalPropId + 1;
 constexpr uint32_t kServerProp = wire::kFirstExperimentalPropId + 2;
@@ -206,7 +206,7 @@ TEST(VersionTwoProperties, V2Draft_5_3_1_WhatThePeerFixedIsNotRequested) {
       std::get<wire::V2ConnProp>(DecodeV2OrDie(link.a.sends[0]).body);
   EXPECT_EQ(opening.start.size(), 3u);  // RBSIZ, BRS, the experimental one
   EXPECT_EQ(opening.nochg, wire::PropSubset{0b10});
-  auto request = [](testing::Side& side, wire::PropSet want) {
+  auto request = [](test::Side& side, wire::PropSet want) {
     return side
         .Do([&](Actions& out) {
           return side.engine.RequestProperties(want, out);

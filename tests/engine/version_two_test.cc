@@ -18,12 +18,12 @@
 namespace rpcrdma::engine {
 namespace {
 
-using testing::CallStream;
-using testing::Count;
-using testing::FakeExposer;
-using testing::Loopback;
-using testing::Only;
-using testutil::Words;
+using test::CallStream;
+using test::Count;
+using test::FakeExposer;
+using test::Loopback;
+using test::Only;
+using test::Words;
 
 constexpr uint32_t kCredits = 4;
 
@@ -117,7 +117,7 @@ TEST_F(ResponderV2, V2Draft_7_2_VersionTwoOnlyAnswersVersionOneCallsErrVers) {
   Config c = ServerConfig();
   c.require_version_two = true;
   Make(c);
-  const std::vector<uint8_t> call = testing::Concat(
+  const std::vector<uint8_t> call = test::Concat(
       {Words({0x10, 1, kCredits, 0, 0, 0, 0}), CallStream(0x10, {1, 1, 0})});
   std::vector<Send> sends = Sends(Receive(call));
   ASSERT_EQ(sends.size(), 1u);
@@ -127,7 +127,7 @@ TEST_F(ResponderV2, V2Draft_7_2_VersionTwoOnlyAnswersVersionOneCallsErrVers) {
 
 TEST_F(ResponderV2, V2Draft_7_1_OnlyTheFirstMessageMayOpenVersionTwo) {
   Make(ServerConfig());
-  const std::vector<uint8_t> call = testing::Concat(
+  const std::vector<uint8_t> call = test::Concat(
       {Words({0x10, 1, kCredits, 0, 0, 0, 0}), CallStream(0x10, {1, 1, 0})});
   Receive(call);
   Receive(ConnProp(0x11, 4096));
@@ -310,7 +310,7 @@ void ExpectNoErrors(const Loopback& link) {
 
 // Every Send after the opening exchange is a version-two message whose
 // direction is the one its RPC message has.
-void ExpectAllVersionTwo(const testing::Side& side) {
+void ExpectAllVersionTwo(const test::Side& side) {
   for (const std::vector<uint8_t>& bytes : side.sends) {
     auto d = wire::DecodeV2(bytes);
     ASSERT_TRUE(d.ok()) << d.status();
@@ -479,8 +479,8 @@ TEST(VersionTwoLoopback, V2Draft_6_2_3_NamedHandleIsInvalidatedRemotely) {
     server.peer_backchannel_credits = 2;
     Loopback link(client, server);
     link.Connect();
-    for (testing::Side* requester : {&link.a, &link.b}) {
-      testing::Side* responder = requester == &link.a ? &link.b : &link.a;
+    for (test::Side* requester : {&link.a, &link.b}) {
+      test::Side* responder = requester == &link.a ? &link.b : &link.a;
       const size_t first_send = requester->sends.size();
       std::vector<uint8_t> result(4096);
       const uint32_t xid = requester == &link.a ? 0x61 : 0x62;

@@ -12,7 +12,7 @@
 #include "plugin/wire/v2.h"
 #include "tests/engine/engine_test_util.h"
 
-namespace rpcrdma::engine::testing {
+namespace rpcrdma::test {
 
 inline constexpr uint32_t kV2Credits = 4;
 
@@ -28,9 +28,9 @@ inline std::vector<uint8_t> ConnPropBytes(uint32_t xid, uint32_t rbsiz) {
                      wire::V2ConnProp{{wire::MakeRbsizProperty(rbsiz)}, {}}});
 }
 
-inline Config V2ClientConfig(uint32_t receive_size = 4096,
-                             uint32_t send_size = 4096) {
-  Config c;
+inline engine::Config V2ClientConfig(uint32_t receive_size = 4096,
+                                     uint32_t send_size = 4096) {
+  engine::Config c;
   c.responder = false;
   c.credits = kV2Credits;
   c.local = {false, send_size, receive_size};
@@ -39,9 +39,9 @@ inline Config V2ClientConfig(uint32_t receive_size = 4096,
   return c;
 }
 
-inline Config V2ServerConfig(uint32_t receive_size = 4096,
-                             uint32_t send_size = 4096) {
-  Config c;
+inline engine::Config V2ServerConfig(uint32_t receive_size = 4096,
+                                     uint32_t send_size = 4096) {
+  engine::Config c;
   c.requester = false;
   c.credits = kV2Credits;
   c.local = {false, send_size, receive_size};
@@ -62,6 +62,6 @@ inline void ExpectNoLinkErrors(const Loopback& link) {
   EXPECT_TRUE(link.errors.empty()) << link.errors.front();
 }
 
-}  // namespace rpcrdma::engine::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_ENGINE_VERSION_TWO_UTIL_H_

@@ -12,7 +12,23 @@
 
 #include "gmock/gmock.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
+
+using fabric::Capabilities;
+using fabric::Completion;
+using fabric::ConnectionEvent;
+using fabric::ConnectionEventType;
+using fabric::ConnectRequest;
+using fabric::Endpoint;
+using fabric::EndpointOptions;
+using fabric::kRemoteRead;
+using fabric::kRemoteWrite;
+using fabric::Listener;
+using fabric::LocalBuffer;
+using fabric::Registration;
+using fabric::RemoteRegion;
+using fabric::WorkStatus;
+using fabric::WorkType;
 
 void Side::Drain() {
   if (endpoint == nullptr) return;
@@ -869,4 +885,4 @@ void FabricConformanceTest::ExpectAccessViolation(
   EXPECT_TRUE(remote.bytes == original);
 }
 
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test

@@ -11,7 +11,15 @@
 #include "plugin/fabric/registration_cache.h"
 #include "tests/fabric/fabric_conformance.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
+
+using fabric::kRemoteWrite;
+using fabric::LocalBuffer;
+using fabric::RegisteredSlotPool;
+using fabric::RegistrationCache;
+using fabric::RemoteRegion;
+using fabric::WorkStatus;
+
 namespace {
 
 TEST_P(FabricConformanceTest, RegisteredSlotsCarrySendsAndReceives) {
@@ -102,4 +110,4 @@ TEST_P(FabricConformanceTest, RegistrationCacheReusesCoversAndEvicts) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test

@@ -23,12 +23,11 @@
 #include "tests/fabric/fabric_conformance.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
 
 inline std::string UniqueName() {
   static std::atomic<int> counter{0};
-  return absl::StrCat("rpcrdma-fabric-", ::rpcrdma::test::ProcessTag(), "-",
-                      counter++);
+  return absl::StrCat("rpcrdma-fabric-", ProcessTag(), "-", counter++);
 }
 
 inline std::string UnixAddress() {
@@ -43,7 +42,7 @@ inline std::string UnixAddress() {
 
 inline FabricFactory SoftFactory(std::string name,
                                  std::function<std::string()> address,
-                                 SoftFabricOptions options = {}) {
+                                 fabric::SoftFabricOptions options = {}) {
   FabricFactory f;
   f.name = std::move(name);
   f.make_client = [options] { return MakeSoftFabric(options); };
@@ -52,15 +51,15 @@ inline FabricFactory SoftFactory(std::string name,
   return f;
 }
 
-inline SoftFabricOptions CrossMemory(bool on) {
-  SoftFabricOptions options;
+inline fabric::SoftFabricOptions CrossMemory(bool on) {
+  fabric::SoftFabricOptions options;
   options.cross_memory_attach = on;
   return options;
 }
 
 // Cross-memory attach for transfers of every length.
-inline SoftFabricOptions CrossMemoryForAll() {
-  SoftFabricOptions options;
+inline fabric::SoftFabricOptions CrossMemoryForAll() {
+  fabric::SoftFabricOptions options;
   options.cross_memory_min_length = 0;
   return options;
 }
@@ -70,12 +69,12 @@ inline SoftFabricOptions CrossMemoryForAll() {
 class SoftFabricTest : public FabricConformanceTest {
  protected:
   void SetUp() override {}
-  void Start(SoftFabricOptions client_options,
-             SoftFabricOptions server_options = {},
+  void Start(fabric::SoftFabricOptions client_options,
+             fabric::SoftFabricOptions server_options = {},
              std::string address = "tcp:127.0.0.1:0") {
     client_fabric_ = MakeSoftFabric(client_options);
     server_fabric_ = MakeSoftFabric(server_options);
-    absl::StatusOr<std::unique_ptr<Listener>> l =
+    absl::StatusOr<std::unique_ptr<fabric::Listener>> l =
         server_fabric_->Listen(address);
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = *std::move(l);
@@ -89,12 +88,12 @@ class SoftFabricTest : public FabricConformanceTest {
   Memory RegisterFor(Side& side, size_t size, uint32_t seed) {
     return Register(side, size, seed);
   }
-  RemoteRegion BindFor(Side& side, const LocalBuffer& buffer, uint32_t access,
-                       uint64_t wr_id) {
+  fabric::RemoteRegion BindFor(Side& side, const fabric::LocalBuffer& buffer,
+                               uint32_t access, uint64_t wr_id) {
     return Bind(side, buffer, access, wr_id);
   }
-  WorkStatus WaitCompletionFor(Side& side, uint64_t wr_id,
-                               std::vector<Side*> others) {
+  fabric::WorkStatus WaitCompletionFor(Side& side, uint64_t wr_id,
+                                       std::vector<Side*> others) {
     return WaitCompletion(side, wr_id, std::move(others));
   }
 };
@@ -105,6 +104,6 @@ inline std::vector<uint8_t> Seq(size_t n) {
   return v;
 }
 
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_FABRIC_SOFT_FABRIC_FIXTURE_H_

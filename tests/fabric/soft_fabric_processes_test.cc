@@ -14,7 +14,22 @@
 #include "gtest/gtest.h"
 #include "tests/fabric/soft_fabric_fixture.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
+
+using fabric::Completion;
+using fabric::ConnectionEventType;
+using fabric::ConnectRequest;
+using fabric::Endpoint;
+using fabric::Fabric;
+using fabric::kRemoteRead;
+using fabric::kRemoteWrite;
+using fabric::Listener;
+using fabric::LocalBuffer;
+using fabric::Registration;
+using fabric::RemoteRegion;
+using fabric::SoftFabricOptions;
+using fabric::WorkStatus;
+
 namespace {
 
 // The peer process of PeersInSeparateProcesses: accepts one connection,
@@ -468,4 +483,4 @@ TEST_F(SoftFabricTest, ShortTransfersStayOnTheSocketPath) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test

@@ -15,7 +15,23 @@
 #include "gtest/gtest.h"
 #include "tests/fabric/soft_fabric_fixture.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
+
+using fabric::Completion;
+using fabric::ConnectionEventType;
+using fabric::ConnectRequest;
+using fabric::Endpoint;
+using fabric::EndpointOptions;
+using fabric::Fabric;
+using fabric::kRemoteRead;
+using fabric::kRemoteWrite;
+using fabric::LocalBuffer;
+using fabric::MakeSoftFabric;
+using fabric::RemoteRegion;
+using fabric::SoftFabricOptions;
+using fabric::WorkStatus;
+using fabric::WorkType;
+
 namespace {
 
 INSTANTIATE_TEST_SUITE_P(
@@ -414,4 +430,4 @@ TEST_F(SoftFabricTest, NamesOfEnumerators) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test

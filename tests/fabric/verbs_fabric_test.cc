@@ -23,7 +23,29 @@
 #include "tests/fabric/fabric_conformance.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::fabric::testing {
+namespace rpcrdma::test {
+
+namespace verbs = fabric::verbs;
+using fabric::Capabilities;
+using fabric::Completion;
+using fabric::ConnectionEventType;
+using fabric::ConnectRequest;
+using fabric::Endpoint;
+using fabric::EndpointOptions;
+using fabric::kRemoteRead;
+using fabric::kRemoteWrite;
+using fabric::Listener;
+using fabric::LocalBuffer;
+using fabric::RemoteRegion;
+using fabric::VerbsFabricOptions;
+using fabric::WindowMode;
+using fabric::WorkStatus;
+using fabric::WorkType;
+using verbs::ClassifyCmEvent;
+using verbs::CmAction;
+using verbs::MapWcOpcode;
+using verbs::MapWcStatus;
+
 namespace {
 
 FabricFactory VerbsFactory(std::string name, WindowMode windows) {
@@ -33,9 +55,7 @@ FabricFactory VerbsFactory(std::string name, WindowMode windows) {
   options.windows = windows;
   f.make_client = [options] { return MakeVerbsFabric(options); };
   f.make_server = [options] { return MakeVerbsFabric(options); };
-  f.listen_address = [] {
-    return absl::StrCat(::rpcrdma::test::RdmaTestHost(), ":0");
-  };
+  f.listen_address = [] { return absl::StrCat(RdmaTestHost(), ":0"); };
   return f;
 }
 
@@ -54,8 +74,8 @@ class VerbsFabricTest : public FabricConformanceTest {
   void Start(VerbsFabricOptions options) {
     client_fabric_ = MakeVerbsFabric(options);
     server_fabric_ = MakeVerbsFabric(options);
-    absl::StatusOr<std::unique_ptr<Listener>> l = server_fabric_->Listen(
-        absl::StrCat(::rpcrdma::test::RdmaTestHost(), ":0"));
+    absl::StatusOr<std::unique_ptr<Listener>> l =
+        server_fabric_->Listen(absl::StrCat(RdmaTestHost(), ":0"));
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = *std::move(l);
   }
@@ -69,11 +89,10 @@ std::vector<uint8_t> Seq(size_t n) {
 
 TEST_F(VerbsFabricTest, ListenerReportsTheChosenPort) {
   const std::string address = listener_->address();
-  ASSERT_TRUE(absl::StartsWith(address, ::rpcrdma::test::RdmaTestHost() + ":"))
-      << address;
+  ASSERT_TRUE(absl::StartsWith(address, RdmaTestHost() + ":")) << address;
   absl::StatusOr<verbs::SocketAddress> parsed = verbs::ParseAddress(address);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_NE(address, ::rpcrdma::test::RdmaTestHost() + ":0");
+  EXPECT_NE(address, RdmaTestHost() + ":0");
 }
 
 // RFC 8797 §5.1 carries its message in the CM private data; rdma-cm on
@@ -432,11 +451,11 @@ void ExcludeKnownDeviations(const std::string& device) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::fabric::testing
+}  // namespace rpcrdma::test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleMock(&argc, argv);
-  using rpcrdma::fabric::testing::ExcludeKnownDeviations;
+  using rpcrdma::test::ExcludeKnownDeviations;
   ExcludeKnownDeviations(rpcrdma::test::ProbeVerbsDevice());
   ::testing::AddGlobalTestEnvironment(new rpcrdma::test::RdmaLeakCheck);
   std::fflush(stdout);

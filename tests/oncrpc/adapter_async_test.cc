@@ -14,7 +14,10 @@
 #include "gtest/gtest.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::ChannelOf;
+
 namespace {
 
 // One asynchronous call's arguments, results and outcome.
@@ -200,4 +203,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterAsyncTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

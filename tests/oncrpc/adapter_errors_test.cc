@@ -16,7 +16,10 @@
 #include "tests/oncrpc/adapter_fixture.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::CreateClient;
+
 namespace {
 
 using AdapterErrorTest = AdapterTest;
@@ -205,9 +208,9 @@ absl::StatusOr<std::unique_ptr<Server>> ServerAnsweringWith(
   return Server::Create(ListenUri("soft+unix"), {},
                         [words](IncomingCall call, Responder responder) {
                           std::vector<uint8_t> reply;
-                          test::AppendWord(reply, call.xid);
+                          AppendWord(reply, call.xid);
                           for (uint32_t word : words) {
-                            test::AppendWord(reply, word);
+                            AppendWord(reply, word);
                           }
                           (void)responder.Send(HandlerReply(std::move(reply)));
                         });
@@ -301,4 +304,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterErrorTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

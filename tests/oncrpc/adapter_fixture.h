@@ -17,27 +17,27 @@
 #include "tests/oncrpc/testprog_server.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 
 // A listening URI of the scheme, unique in this process.
 inline std::string ListenUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "soft+tcp") return "soft+tcp://127.0.0.1:0";
-  return absl::StrCat("soft+unix://@rpcrdma-oncrpc-test-",
-                      ::rpcrdma::test::ProcessTag(), "-", next++);
+  return absl::StrCat("soft+unix://@rpcrdma-oncrpc-test-", ProcessTag(), "-",
+                      next++);
 }
 
 // testprog's Upper Layer Binding: READ's data and ECHO's result in a
 // write chunk of up to 16 MiB, the rest by the defaults.
-inline DdpPolicy TestPolicy() {
-  DdpPolicy policy;
+inline oncrpc::DdpPolicy TestPolicy() {
+  oncrpc::DdpPolicy policy;
   policy.procedures[TESTPROC_READ].write_chunk_octets = 16u << 20;
   policy.procedures[TESTPROC_ECHO].write_chunk_octets = 16u << 20;
   return policy;
 }
 
-inline AdapterConfig TestConfig() {
-  AdapterConfig config;
+inline oncrpc::AdapterConfig TestConfig() {
+  oncrpc::AdapterConfig config;
   config.policies[{TESTPROG, TESTVERS}] = TestPolicy();
   return config;
 }
@@ -52,7 +52,7 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
 
   // Serves testprog on `threads` threads of svc_rdma_run_threads (0:
   // nothing dispatches).
-  void StartServer(const AdapterConfig& config, u_int threads) {
+  void StartServer(const oncrpc::AdapterConfig& config, u_int threads) {
     absl::StatusOr<SVCXPRT*> xprt =
         CreateServerTransport(ListenUri(GetParam()), config);
     ASSERT_TRUE(xprt.ok()) << xprt.status();
@@ -68,7 +68,7 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
     svc_destroy(xprt_);
     xprt_ = nullptr;
   }
-  CLIENT* Connect(const AdapterConfig& config = TestConfig(),
+  CLIENT* Connect(const oncrpc::AdapterConfig& config = TestConfig(),
                   rpcvers_t version = TESTVERS, rpcprog_t program = TESTPROG) {
     absl::StatusOr<CLIENT*> client =
         CreateClient(svc_rdma_uri(xprt_), program, version, config);
@@ -79,7 +79,7 @@ class AdapterTest : public ::testing::TestWithParam<std::string> {
     if (client_ == nullptr) client_ = Connect();
     return client_;
   }
-  Counters server_counters() { return ServerOf(xprt_)->counters(); }
+  Counters server_counters() { return oncrpc::ServerOf(xprt_)->counters(); }
 
   SVCXPRT* xprt_ = nullptr;
   CLIENT* client_ = nullptr;
@@ -90,6 +90,6 @@ inline std::string SchemeName(
   return info.param == "soft+tcp" ? "SoftTcp" : "SoftUnix";
 }
 
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_ONCRPC_ADAPTER_FIXTURE_H_

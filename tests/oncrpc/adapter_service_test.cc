@@ -17,7 +17,11 @@
 #include "gtest/gtest.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::AdapterConfig;
+using oncrpc::ServerOf;
+
 namespace {
 
 // A hand-written program the tests serve beside testprog.
@@ -456,4 +460,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterServiceTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

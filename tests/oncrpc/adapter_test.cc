@@ -14,7 +14,11 @@
 #include "rpcrdma/channel.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::AdapterConfig;
+using oncrpc::ChannelOf;
+
 namespace {
 
 std::vector<uint8_t> Pattern(size_t n, uint64_t offset = 0) {
@@ -331,4 +335,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterCallTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

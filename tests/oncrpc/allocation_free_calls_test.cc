@@ -16,10 +16,8 @@
 #include "tests/oncrpc/adapter_fixture.h"
 #include "tests/testing/heap_allocations.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 namespace {
-
-using ::rpcrdma::test::HeapAllocations;
 
 constexpr int kWarmUpCalls = 300;
 constexpr int kCountedCalls = 1000;
@@ -49,4 +47,4 @@ INSTANTIATE_TEST_SUITE_P(SoftUnix, AllocationFreeCallsTest,
                          ::testing::Values("soft+unix"), SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

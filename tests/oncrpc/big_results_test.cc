@@ -21,7 +21,11 @@
 #include "tests/oncrpc/adapter_fixture.h"
 #include "tests/oncrpc/bigresult_server.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::AdapterConfig;
+using oncrpc::ServerOf;
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -185,4 +189,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, BigResultTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 
 uint8_t BigResultOctet(size_t offset) {
   return static_cast<uint8_t>((offset * 7 + (offset >> 12)) % 253);
@@ -27,7 +27,7 @@ const uint8_t* BigResultPattern() {
 
 std::atomic<unsigned> bigresult_counted{0};
 
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test
 
 namespace {
 
@@ -37,7 +37,7 @@ bulk PatternOf(u_int size) {
   b.bulk_len = size;
   b.bulk_val = static_cast<char*>(std::malloc(size + 1));
   if (size != 0) {
-    std::memcpy(b.bulk_val, rpcrdma::oncrpc::testing::BigResultPattern(), size);
+    std::memcpy(b.bulk_val, rpcrdma::test::BigResultPattern(), size);
   }
   return b;
 }
@@ -54,7 +54,7 @@ bool_t bigresult_get_1_svc(u_int* size, bulk* result, struct svc_req*) {
 
 bool_t bigresult_count_1_svc(u_int* size, counted* result, struct svc_req*) {
   if (*size > BIGRESULT_MAXDATA) return FALSE;
-  result->count = ++rpcrdma::oncrpc::testing::bigresult_counted;
+  result->count = ++rpcrdma::test::bigresult_counted;
   result->data = PatternOf(*size);
   return TRUE;
 }

@@ -13,7 +13,7 @@
 // declare.
 extern "C" void bigresult_1(struct svc_req* request, SVCXPRT* transport);
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 
 // The octet at `offset` of every result.
 uint8_t BigResultOctet(size_t offset);
@@ -23,6 +23,6 @@ const uint8_t* BigResultPattern();
 // BIGRESULT_COUNT calls executed.
 extern std::atomic<unsigned> bigresult_counted;
 
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_ONCRPC_BIGRESULT_SERVER_H_

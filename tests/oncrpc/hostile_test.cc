@@ -23,7 +23,11 @@
 #include "rpcrdma/xdr.h"
 #include "tests/oncrpc/adapter_fixture.h"
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
+
+using oncrpc::AdapterConfig;
+using oncrpc::ServerOf;
+
 namespace {
 
 // A program with one procedure that is not idempotent.
@@ -365,4 +369,4 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, AdapterHostileTest,
                          SchemeName);
 
 }  // namespace
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test

@@ -122,7 +122,7 @@ class KeptRepliesHostileTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     absl::StatusOr<SVCXPRT*> xprt =
-        CreateServerTransport(testing::ListenUri(GetParam()), AdapterConfig{});
+        CreateServerTransport(test::ListenUri(GetParam()), AdapterConfig{});
     ASSERT_TRUE(xprt.ok()) << xprt.status();
     xprt_ = *xprt;
     ASSERT_TRUE(svc_reg(xprt_, BIGRESULT, BIGRESULT_V1, bigresult_1, nullptr));
@@ -182,7 +182,7 @@ TEST_P(KeptRepliesHostileTest,
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, KeptRepliesHostileTest,
                          ::testing::Values("soft+unix", "soft+tcp"),
-                         testing::SchemeName);
+                         test::SchemeName);
 
 }  // namespace
 }  // namespace rpcrdma::oncrpc

@@ -18,7 +18,7 @@
 namespace rpcrdma::oncrpc {
 namespace {
 
-using testing::AsXdrProc;
+using test::AsXdrProc;
 using ::testing::ElementsAre;
 
 std::vector<uint8_t> Bytes(size_t n, uint8_t seed) {

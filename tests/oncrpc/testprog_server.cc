@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 
 uint8_t PatternAt(uint64_t offset) {
   return static_cast<uint8_t>((offset * 131 + (offset >> 8)) % 251);
@@ -31,10 +31,10 @@ uint64_t Fnv1a(uint64_t offset, const uint8_t* data, size_t length) {
 
 std::atomic<int> noreply_calls{0};
 
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test
 
-using rpcrdma::oncrpc::testing::FillPattern;
-using rpcrdma::oncrpc::testing::Fnv1a;
+using rpcrdma::test::FillPattern;
+using rpcrdma::test::Fnv1a;
 
 namespace {
 
@@ -117,7 +117,7 @@ bool_t testproc_sleep_1_svc(u_int* milliseconds, u_int* result,
 }
 
 bool_t testproc_noreply_1_svc(void*, void*, struct svc_req*) {
-  ++rpcrdma::oncrpc::testing::noreply_calls;
+  ++rpcrdma::test::noreply_calls;
   return FALSE;
 }
 
@@ -144,7 +144,7 @@ bool_t testproc_badresult_1_svc(void*, name* result, struct svc_req*) {
 }
 
 int testprog_1_freeresult(SVCXPRT*, xdrproc_t free_result, caddr_t result) {
-  if (free_result == rpcrdma::oncrpc::testing::AsXdrProc(&xdr_name) &&
+  if (free_result == rpcrdma::test::AsXdrProc(&xdr_name) &&
       *reinterpret_cast<name*>(result) == too_long_name) {
     return TRUE;
   }

@@ -12,7 +12,7 @@
 // rpcgen's dispatcher (testprog_svc.c), which its header does not declare.
 extern "C" void testprog_1(struct svc_req* request, SVCXPRT* transport);
 
-namespace rpcrdma::oncrpc::testing {
+namespace rpcrdma::test {
 
 // An XDR routine as libtirpc's variadic xdrproc_t (through void (*)(),
 // the cast GCC accepts between function types).
@@ -29,6 +29,6 @@ uint64_t Fnv1a(uint64_t offset, const uint8_t* data, size_t length);
 // TESTPROC_NOREPLY calls served.
 extern std::atomic<int> noreply_calls;
 
-}  // namespace rpcrdma::oncrpc::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_ONCRPC_TESTPROG_SERVER_H_

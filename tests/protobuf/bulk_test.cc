@@ -11,7 +11,14 @@
 #include "protobuf/runtime/bulk_fields.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
+
+namespace runtime = protobuf::runtime;
+using protobuf::Channel;
+using protobuf::ClientContext;
+using protobuf::kDefaultBulkThreshold;
+using protobuf::Status;
+
 namespace {
 
 enum class Place {
@@ -181,4 +188,4 @@ TEST(BulkFieldsTest, ExtractThenRestoreGivesTheSameMessage) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

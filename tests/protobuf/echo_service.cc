@@ -9,7 +9,15 @@
 #include "absl/time/time.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
+
+using protobuf::ChannelOptions;
+using protobuf::Completion;
+using protobuf::ServerContext;
+using protobuf::ServerWriter;
+using protobuf::ServiceSetOptions;
+using protobuf::Status;
+
 namespace {
 
 // Behaviour the request asks for: a sleep, then an error instead of the
@@ -170,8 +178,8 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
 std::string TestUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "tcp") return "soft+tcp://127.0.0.1:0";
-  return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-",
-                      ::rpcrdma::test::ProcessTag(), "-", next++);
+  return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-", ProcessTag(), "-",
+                      next++);
 }
 
 ChannelOptions TestChannelOptions() {
@@ -180,4 +188,4 @@ ChannelOptions TestChannelOptions() {
   return options;
 }
 
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

@@ -17,18 +17,23 @@
 #include "rpcrdma_test/echo.rpcrdma.pb.h"
 #include "rpcrdma_test/stream.rpcrdma.pb.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
 
 class EchoService : public rpcrdma_test::rdma::Echo::Service {
  public:
   ~EchoService() override;
-  void Echo(ServerContext* context, const rpcrdma_test::EchoRequest* request,
-            rpcrdma_test::EchoRequest* response, Completion done) override;
-  void EchoLater(ServerContext* context,
+  void Echo(protobuf::ServerContext* context,
+            const rpcrdma_test::EchoRequest* request,
+            rpcrdma_test::EchoRequest* response,
+            protobuf::Completion done) override;
+  void EchoLater(protobuf::ServerContext* context,
                  const rpcrdma_test::EchoRequest* request,
-                 rpcrdma_test::EchoRequest* response, Completion done) override;
-  void Drop(ServerContext* context, const rpcrdma_test::EchoRequest* request,
-            rpcrdma_test::EchoRequest* response, Completion done) override;
+                 rpcrdma_test::EchoRequest* response,
+                 protobuf::Completion done) override;
+  void Drop(protobuf::ServerContext* context,
+            const rpcrdma_test::EchoRequest* request,
+            rpcrdma_test::EchoRequest* response,
+            protobuf::Completion done) override;
 
   // Threads EchoLater answered from (not the handler's).
   std::vector<std::thread::id> answer_threads();
@@ -41,15 +46,18 @@ class EchoService : public rpcrdma_test::rdma::Echo::Service {
 
 class AdderService : public rpcrdma_test::rdma::Adder::Service {
  public:
-  void Add(ServerContext* context, const rpcrdma_test::AddRequest* request,
-           rpcrdma_test::AddReply* response, Completion done) override;
+  void Add(protobuf::ServerContext* context,
+           const rpcrdma_test::AddRequest* request,
+           rpcrdma_test::AddReply* response,
+           protobuf::Completion done) override;
 };
 
 class TickerService : public rpcrdma_test::rdma::Ticker::Service {
  public:
-  Status Watch(ServerContext* context,
-               const rpcrdma_test::WatchRequest* request,
-               ServerWriter<rpcrdma_test::Tick>* writer) override;
+  protobuf::Status Watch(
+      protobuf::ServerContext* context,
+      const rpcrdma_test::WatchRequest* request,
+      protobuf::ServerWriter<rpcrdma_test::Tick>* writer) override;
 
   // Writes that returned true, over every stream.
   int writes() const { return writes_.load(); }
@@ -71,22 +79,23 @@ std::string TickPayload(uint64_t seq, size_t size);
 // A Server serving all three on `uri`, with handler threads (handlers
 // sleep).
 struct TestServer {
-  explicit TestServer(ServiceSetOptions options) : services(options) {}
+  explicit TestServer(protobuf::ServiceSetOptions options)
+      : services(options) {}
   EchoService echo;
   AdderService adder;
   TickerService ticker;
-  ServiceSet services;
+  protobuf::ServiceSet services;
   std::unique_ptr<::rpcrdma::Server> server;
 };
-std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
-                                            ServiceSetOptions options = {});
+std::unique_ptr<TestServer> StartTestServer(
+    const std::string& uri, protobuf::ServiceSetOptions options = {});
 
 // "unix": an abstract Unix socket of this process; "tcp": a free port.
 std::string TestUri(const std::string& scheme);
 
 // Replies of up to 20 MiB (the 16 MiB bulk tests).
-ChannelOptions TestChannelOptions();
+protobuf::ChannelOptions TestChannelOptions();
 
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_

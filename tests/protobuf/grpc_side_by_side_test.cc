@@ -10,7 +10,11 @@
 #include "rpcrdma_test/echo.rpcrdma.pb.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
+
+using protobuf::Channel;
+using protobuf::ClientContext;
+
 namespace {
 
 class GrpcEcho final : public rpcrdma_test::Echo::Service {
@@ -54,4 +58,4 @@ TEST(GrpcSideBySideTest, BothGeneratedServicesServeInOneProgram) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

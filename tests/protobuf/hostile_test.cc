@@ -17,7 +17,13 @@
 #include "rpcrdma/xdr.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
+
+using protobuf::Channel;
+using protobuf::ClientContext;
+using protobuf::kProgramVersion;
+using protobuf::ProgramNumberFor;
+
 namespace {
 
 using ::testing::HasSubstr;
@@ -280,4 +286,4 @@ INSTANTIATE_TEST_SUITE_P(BadCalls, HostileTest, ::testing::ValuesIn(kCases),
                          });
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

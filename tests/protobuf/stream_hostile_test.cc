@@ -20,8 +20,17 @@
 #include "rpcrdma/xdr.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
 namespace {
+
+using protobuf::kDefaultMaxStreamsPerConnection;
+using protobuf::kDefaultStreamBuffer;
+using protobuf::kProgramVersion;
+using protobuf::kStreamCancelProcedure;
+using protobuf::kStreamNextProcedure;
+using protobuf::ProgramNumberFor;
+using protobuf::ServiceSetOptions;
+using protobuf::StreamCounters;
 
 using ::testing::HasSubstr;
 
@@ -344,4 +353,4 @@ TEST(StreamHostileTest, Rfc5531_9_MalformedNextIsGarbageArgs) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

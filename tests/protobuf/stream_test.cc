@@ -15,8 +15,17 @@
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
 namespace {
+
+using protobuf::Channel;
+using protobuf::ChannelOptions;
+using protobuf::ClientContext;
+using protobuf::kDefaultStreamBuffer;
+using protobuf::kDefaultStreamWindow;
+using protobuf::kMaxStreamWindow;
+using protobuf::ServiceSet;
+using protobuf::Status;
 
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
@@ -373,4 +382,4 @@ INSTANTIATE_TEST_SUITE_P(SoftFabric, StreamTest,
                          });
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

@@ -15,7 +15,14 @@
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
 
-namespace rpcrdma::protobuf::testing {
+namespace rpcrdma::test {
+
+using protobuf::Channel;
+using protobuf::ClientContext;
+using protobuf::kMaxMetadataValue;
+using protobuf::ProgramNumberFor;
+using protobuf::Status;
+
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -287,4 +294,4 @@ INSTANTIATE_TEST_SUITE_P(SoftFabric, UnaryTest,
                          });
 
 }  // namespace
-}  // namespace rpcrdma::protobuf::testing
+}  // namespace rpcrdma::test

@@ -56,10 +56,4 @@ inline std::vector<uint8_t> WithXdrItem(const std::vector<uint8_t>& reduced,
 
 }  // namespace rpcrdma::test
 
-namespace rpcrdma {
-// The engine's tests still name these testutil::Words and
-// testutil::AppendWord; the alias goes once they say test::.
-namespace testutil = test;
-}  // namespace rpcrdma
-
 #endif  // RPCRDMA_TESTS_TESTING_BYTE_VECTORS_H_

@@ -20,7 +20,12 @@
 #include "gtest/gtest.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
+
+using thrift::TRdmaServer;
+using thrift::TRdmaServerSocket;
+using thrift::TRdmaSocket;
+
 namespace {
 
 using apache::thrift::TConfiguration;
@@ -420,4 +425,4 @@ INSTANTIATE_TEST_SUITE_P(
     SetupName);
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -138,4 +138,4 @@ INSTANTIATE_TEST_SUITE_P(Thrift, BulkWrapped,
                          ::testing::ValuesIn(WrappedSetups()), SetupName);
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

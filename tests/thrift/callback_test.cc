@@ -15,7 +15,13 @@
 #include "gtest/gtest.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
+
+using thrift::TRdmaConnection;
+using thrift::TRdmaServer;
+using thrift::TRdmaServerSocket;
+using thrift::TRdmaSocketOptions;
+
 namespace {
 
 using apache::thrift::transport::TTransportException;
@@ -179,4 +185,4 @@ TEST(ProcessorFactory, SeesTheConnection) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

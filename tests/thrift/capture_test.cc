@@ -17,12 +17,11 @@
 #include "tests/testing/run_command.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
-namespace {
+namespace rpcrdma::test {
 
-using rpcrdma::test::CommandResult;
-using rpcrdma::test::Quote;
-using rpcrdma::test::RunCommand;
+using thrift::TRdmaSocket;
+
+namespace {
 
 class ThriftCapture : public ::testing::Test {
  protected:
@@ -123,4 +122,4 @@ TEST_F(ThriftCapture, RpcrdmaDumpNamesTheMethodAndSeqidOfEachCall) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

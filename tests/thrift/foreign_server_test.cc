@@ -24,7 +24,7 @@
 #include "rpcrdma/config.pb.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 namespace {
 
 using apache::thrift::server::TServerEventHandler;
@@ -90,4 +90,4 @@ TEST(ForeignThriftServer, ChannelToAPlainThriftServerFailsFastSayingSo) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

@@ -20,13 +20,19 @@
 #include "absl/strings/str_cat.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 
 using apache::thrift::TConfiguration;
 using apache::thrift::protocol::TProtocol;
 using apache::thrift::protocol::TProtocolFactory;
 using apache::thrift::transport::TTransport;
 using apache::thrift::transport::TTransportFactory;
+using thrift::TRdmaConnection;
+using thrift::TRdmaServer;
+using thrift::TRdmaServerSocket;
+using thrift::TRdmaServerSocketOptions;
+using thrift::TRdmaSocket;
+using thrift::TRdmaSocketOptions;
 
 namespace {
 
@@ -163,8 +169,8 @@ std::string ServerUri(Fabric fabric) {
     return absl::StrCat(
         "rdma://", addr != nullptr && *addr != '\0' ? addr : "192.0.2.1", ":0");
   }
-  return absl::StrCat("soft+unix://@rpcrdma-thrift-test-",
-                      ::rpcrdma::test::ProcessTag(), "-", counter++);
+  return absl::StrCat("soft+unix://@rpcrdma-thrift-test-", ProcessTag(), "-",
+                      counter++);
 }
 
 // ---- StoreHandler ----------------------------------------------------------
@@ -439,4 +445,4 @@ Everything FullValue(size_t blob_size) {
   return v;
 }
 
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

@@ -29,7 +29,7 @@
 #include "rpcrdma/thrift/rdma_server_socket.h"
 #include "rpcrdma/thrift/rdma_socket.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 
 enum class ServerKind { kSimple, kThreaded, kThreadPool, kRdma };
 enum class ProtocolKind { kBinary, kCompact, kJson, kHeader };
@@ -158,14 +158,14 @@ class TestServer {
   // stop(), then waits for serve() to return.
   void Stop();
   std::string uri() const { return uri_; }
-  TRdmaServerSocket& socket() { return *socket_; }
+  thrift::TRdmaServerSocket& socket() { return *socket_; }
   StoreHandler& handler() { return *handler_; }
   apache::thrift::server::TServer& server() { return *server_; }
 
  private:
   TestServer() = default;
   std::shared_ptr<StoreHandler> handler_;
-  std::shared_ptr<TRdmaServerSocket> socket_;
+  std::shared_ptr<thrift::TRdmaServerSocket> socket_;
   std::shared_ptr<apache::thrift::server::TServer> server_;
   std::thread thread_;
   std::string uri_;
@@ -176,12 +176,12 @@ class TestServer {
 struct TestClient {
   static std::unique_ptr<TestClient> Connect(
       const Setup& setup, const std::string& uri,
-      TRdmaSocketOptions options = {},
+      thrift::TRdmaSocketOptions options = {},
       std::shared_ptr<apache::thrift::TConfiguration> limits = nullptr,
       config::TransportConfig transport = {});
   ~TestClient();
 
-  std::shared_ptr<TRdmaSocket> socket;
+  std::shared_ptr<thrift::TRdmaSocket> socket;
   std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::shared_ptr<apache::thrift::protocol::TProtocol> protocol;
   std::unique_ptr<StoreClient> store;
@@ -191,6 +191,6 @@ struct TestClient {
 Everything FullValue(size_t blob_size);
 std::string Pattern(size_t size, uint8_t seed);
 
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_THRIFT_HARNESS_H_

@@ -33,12 +33,18 @@
 #include "tests/thrift/harness.h"
 #include "tests/thrift/raw_binary_protocol.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
+
+namespace internal = thrift::internal;
+namespace wire = thrift::wire;
+using thrift::TRdmaServer;
+using thrift::TRdmaServerSocket;
+using thrift::TRdmaSocket;
+using thrift::TRdmaSocketOptions;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using ::rpcrdma::test::kUnderSanitizer;
-using ::rpcrdma::test::ProcValue;
 
 // A raw client of the bridge program: THRIFT_CALL and friends built here.
 class RawClient {
@@ -751,4 +757,4 @@ TEST(Rfc5531Answers, Rfc5531_9_MethodNameOverItsBoundIsGarbageArgs) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/thrift/harness.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 namespace {
 
 using apache::thrift::TApplicationException;
@@ -127,4 +127,4 @@ INSTANTIATE_TEST_SUITE_P(Thrift, OneLineSwap, ::testing::ValuesIn(EverySetup()),
                          SetupName);
 
 }  // namespace
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test

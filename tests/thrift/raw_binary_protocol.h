@@ -11,7 +11,7 @@
 
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::thrift::test {
+namespace rpcrdma::test {
 
 // TType codes of the binary protocol.
 inline constexpr uint8_t kTypeI32 = 8;
@@ -64,6 +64,6 @@ inline std::vector<uint8_t> EchoCall(size_t size) {
   return out;
 }
 
-}  // namespace rpcrdma::thrift::test
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_THRIFT_RAW_BINARY_PROTOCOL_H_

@@ -11,7 +11,35 @@
 #include "plugin/wire/v2.h"
 #include "tests/wire/v2_test_util.h"
 
-namespace rpcrdma::wire::v2_testing {
+namespace rpcrdma::test {
+
+using wire::DecodeError;
+using wire::DecodeErrorKind;
+using wire::DecodeResult;
+using wire::DecodeV2;
+using wire::kPropIdBrs;
+using wire::MakeRbsizProperty;
+using wire::MsgDirection;
+using wire::PropSubset;
+using wire::PropVal;
+using wire::Segment;
+using wire::SubsetAdd;
+using wire::SubsetContains;
+using wire::V2Body;
+using wire::V2ConnProp;
+using wire::V2Decoded;
+using wire::V2Error;
+using wire::V2ErrorCode;
+using wire::V2Header;
+using wire::V2Msg;
+using wire::V2NoMsg;
+using wire::V2Optional;
+using wire::V2Proc;
+using wire::V2ReqProp;
+using wire::V2ResProp;
+using wire::V2UpdProp;
+using wire::WriteChunk;
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -297,4 +325,4 @@ TEST(V2Encode, Draft04_6_2_InexpressibleHeadersRejected) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::wire::v2_testing
+}  // namespace rpcrdma::test

@@ -12,7 +12,28 @@
 #include "rpcrdma/xdr.h"
 #include "tests/wire/v2_test_util.h"
 
-namespace rpcrdma::wire::v2_testing {
+namespace rpcrdma::test {
+
+using wire::BackwardRequestSupport;
+using wire::ChunkLimits;
+using wire::DecodeError;
+using wire::DecodeErrorKind;
+using wire::DecodeResult;
+using wire::DecodeV2;
+using wire::InterpretProperties;
+using wire::kDefaultBrs;
+using wire::kDefaultRbsiz;
+using wire::KnownProperties;
+using wire::kPropIdBrs;
+using wire::kPropIdRbsiz;
+using wire::MakeRbsizProperty;
+using wire::PropSet;
+using wire::PropVal;
+using wire::V2Decoded;
+using wire::V2Limits;
+using wire::V2ReqProp;
+using wire::V2UpdProp;
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -260,4 +281,4 @@ TEST(V2Decode, Draft04_6_2_TruncationAtEveryOffset) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::wire::v2_testing
+}  // namespace rpcrdma::test

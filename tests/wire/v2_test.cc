@@ -12,7 +12,38 @@
 #include "gtest/gtest.h"
 #include "tests/wire/v2_test_util.h"
 
-namespace rpcrdma::wire::v2_testing {
+namespace rpcrdma::test {
+
+using wire::BackwardRequestSupport;
+using wire::ChunkLists;
+using wire::DecodeError;
+using wire::DecodeErrorKind;
+using wire::DecodeResult;
+using wire::InterpretProperties;
+using wire::KnownProperties;
+using wire::MakeRbsizProperty;
+using wire::MsgDirection;
+using wire::PropSet;
+using wire::PropVal;
+using wire::Segment;
+using wire::SubsetAdd;
+using wire::SubsetContains;
+using wire::V2Body;
+using wire::V2ConnProp;
+using wire::V2Decoded;
+using wire::V2Error;
+using wire::V2ErrorCode;
+using wire::V2Header;
+using wire::V2Limits;
+using wire::V2Msg;
+using wire::V2NoMsg;
+using wire::V2Optional;
+using wire::V2Proc;
+using wire::V2ReqProp;
+using wire::V2ResProp;
+using wire::V2UpdProp;
+using wire::WriteChunk;
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -403,4 +434,4 @@ TEST(V2Decode, Draft04_5_3_EmptySetsAndSubsets) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::wire::v2_testing
+}  // namespace rpcrdma::test

@@ -18,12 +18,9 @@
 #include "plugin/wire/v2.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::wire::v2_testing {
+namespace rpcrdma::test {
 
 using Bytes = std::vector<uint8_t>;
-
-// Big-endian XDR words.
-using ::rpcrdma::test::Words;
 
 inline Bytes Cat(std::initializer_list<Bytes> parts) {
   Bytes out;
@@ -36,18 +33,20 @@ inline Bytes Hdr(uint32_t xid, uint32_t credit, uint32_t proc) {
   return Words({xid, 2, credit, proc});
 }
 
-inline DecodeError DecodeFails(const Bytes& message,
-                               const V2Limits& limits = {}) {
-  DecodeResult<V2Decoded> d = DecodeV2(message, limits);
+inline wire::DecodeError DecodeFails(const Bytes& message,
+                                     const wire::V2Limits& limits = {}) {
+  wire::DecodeResult<wire::V2Decoded> d = DecodeV2(message, limits);
   EXPECT_FALSE(d.ok());
-  if (d.ok()) return DecodeError{DecodeErrorKind::kTruncated, 9999, "", 0};
+  if (d.ok())
+    return wire::DecodeError{wire::DecodeErrorKind::kTruncated, 9999, "", 0};
   return d.error();
 }
 
-inline V2Decoded DecodeOk(const Bytes& message, const V2Limits& limits = {}) {
-  DecodeResult<V2Decoded> d = DecodeV2(message, limits);
+inline wire::V2Decoded DecodeOk(const Bytes& message,
+                                const wire::V2Limits& limits = {}) {
+  wire::DecodeResult<wire::V2Decoded> d = DecodeV2(message, limits);
   EXPECT_TRUE(d.ok()) << d.status();
-  if (!d.ok()) return V2Decoded{};
+  if (!d.ok()) return wire::V2Decoded{};
   return *d;
 }
 
@@ -73,24 +72,26 @@ inline Bytes GoldenMsgAllLists() {
   });
 }
 
-inline V2Header GoldenMsgAllListsHeader() {
-  V2Header h;
+inline wire::V2Header GoldenMsgAllListsHeader() {
+  wire::V2Header h;
   h.xid = 0x0A0B0C0D;
   h.credits = 128;
-  V2Msg m;
-  m.chunks.direction = MsgDirection::kReply;
+  wire::V2Msg m;
+  m.chunks.direction = wire::MsgDirection::kReply;
   m.chunks.inv_handle = 0xAABBCCDD;
   m.chunks.lists.reads = {
-      ReadSegment{0, Segment{0x11111111, 0x1000, 0x0000000100002000}},
-      ReadSegment{0x40, Segment{0x22222222, 0x200, 0xFFFFFFFF00000000}},
+      wire::ReadSegment{0,
+                        wire::Segment{0x11111111, 0x1000, 0x0000000100002000}},
+      wire::ReadSegment{0x40,
+                        wire::Segment{0x22222222, 0x200, 0xFFFFFFFF00000000}},
   };
   m.chunks.lists.writes = {
-      WriteChunk{Segment{0x33333333, 0x100, 0x0000000100000000},
-                 Segment{0x44444444, 0x80, 0x10}},
-      WriteChunk{Segment{0x55555555, 0x10, 0}},
+      wire::WriteChunk{wire::Segment{0x33333333, 0x100, 0x0000000100000000},
+                       wire::Segment{0x44444444, 0x80, 0x10}},
+      wire::WriteChunk{wire::Segment{0x55555555, 0x10, 0}},
   };
   m.chunks.lists.reply =
-      WriteChunk{Segment{0x66666666, 0x400, 0x7777777788888888}};
+      wire::WriteChunk{wire::Segment{0x66666666, 0x400, 0x7777777788888888}};
   h.body = m;
   return h;
 }
@@ -136,6 +137,6 @@ inline Bytes GoldenErrVers() {
   return Cat({Hdr(0xCAFEF00D, 1, 4), Words({1, 1, 2})});
 }
 
-}  // namespace rpcrdma::wire::v2_testing
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_WIRE_V2_TEST_UTIL_H_
