@@ -108,6 +108,12 @@ void NotGenerated(Printer& p, const MethodDescriptor* m) {
           "// PROC_UNAVAIL).\n");
 }
 
+void StubMethodDeclarations(Printer& p, const ServiceDescriptor* s);
+void HandlerDeclarations(Printer& p, const ServiceDescriptor* s);
+void StubMethodDefinitions(Printer& p, const ServiceDescriptor* s);
+void HandlerRegistrations(Printer& p, const ServiceDescriptor* s);
+void DefaultHandlerDefinitions(Printer& p, const ServiceDescriptor* s);
+
 void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
   p.Print({{"service", s->name()}, {"full_name", s->full_name()}},
           "// $full_name$ over RPC-over-RDMA (rpcrdma/protobuf/service.h).\n"
@@ -125,6 +131,27 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
           "        std::shared_ptr<::rpcrdma::protobuf::Channel> channel,\n"
           "        uint32_t program = 0);\n"
           "    uint32_t program() const { return program_; }\n\n");
+  StubMethodDeclarations(p, s);
+  p.Print({{"service", s->name()}},
+          "\n   private:\n"
+          "    std::shared_ptr<::rpcrdma::protobuf::Channel> channel_;\n"
+          "    uint32_t program_;\n"
+          "  };\n\n"
+          "  // Override the methods served; the others answer "
+          "UNIMPLEMENTED.\n"
+          "  // A unary handler answers once through `done`, now or later\n"
+          "  // from any thread; context, request and response live until\n"
+          "  // then. A server-streaming handler returns its status.\n"
+          "  class Service : public ::rpcrdma::protobuf::Service {\n"
+          "   public:\n"
+          "    explicit Service(uint32_t program = 0);\n"
+          "    ~Service() override;\n\n");
+  HandlerDeclarations(p, s);
+  p.Print("  };\n};\n\n");
+}
+
+// The Stub's methods, one or two per method of the service.
+void StubMethodDeclarations(Printer& p, const ServiceDescriptor* s) {
   p.Indent();
   p.Indent();
   for (int i = 0; i < s->method_count(); ++i) {
@@ -155,20 +182,10 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
   }
   p.Outdent();
   p.Outdent();
-  p.Print({{"service", s->name()}},
-          "\n   private:\n"
-          "    std::shared_ptr<::rpcrdma::protobuf::Channel> channel_;\n"
-          "    uint32_t program_;\n"
-          "  };\n\n"
-          "  // Override the methods served; the others answer "
-          "UNIMPLEMENTED.\n"
-          "  // A unary handler answers once through `done`, now or later\n"
-          "  // from any thread; context, request and response live until\n"
-          "  // then. A server-streaming handler returns its status.\n"
-          "  class Service : public ::rpcrdma::protobuf::Service {\n"
-          "   public:\n"
-          "    explicit Service(uint32_t program = 0);\n"
-          "    ~Service() override;\n\n");
+}
+
+// The Service's virtual handlers, one per method of the service.
+void HandlerDeclarations(Printer& p, const ServiceDescriptor* s) {
   p.Indent();
   p.Indent();
   for (int i = 0; i < s->method_count(); ++i) {
@@ -196,7 +213,6 @@ void ServiceDeclaration(Printer& p, const ServiceDescriptor* s) {
   }
   p.Outdent();
   p.Outdent();
-  p.Print("  };\n};\n\n");
 }
 
 void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
@@ -216,6 +232,13 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
           "                            : "
           "::rpcrdma::protobuf::ProgramNumberFor(\n"
           "                                  \"$full_name$\")) {}\n\n");
+  StubMethodDefinitions(p, s);
+  HandlerRegistrations(p, s);
+  DefaultHandlerDefinitions(p, s);
+}
+
+// What each Stub method calls on the channel.
+void StubMethodDefinitions(Printer& p, const ServiceDescriptor* s) {
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
     Vars v = MethodVars(m);
@@ -253,6 +276,10 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
             "                           std::move(done));\n"
             "}\n\n");
   }
+}
+
+// The Service's constructor: each served method's handler registered.
+void HandlerRegistrations(Printer& p, const ServiceDescriptor* s) {
   p.Print({{"service", s->name()}},
           "$service$::Service::Service(uint32_t program)\n"
           "    : ::rpcrdma::protobuf::Service($service$::descriptor(), "
@@ -292,6 +319,10 @@ void ServiceDefinition(Printer& p, const ServiceDescriptor* s) {
   p.Print({{"service", s->name()}},
           "}\n\n"
           "$service$::Service::~Service() = default;\n\n");
+}
+
+// The handlers a subclass does not override: UNIMPLEMENTED.
+void DefaultHandlerDefinitions(Printer& p, const ServiceDescriptor* s) {
   for (int i = 0; i < s->method_count(); ++i) {
     const MethodDescriptor* m = s->method(i);
     Vars v = MethodVars(m);
