@@ -17,7 +17,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 // Step 4: a READDIR reply larger than the receive threshold comes back
@@ -221,4 +221,4 @@ TEST_F(KernelInterop, Step5b_ReadlinkWriteChunkPlacement) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

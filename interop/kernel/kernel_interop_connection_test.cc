@@ -21,7 +21,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 // Step 6: RFC 8797. With private data on, the kernel's Send Size and
@@ -364,4 +364,4 @@ TEST_F(KernelInterop, Step8_ManyReadsWithinTheCreditGrant) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

@@ -15,7 +15,7 @@
 #include "interop/kernel/guest_util.h"
 #include "interop/kernel/nfs4_client.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 using nfs4::FileHandle;
 
@@ -60,6 +60,6 @@ class KernelInterop : public ::testing::Test {
   static nfs4::Client* client_;
 };
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_KERNEL_INTEROP_FIXTURE_H_

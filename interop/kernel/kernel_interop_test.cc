@@ -50,7 +50,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 std::string DirEntryName(int i) { return absl::StrFormat("entry-%05d", i); }
 
@@ -372,12 +372,12 @@ class ExportEnvironment : public ::testing::Environment {
 };
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::kernel::ExportEnvironment);
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::test::ExportEnvironment);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }
