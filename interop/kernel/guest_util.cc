@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 std::string GuestPath(absl::string_view name) {
   return absl::StrCat(kExportRoot, "/", name);
@@ -184,4 +184,4 @@ Counters Delta(const Counters& after, const Counters& before) {
   return d;
 }
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

@@ -16,7 +16,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/types.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 // The tmpfs the VM harness exports for `--services nfsd` and `nfsd3`, and
 // nfsd's RPC-over-RDMA port (RFC 5666 §12: 20049).
@@ -72,6 +72,6 @@ void LogCounters(absl::string_view what, const Counters& c);
 // Counter differences, field by field (every field of kCounterFields).
 Counters Delta(const Counters& after, const Counters& before);
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_GUEST_UTIL_H_

@@ -17,7 +17,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 // Step 4: a READDIR reply larger than the receive threshold comes back
@@ -36,13 +36,12 @@ TEST_F(KernelInterop, Step4_ReaddirThroughReplyChunk) {
   int pages = 0;
   size_t largest_reply = 0;
   for (bool eof = false; !eof && pages < 100; ++pages) {
-    absl::StatusOr<nfs4::ReaddirResult> r =
-        client_->Readdir(dir, cookie, verf, kReaddirMaxcount,
-                         nfs4::AttrBitmap({nfs4::kAttrFileid}));
+    absl::StatusOr<ReaddirResult> r = client_->Readdir(
+        dir, cookie, verf, kReaddirMaxcount, AttrBitmap({kAttrFileid}));
     ASSERT_TRUE(r.ok()) << r.status();
     largest_reply =
         std::max(largest_reply, client_->last().shape.reduced_octets);
-    for (const nfs4::DirEntry& e : r->entries) {
+    for (const DirEntry& e : r->entries) {
       names.insert(e.name);
       EXPECT_TRUE(e.attrs.fileid.has_value()) << e.name;
       cookie = e.cookie;
@@ -90,12 +89,11 @@ TEST_F(KernelInterop, Step4b_Rfc8166_4_5_2_ReplyChunkTooSmallIsTriedAgain) {
   const KernelStats k0 = KernelStats::Now();
   // Above the receive threshold, so a reply chunk is offered, but far
   // below the 24 KB the directory needs.
-  absl::StatusOr<nfs4::ReaddirResult> r =
-      client_->Readdir(dir, 0, {}, kReaddirMaxcount,
-                       nfs4::AttrBitmap({nfs4::kAttrFileid}), 6000);
+  absl::StatusOr<ReaddirResult> r = client_->Readdir(
+      dir, 0, {}, kReaddirMaxcount, AttrBitmap({kAttrFileid}), 6000);
   const Counters d = Delta(channel().counters(), before);
   const KernelStats k = KernelStats::Now() - k0;
-  const nfs4::CallOutcome& o = client_->last();
+  const CallOutcome& o = client_->last();
   std::printf("READDIR into a 6000-octet reply chunk: %s (errno %d): %s\n",
               clnt_sperrno(o.stat), o.error_number, o.message.c_str());
   ASSERT_TRUE(r.ok()) << r.status();
@@ -124,7 +122,7 @@ TEST_F(KernelInterop, Step5_LongCallThroughPositionZeroReadChunk) {
   c.mutable_inline_threshold()->set_send(1024);
   auto connected = Connect(c, 0x4c000000);
   ASSERT_TRUE(connected.ok()) << connected.status();
-  nfs4::Client& client = **connected;
+  Client& client = **connected;
   Channel& small = client.channel();
   EXPECT_EQ(small.connection_info().send_threshold, 1024u);
   absl::StatusOr<FileHandle> root = client.Lookup({});
@@ -133,8 +131,7 @@ TEST_F(KernelInterop, Step5_LongCallThroughPositionZeroReadChunk) {
   const std::string text = LinkText();
   const Counters before = small.counters();
   const KernelStats k0 = KernelStats::Now();
-  absl::StatusOr<nfs4::ChangeInfo> ci =
-      client.CreateSymlink(*root, "longlink", text);
+  absl::StatusOr<ChangeInfo> ci = client.CreateSymlink(*root, "longlink", text);
   ASSERT_TRUE(ci.ok()) << ci.status();
   const Counters d = Delta(small.counters(), before);
   const KernelStats k = KernelStats::Now() - k0;
@@ -162,7 +159,7 @@ TEST_F(KernelInterop, Step5_LongCallThroughPositionZeroReadChunk) {
   ASSERT_TRUE(link.ok()) << link.status();
   const Counters before_rl = small.counters();
   const KernelStats k1 = KernelStats::Now();
-  absl::StatusOr<nfs4::LinkResult> l = client.Readlink(*link, {});
+  absl::StatusOr<LinkResult> l = client.Readlink(*link, {});
   ASSERT_TRUE(l.ok()) << l.status();
   const Counters drl = Delta(small.counters(), before_rl);
   const KernelStats kl = KernelStats::Now() - k1;
@@ -189,10 +186,10 @@ TEST_F(KernelInterop, Step5b_ReadlinkWriteChunkPlacement) {
   const std::string text = LinkText();
   std::vector<uint8_t> chunk(4096, 0);
   const KernelStats k0 = KernelStats::Now();
-  absl::StatusOr<nfs4::LinkResult> l =
+  absl::StatusOr<LinkResult> l =
       client_->Readlink(*link, absl::MakeSpan(chunk));
   const KernelStats k = KernelStats::Now() - k0;
-  const nfs4::CallOutcome& o = client_->last();
+  const CallOutcome& o = client_->last();
   std::printf("readlink with a write chunk: %s; clnt_call: %s: %s\n",
               l.status().ToString().c_str(), clnt_sperrno(o.stat),
               o.message.c_str());
@@ -213,7 +210,7 @@ TEST_F(KernelInterop, Step5b_ReadlinkWriteChunkPlacement) {
       LoadBigEndian32(reinterpret_cast<const uint8_t*>(text.data()) + 2996);
   EXPECT_EQ(l.status().message(),
             absl::StrCat("READLINK4resok.link: ", misplaced,
-                         " octets, more than ", nfs4::kMaxLinkSize));
+                         " octets, more than ", kMaxLinkSize));
   EXPECT_EQ(LoadBigEndian32(chunk.data()), text.size());
   EXPECT_EQ(std::string(chunk.begin() + 4, chunk.begin() + 3000),
             text.substr(0, 2996));
@@ -221,4 +218,4 @@ TEST_F(KernelInterop, Step5b_ReadlinkWriteChunkPlacement) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

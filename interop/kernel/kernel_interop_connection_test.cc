@@ -21,7 +21,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 // Step 6: RFC 8797. With private data on, the kernel's Send Size and
@@ -74,11 +74,11 @@ TEST_F(KernelInterop, Step6_PrivateDataThresholds) {
   EXPECT_EQ(r.send_threshold, kRaisedMaxReqSize);
   EXPECT_EQ(r.receive_threshold, kRaisedMaxReqSize);
   {
-    nfs4::Client& client = **raised;
+    Client& client = **raised;
     const Counters before = client.channel().counters();
     const KernelStats k0 = KernelStats::Now();
-    absl::StatusOr<nfs4::WriteResult> w =
-        client.Write(fh, 0, data, nfs4::StableHow::kFileSync);
+    absl::StatusOr<WriteResult> w =
+        client.Write(fh, 0, data, StableHow::kFileSync);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->count, data.size());
     const Counters d = Delta(client.channel().counters(), before);
@@ -105,13 +105,13 @@ TEST_F(KernelInterop, Step6_PrivateDataThresholds) {
   EXPECT_EQ(p.receive_threshold, 1024u);
   EXPECT_FALSE(p.remote_invalidation);
   {
-    nfs4::Client& client = **plain;
+    Client& client = **plain;
     ASSERT_TRUE(client.Null().ok());
     const std::vector<uint8_t> again = RandomBytes(kInlineWriteSize, 7);
     const Counters before = client.channel().counters();
     const KernelStats k0 = KernelStats::Now();
-    absl::StatusOr<nfs4::WriteResult> w =
-        client.Write(fh, 0, again, nfs4::StableHow::kFileSync);
+    absl::StatusOr<WriteResult> w =
+        client.Write(fh, 0, again, StableHow::kFileSync);
     ASSERT_TRUE(w.ok()) << w.status();
     const Counters d = Delta(client.channel().counters(), before);
     const KernelStats k = KernelStats::Now() - k0;
@@ -124,8 +124,8 @@ TEST_F(KernelInterop, Step6_PrivateDataThresholds) {
     // A READDIR reply now needs the reply chunk at 1024 as well.
     absl::StatusOr<FileHandle> dir = client.Lookup({"dir"});
     ASSERT_TRUE(dir.ok()) << dir.status();
-    absl::StatusOr<nfs4::ReaddirResult> rd =
-        client.Readdir(*dir, 0, {}, 2048, nfs4::AttrBitmap({}));
+    absl::StatusOr<ReaddirResult> rd =
+        client.Readdir(*dir, 0, {}, 2048, AttrBitmap({}));
     ASSERT_TRUE(rd.ok()) << rd.status();
     EXPECT_FALSE(rd->entries.empty());
   }
@@ -163,17 +163,17 @@ TEST_F(KernelInterop, Step6b_ServerHonoursOurReceiveSize) {
     SCOPED_TRACE(what);
     auto connected = Connect(config, 0x4b6b0001);
     ASSERT_TRUE(connected.ok()) << connected.status();
-    nfs4::Client& client = **connected;
+    Client& client = **connected;
     const ConnectionInfo info = client.channel().connection_info();
     LogInfo(what, info);
     ASSERT_EQ(info.receive_threshold, 1024u);
 
     const Counters before = client.channel().counters();
-    absl::StatusOr<nfs4::ReaddirResult> r =
-        client.Readdir(dir, 0, {}, 3000, nfs4::AttrBitmap({nfs4::kAttrFileid}),
+    absl::StatusOr<ReaddirResult> r =
+        client.Readdir(dir, 0, {}, 3000, AttrBitmap({kAttrFileid}),
                        /*reply_chunk=*/0);
     const Counters d = Delta(client.channel().counters(), before);
-    const nfs4::CallOutcome& o = client.last();
+    const CallOutcome& o = client.last();
     std::printf(
         "%s: READDIR of ~3 KB without a reply chunk: %s (errno %d): "
         "%s\n",
@@ -236,8 +236,7 @@ TEST_F(KernelInterop, Step7_VersionTwoProbeGetsErrVers) {
   ASSERT_TRUE(
       rdma_oncrpc_config_parse_transport(c, "fabric: VERBS version_policy: V2"))
       << rdma_oncrpc_error();
-  CLIENT* none =
-      clnt_rdma_create(NfsUri().c_str(), nfs4::kProgram, nfs4::kVersion, c);
+  CLIENT* none = clnt_rdma_create(NfsUri().c_str(), kProgram, kVersion, c);
   rdma_oncrpc_config_destroy(c);
   EXPECT_EQ(none, nullptr);
   std::printf("clnt_rdma_create, V2 only: %s (errno %d): %s\n",
@@ -252,7 +251,7 @@ TEST_F(KernelInterop, Step7_VersionTwoProbeGetsErrVers) {
   fb.set_version_policy(config::TransportConfig::V2_WITH_FALLBACK);
   auto connected = Connect(fb, 0x4f000100);
   ASSERT_TRUE(connected.ok()) << connected.status();
-  nfs4::Client& client = **connected;
+  Client& client = **connected;
   const ConnectionInfo i = client.channel().connection_info();
   LogInfo("V2 with fallback", i);
   EXPECT_EQ(i.offered_version, 2u);
@@ -297,8 +296,8 @@ TEST_F(KernelInterop, Step8_ManyReadsWithinTheCreditGrant) {
   std::condition_variable cv;
   size_t done = 0;
   std::vector<absl::Status> failures;
-  std::function<void(absl::StatusOr<nfs4::ReadResult>)> on_done =
-      [&](absl::StatusOr<nfs4::ReadResult> r) {
+  std::function<void(absl::StatusOr<ReadResult>)> on_done =
+      [&](absl::StatusOr<ReadResult> r) {
         std::lock_guard<std::mutex> lock(mu);
         if (!r.ok()) {
           failures.push_back(r.status());
@@ -311,14 +310,14 @@ TEST_F(KernelInterop, Step8_ManyReadsWithinTheCreditGrant) {
   // A fresh connection, so that the peak is this step's.
   auto connected = Connect(VerbsConfig(), 0x50000000);
   ASSERT_TRUE(connected.ok()) << connected.status();
-  nfs4::Client& client = **connected;
+  Client& client = **connected;
   absl::StatusOr<FileHandle> fh = client.Lookup({"data4m"});
   ASSERT_TRUE(fh.ok()) << fh.status();
   const Counters before = client.channel().counters();
   EXPECT_EQ(before.credits_granted, static_cast<uint32_t>(max_requests));
 
   const KernelStats k0 = KernelStats::Now();
-  client.ReadAsync(*fh, 0, slice(0), [&](absl::StatusOr<nfs4::ReadResult> r) {
+  client.ReadAsync(*fh, 0, slice(0), [&](absl::StatusOr<ReadResult> r) {
     if (!r.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       failures.push_back(r.status());
@@ -364,4 +363,4 @@ TEST_F(KernelInterop, Step8_ManyReadsWithinTheCreditGrant) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

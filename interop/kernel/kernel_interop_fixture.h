@@ -15,9 +15,7 @@
 #include "interop/kernel/guest_util.h"
 #include "interop/kernel/nfs4_client.h"
 
-namespace rpcrdma::kernel {
-
-using nfs4::FileHandle;
+namespace rpcrdma::test {
 
 constexpr size_t kSmallFile = 1 << 20;  // step 2
 constexpr size_t kLargeFile = 4 << 20;  // steps 2 and 8
@@ -39,7 +37,7 @@ void FillExport();
 
 // A client of its own on a connection with `transport` (default: the verbs
 // fabric, private data on, inline thresholds 4096).
-absl::StatusOr<std::unique_ptr<nfs4::Client>> Connect(
+absl::StatusOr<std::unique_ptr<Client>> Connect(
     const config::TransportConfig& transport, uint32_t first_xid);
 
 // The main connection (the default configuration) shared by the steps,
@@ -57,9 +55,9 @@ class KernelInterop : public ::testing::Test {
   static std::vector<uint8_t> ReadWhole(const FileHandle& fh, size_t size,
                                         uint64_t maxread, int* reads);
 
-  static nfs4::Client* client_;
+  static Client* client_;
 };
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_KERNEL_INTEROP_FIXTURE_H_

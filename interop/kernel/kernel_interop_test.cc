@@ -50,7 +50,7 @@
 #include "interop/kernel/nfs4_client.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 std::string DirEntryName(int i) { return absl::StrFormat("entry-%05d", i); }
 
@@ -79,12 +79,12 @@ void FillExport() {
   }
 }
 
-absl::StatusOr<std::unique_ptr<nfs4::Client>> Connect(
+absl::StatusOr<std::unique_ptr<Client>> Connect(
     const config::TransportConfig& transport, uint32_t first_xid) {
-  return nfs4::Client::Connect(NfsUri(), transport, first_xid);
+  return Client::Connect(NfsUri(), transport, first_xid);
 }
 
-nfs4::Client* KernelInterop::client_ = nullptr;
+Client* KernelInterop::client_ = nullptr;
 
 void KernelInterop::SetUpTestSuite() {
   config::TransportConfig c = VerbsConfig();
@@ -114,7 +114,7 @@ std::vector<uint8_t> KernelInterop::ReadWhole(const FileHandle& fh, size_t size,
   *reads = 0;
   for (size_t at = 0; at < size;) {
     const size_t n = std::min<size_t>(maxread, size - at);
-    absl::StatusOr<nfs4::ReadResult> r =
+    absl::StatusOr<ReadResult> r =
         client_->Read(fh, at, absl::MakeSpan(buf).subspan(at, n));
     ++*reads;
     EXPECT_TRUE(r.ok()) << r.status();
@@ -162,11 +162,10 @@ TEST_F(KernelInterop, Step2_ReadThroughWriteChunks) {
     SCOPED_TRACE(name);
     const FileHandle fh = MustLookup({name});
     ASSERT_FALSE(fh.empty());
-    absl::StatusOr<nfs4::Attributes> a = client_->Getattr(
-        fh, nfs4::AttrBitmap({nfs4::kAttrType, nfs4::kAttrSize,
-                              nfs4::kAttrMaxread, nfs4::kAttrMaxwrite}));
+    absl::StatusOr<Attributes> a = client_->Getattr(
+        fh, AttrBitmap({kAttrType, kAttrSize, kAttrMaxread, kAttrMaxwrite}));
     ASSERT_TRUE(a.ok()) << a.status();
-    EXPECT_EQ(a->type, nfs4::FileType::kRegular);
+    EXPECT_EQ(a->type, FileType::kRegular);
     EXPECT_EQ(a->size, size);
     ASSERT_TRUE(a->maxread.has_value());
     std::printf("%s: size %lu, server maxread %lu maxwrite %lu\n", name.c_str(),
@@ -220,7 +219,7 @@ TEST_F(KernelInterop, Step2b_OddLengthAndSeveralWriteChunks) {
 
   std::vector<uint8_t> tail(2000, 0xA5);
   const KernelStats k0 = KernelStats::Now();
-  absl::StatusOr<nfs4::ReadResult> r =
+  absl::StatusOr<ReadResult> r =
       client_->Read(fh, kSmallFile - 1001, absl::MakeSpan(tail));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->eof);
@@ -233,7 +232,7 @@ TEST_F(KernelInterop, Step2b_OddLengthAndSeveralWriteChunks) {
   std::vector<uint8_t> a(4096), b(65536), c(1003);
   const Counters before = channel().counters();
   const KernelStats k1 = KernelStats::Now();
-  absl::StatusOr<std::vector<nfs4::ReadResult>> rs =
+  absl::StatusOr<std::vector<ReadResult>> rs =
       client_->ReadPieces(fh, {{8192, absl::MakeSpan(a)},
                                {300000, absl::MakeSpan(b)},
                                {777, absl::MakeSpan(c)}});
@@ -241,7 +240,7 @@ TEST_F(KernelInterop, Step2b_OddLengthAndSeveralWriteChunks) {
   const Counters d = Delta(channel().counters(), before);
   const KernelStats k = KernelStats::Now() - k1;
   ASSERT_EQ(rs->size(), 3u);
-  for (const nfs4::ReadResult& x : *rs) {
+  for (const ReadResult& x : *rs) {
     EXPECT_TRUE(x.via_chunk);
     EXPECT_FALSE(x.eof);
   }
@@ -270,7 +269,7 @@ TEST_F(KernelInterop, Step2c_WriteChunkTooSmallForTheRead) {
   std::vector<uint8_t> chunk(4096 + 64, 0x5A);
   const Counters before = channel().counters();
   const KernelStats k0 = KernelStats::Now();
-  absl::StatusOr<nfs4::ReadResult> r =
+  absl::StatusOr<ReadResult> r =
       client_->ReadIntoChunk(fh, 0, 8192, absl::MakeSpan(chunk).first(4096));
   const Counters d = Delta(channel().counters(), before);
   const KernelStats k = KernelStats::Now() - k0;
@@ -294,8 +293,8 @@ TEST_F(KernelInterop, Step2c_WriteChunkTooSmallForTheRead) {
 TEST_F(KernelInterop, Step3_WriteThroughReadChunks) {
   const FileHandle fh = MustLookup({"written"});
   ASSERT_FALSE(fh.empty());
-  absl::StatusOr<nfs4::Attributes> a =
-      client_->Getattr(fh, nfs4::AttrBitmap({nfs4::kAttrMaxwrite}));
+  absl::StatusOr<Attributes> a =
+      client_->Getattr(fh, AttrBitmap({kAttrMaxwrite}));
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(a->maxwrite.has_value());
   const uint64_t maxwrite = std::min<uint64_t>(*a->maxwrite, 1 << 20);
@@ -307,12 +306,11 @@ TEST_F(KernelInterop, Step3_WriteThroughReadChunks) {
   int writes = 0;
   for (size_t at = 0; at < data.size(); ++writes) {
     const size_t n = std::min<size_t>(maxwrite, data.size() - at);
-    absl::StatusOr<nfs4::WriteResult> w =
-        client_->Write(fh, at, absl::MakeConstSpan(data).subspan(at, n),
-                       nfs4::StableHow::kFileSync);
+    absl::StatusOr<WriteResult> w = client_->Write(
+        fh, at, absl::MakeConstSpan(data).subspan(at, n), StableHow::kFileSync);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->count, n);
-    EXPECT_EQ(w->committed, nfs4::StableHow::kFileSync);
+    EXPECT_EQ(w->committed, StableHow::kFileSync);
     at += n;
   }
   const Counters d = Delta(channel().counters(), before);
@@ -372,12 +370,12 @@ class ExportEnvironment : public ::testing::Environment {
 };
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::kernel::ExportEnvironment);
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::test::ExportEnvironment);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }

@@ -19,7 +19,7 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 CLIENT* Nfs3Interop::mount_ = nullptr;
 CLIENT* Nfs3Interop::nfs_ = nullptr;
@@ -203,4 +203,4 @@ absl::StatusOr<fattr3> Nfs3Interop::Getattr(const Fh& fh) {
   return out;
 }
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

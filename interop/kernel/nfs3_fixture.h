@@ -22,7 +22,7 @@
 #include "nfs3_prot.h"
 #include "rpcrdma/channel.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 // rpc.mountd's fixed port (the `nfsd3` service of the VM harness).
 inline constexpr uint16_t kMountPort = 20048;
@@ -79,6 +79,6 @@ class Nfs3Interop : public ::testing::Test {
   static std::vector<int> mnt_flavors_;
 };
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_NFS3_FIXTURE_H_

@@ -44,7 +44,7 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 namespace {
 
@@ -484,12 +484,12 @@ class Nfs3Environment : public ::testing::Environment {
 };
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
-  ::testing::AddGlobalTestEnvironment(new rpcrdma::kernel::Nfs3Environment);
+  ::testing::AddGlobalTestEnvironment(new rpcrdma::test::Nfs3Environment);
   std::fflush(stdout);
   return RUN_ALL_TESTS();
 }

@@ -17,7 +17,7 @@
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 #include "tests/testing/rdma_vm.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 constexpr char kLinkTarget[] = "/a/symbolic/link/target";
@@ -310,4 +310,4 @@ TEST_F(Nfs3Interop, Step8_Rfc1813_I_UnmountOverTcp) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

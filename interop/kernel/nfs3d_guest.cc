@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 // The "key=value" words of a line.
@@ -249,4 +249,4 @@ std::map<std::string, OpStats> PerOpStats(const std::string& mount_point) {
   return out;
 }
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

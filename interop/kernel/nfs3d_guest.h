@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 
 // nfs3d running as a child of the test.
 class Nfs3dProcess {
@@ -86,6 +86,6 @@ struct OpStats {
 };
 std::map<std::string, OpStats> PerOpStats(const std::string& mount_point);
 
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_NFS3D_GUEST_H_

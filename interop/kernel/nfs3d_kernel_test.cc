@@ -33,7 +33,7 @@
 #include "interop/kernel/guest_util.h"
 #include "interop/kernel/nfs3d_guest.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 constexpr int kPort = 20051;
@@ -403,4 +403,4 @@ TEST_F(Nfs3dMountTest, TheClientReconnectsAcrossAServerRestart) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

@@ -26,7 +26,7 @@
 #include "interop/kernel/guest_util.h"
 #include "interop/kernel/nfs3d_guest.h"
 
-namespace rpcrdma::kernel {
+namespace rpcrdma::test {
 namespace {
 
 constexpr int kPort = 20053;
@@ -325,4 +325,4 @@ TEST_F(Nfs3dBesideNfsd, MetadataLatencyPerProcedure) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::kernel
+}  // namespace rpcrdma::test

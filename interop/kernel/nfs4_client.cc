@@ -8,7 +8,7 @@
 #include "rpcrdma/oncrpc/xdr_rdma.h"
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 namespace {
 
 // READDIR4resok holds at most maxcount octets (RFC 7530 §16.24.4); the RPC
@@ -546,4 +546,4 @@ absl::StatusOr<ChangeInfo> Client::Remove(const FileHandle& dir,
       });
 }
 
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test

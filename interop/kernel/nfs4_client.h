@@ -44,7 +44,7 @@
 #include "rpcrdma/config.pb.h"
 #include "rpcrdma/oncrpc/clnt_rdma.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 
 using FileHandle = std::vector<uint8_t>;
 
@@ -199,6 +199,6 @@ class Client {
 CompoundCall BuildCompound(const std::function<void(CompoundEncoder&)>& build,
                            std::vector<Op>* ops);
 
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_NFS4_CLIENT_H_

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "interop/kernel/nfs4_xdr.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 namespace {
 
 absl::Status Bad(absl::string_view what) {
@@ -377,4 +377,4 @@ absl::Status CompoundReplyDecoder::Finish() {
   return stream_->CheckChunksTaken();
 }
 
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test

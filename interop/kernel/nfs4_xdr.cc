@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 namespace {
 
 void PutFixed(std::vector<uint8_t>& out, absl::Span<const uint8_t> bytes) {
@@ -319,4 +319,4 @@ absl::StatusOr<Attributes> DecodeAttributes(const Bitmap& mask,
   return a;
 }
 
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test

@@ -42,7 +42,7 @@
 #include "absl/types/span.h"
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 
 // RFC 7530 §16 (ONC RPC program 100003, version 4).
 constexpr uint32_t kProgram = 100003;
@@ -336,6 +336,6 @@ class CompoundReplyDecoder {
   bool stopped_ = false;
 };
 
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_KERNEL_NFS4_XDR_H_

@@ -28,13 +28,10 @@
 #include "tests/testing/process_tag.h"
 #include "tests/testing/run_command.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 namespace {
 
 using nlohmann::json;
-using test::CommandResult;
-using test::Quote;
-using test::RunCommand;
 
 // The dissector's fields, in the order of a tshark -T fields row.
 constexpr const char* kFields[] = {
@@ -452,4 +449,4 @@ TEST_F(V2Dissector, HeaderCutShortIsReportedMalformed) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test

@@ -28,7 +28,7 @@
 #include "tests/testing/run_command.h"
 #include "tools/pcap/pcap_reader.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 namespace {
 
 using nlohmann::json;
@@ -494,4 +494,4 @@ TEST(RpcgenOracleLive, Draft04_6_2_EveryMessageOfALiveSessionDecodes) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test

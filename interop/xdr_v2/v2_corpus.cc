@@ -4,7 +4,7 @@
 
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 namespace {
 
 using wire::MsgDirection;
@@ -222,4 +222,4 @@ absl::Status WriteV2CorpusPcap(const std::string& path,
   return (*writer)->Close();
 }
 
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test

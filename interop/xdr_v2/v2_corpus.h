@@ -17,7 +17,7 @@
 #include "plugin/wire/v1.h"
 #include "plugin/wire/v2.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 
 struct V2CorpusMessage {
   std::string name;
@@ -41,6 +41,6 @@ std::vector<uint8_t> V1NeighbourRpc();
 absl::Status WriteV2CorpusPcap(const std::string& path,
                                const std::vector<V2CorpusMessage>& corpus);
 
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_XDR_V2_V2_CORPUS_H_

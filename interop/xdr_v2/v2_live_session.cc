@@ -16,7 +16,7 @@
 #include "rpcrdma/version_two.h"
 #include "rpcrdma/xdr.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 namespace {
 
 // Calls are NFSv3 NULL (RFC 1813), the program and procedure Wireshark's
@@ -240,4 +240,4 @@ absl::Status RunV2LiveSession(const std::string& listen_uri,
   return absl::OkStatus();
 }
 
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test

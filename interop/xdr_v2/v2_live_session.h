@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 
-namespace rpcrdma::interop {
+namespace rpcrdma::test {
 
 // Runs the session: a Server listening on `listen_uri` (a port of 0 picks
 // one) captures to `capture_path`, a Channel connects to it. Returns once
@@ -36,6 +36,6 @@ const std::set<std::string>& V2LiveSessionErrors();
 // oracles to read), else "".
 std::string V2CaptureFromEnvironment();
 
-}  // namespace rpcrdma::interop
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_INTEROP_XDR_V2_V2_LIVE_SESSION_H_

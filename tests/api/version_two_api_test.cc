@@ -414,7 +414,7 @@ TEST_P(VersionTwoApiTest, V2Draft_5_4_2_OptionsCheckedAndVersionOneRefused) {
 // RPCRDMA_V2_CAPTURE set (api.verbs in the VM) its capture stays there for
 // rpcgen's decoders and the Lua dissector (ctest v2.vm_capture.*).
 TEST_P(VersionTwoApiTest, V2Draft_6_2_EveryMessageKindTravelsLive) {
-  std::string capture = interop::V2CaptureFromEnvironment();
+  std::string capture = test::V2CaptureFromEnvironment();
   const bool keep = !capture.empty();
   if (!keep) {
     capture =
@@ -422,7 +422,7 @@ TEST_P(VersionTwoApiTest, V2Draft_6_2_EveryMessageKindTravelsLive) {
                                             GetParam().name, ".pcap");
   }
   const absl::Status session =
-      interop::RunV2LiveSession(GetParam().listen_uri(), capture);
+      test::RunV2LiveSession(GetParam().listen_uri(), capture);
   EXPECT_TRUE(session.ok()) << session;
   struct stat st {};
   ASSERT_EQ(stat(capture.c_str(), &st), 0) << capture;

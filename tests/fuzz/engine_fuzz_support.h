@@ -17,9 +17,7 @@
 #include "rpcrdma/xdr.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::engine::fuzz {
-
-namespace wire = rpcrdma::wire;
+namespace rpcrdma::test {
 
 inline void Check(bool condition) {
   if (!condition) __builtin_trap();
@@ -50,7 +48,7 @@ class Input {
   size_t at_ = 0;
 };
 
-class Exposer : public MemoryExposer {
+class Exposer : public engine::MemoryExposer {
  public:
   absl::StatusOr<wire::Segment> Expose(absl::Span<uint8_t> memory,
                                        uint32_t) override {
@@ -65,7 +63,7 @@ class Exposer : public MemoryExposer {
   uint32_t next_ = 0x100;
 };
 
-class Budget : public ReassemblyBudget {
+class Budget : public engine::ReassemblyBudget {
  public:
   explicit Budget(uint64_t capacity) : capacity_(capacity) {}
   bool TryReserve(uint64_t bytes) override {
@@ -83,9 +81,6 @@ class Budget : public ReassemblyBudget {
  private:
   uint64_t capacity_;
 };
-
-using ::rpcrdma::test::AppendWord;
-using ::rpcrdma::test::Words;
 
 // A property: a receive buffer size (often a plausible one), a BRS value
 // of any number, the driver's experimental property, or any id.
@@ -159,6 +154,6 @@ inline std::optional<std::vector<uint8_t>> VersionTwoMessage(
   }
 }
 
-}  // namespace rpcrdma::engine::fuzz
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_FUZZ_ENGINE_FUZZ_SUPPORT_H_

@@ -36,10 +36,11 @@
 
 namespace {
 
-using namespace rpcrdma::engine;        // NOLINT: a test driver
-using namespace rpcrdma::engine::fuzz;  // NOLINT
+using namespace rpcrdma::engine;  // NOLINT: a test driver
+using namespace rpcrdma::test;    // NOLINT
 using rpcrdma::LoadBigEndian32;
 using rpcrdma::StoreBigEndian32;
+namespace wire = rpcrdma::wire;
 
 class Driver {
  public:

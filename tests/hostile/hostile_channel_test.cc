@@ -12,7 +12,7 @@
 #include "tests/hostile/hostile_peer.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::hostile {
+namespace rpcrdma::test {
 namespace {
 
 class HostileResponder : public ::testing::Test {
@@ -140,4 +140,4 @@ TEST_F(HostileResponder, Rfc8166_4_5_MalformedRdmaErrorIsNotAnswered) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::hostile
+}  // namespace rpcrdma::test

@@ -18,7 +18,7 @@
 #include "tests/hostile/hostile_peer.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::hostile {
+namespace rpcrdma::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -303,4 +303,4 @@ TEST(HostileLimits, DescriptorExhaustionNeitherSpinsNorStopsAccepting) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::hostile
+}  // namespace rpcrdma::test

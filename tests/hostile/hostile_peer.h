@@ -27,7 +27,7 @@
 #include "tests/testing/byte_vectors.h"
 #include "tests/testing/sanitizer.h"
 
-namespace rpcrdma::hostile {
+namespace rpcrdma::test {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -44,9 +44,9 @@ inline size_t CountEntries(const char* dir) {
 }
 inline size_t OpenDescriptors() { return CountEntries("/proc/self/fd"); }
 inline size_t Threads() { return CountEntries("/proc/self/task"); }
-// Resident sizes say nothing under AddressSanitizer (its runtime, UBSan's
-// too, also needs free descriptors for its own checks).
-using ::rpcrdma::test::kUnderSanitizer;
+// Resident sizes say nothing under AddressSanitizer (kUnderSanitizer,
+// tests/testing/sanitizer.h: its runtime, UBSan's too, also needs free
+// descriptors for its own checks).
 
 // Resident memory of this process in octets (VmRSS of /proc/self/status).
 inline uint64_t ResidentBytes() {
@@ -86,7 +86,6 @@ inline std::string FabricAddress(absl::string_view uri) {
 
 // The raw peer's XDR: words appended with the tests' AppendWord, whole
 // headers with XdrWriter, words read with LoadBigEndian32 (rpcrdma/xdr.h).
-using ::rpcrdma::test::AppendWord;
 
 // The process-wide runtime (rpcrdma/runtime.h) keeps its loop threads and
 // their descriptors for the life of the process. Started before a test
@@ -315,6 +314,6 @@ class RawPeer {
   bool disconnected_ = false;
 };
 
-}  // namespace rpcrdma::hostile
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_HOSTILE_HOSTILE_PEER_H_

@@ -14,7 +14,7 @@
 #include "tests/hostile/hostile_peer.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::hostile {
+namespace rpcrdma::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -393,4 +393,4 @@ TEST_F(HostileServer, Rfc8166_3_4_5_FailedRdmaReadEndsTheConnection) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::hostile
+}  // namespace rpcrdma::test

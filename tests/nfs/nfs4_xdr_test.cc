@@ -13,10 +13,8 @@
 #include "gtest/gtest.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::nfs4 {
+namespace rpcrdma::test {
 namespace {
-
-using test::Words;
 
 std::vector<uint8_t> Cat(std::initializer_list<std::vector<uint8_t>> parts) {
   std::vector<uint8_t> out;
@@ -543,4 +541,4 @@ TEST(Nfs4Names, StatusAndOperationNames) {
 }
 
 }  // namespace
-}  // namespace rpcrdma::nfs4
+}  // namespace rpcrdma::test

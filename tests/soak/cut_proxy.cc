@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/testing/process_tag.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 namespace {
 
 constexpr absl::string_view kUnixScheme = "soft+unix://@";
@@ -267,4 +267,4 @@ void CutProxy::Run() {
   for (Relay& r : relays) r.Close();
 }
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test

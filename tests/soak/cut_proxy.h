@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 
 class CutProxy {
  public:
@@ -57,6 +57,6 @@ class CutProxy {
   std::thread thread_;
 };
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_SOAK_CUT_PROXY_H_

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/memory/buffer_cache.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 
 struct ProcessResources {
   long rss_kib = 0;
@@ -68,6 +68,6 @@ inline ProcessResources SampleProcessResources() {
   return r;
 }
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_SOAK_PROCESS_RESOURCES_H_

@@ -6,7 +6,7 @@
 #include "rpcrdma/xdr.h"
 #include "tests/testing/byte_vectors.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 namespace {
 
 uint32_t Uniform(std::mt19937_64& rng, uint32_t lo, uint32_t hi) {
@@ -260,4 +260,4 @@ HandlerReply Answer(const IncomingCall& call) {
   return reply;
 }
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test

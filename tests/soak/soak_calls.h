@@ -16,7 +16,7 @@
 #include "rpcrdma/responder.h"
 #include "rpcrdma/types.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 
 inline constexpr uint32_t kProgram = 0x20000199;
 // Procedures. Every call's arguments start with two control words:
@@ -89,6 +89,6 @@ HandlerReply Answer(const IncomingCall& call);
 void PlanBackward(PlannedCall& call, uint32_t xid, uint32_t size,
                   std::mt19937_64& rng);
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_SOAK_SOAK_CALLS_H_

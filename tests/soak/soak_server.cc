@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 
 bool IsCleanStatus(absl::StatusCode code) {
   return code == absl::StatusCode::kOk ||
@@ -255,4 +255,4 @@ void SoakServer::CallBackward(ConnectionId connection, uint32_t size) {
       });
 }
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test

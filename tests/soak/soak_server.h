@@ -24,7 +24,7 @@
 #include "rpcrdma/server.h"
 #include "tests/soak/soak_calls.h"
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 
 // The only ways a call may fail in the soak (channel.h).
 bool IsCleanStatus(absl::StatusCode code);
@@ -114,6 +114,6 @@ class SoakServer {
   std::thread thread_;
 };
 
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test
 
 #endif  // RPCRDMA_TESTS_SOAK_SOAK_SERVER_H_

@@ -70,7 +70,7 @@
 #include "tests/soak/cut_proxy.h"
 #endif
 
-namespace rpcrdma::soak {
+namespace rpcrdma::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -536,7 +536,7 @@ uint64_t FlagOrEnv(int argc, char** argv, const char* flag, const char* env,
 }
 
 }  // namespace
-}  // namespace rpcrdma::soak
+}  // namespace rpcrdma::test
 
 int main(int argc, char** argv) {
   // One malloc arena for every thread: freed memory then collects where
@@ -544,17 +544,17 @@ int main(int argc, char** argv) {
   // still allocated, not how many per-thread arenas were ever created.
   mallopt(M_ARENA_MAX, 1);
   ::testing::InitGoogleTest(&argc, argv);
-  using rpcrdma::soak::FlagOrEnv;
-  rpcrdma::soak::g_seconds =
+  using rpcrdma::test::FlagOrEnv;
+  rpcrdma::test::g_seconds =
       FlagOrEnv(argc, argv, "soak_seconds", "RPCRDMA_SOAK_SECONDS", 60);
-  rpcrdma::soak::g_seed = FlagOrEnv(
+  rpcrdma::test::g_seed = FlagOrEnv(
       argc, argv, "soak_seed", "RPCRDMA_SOAK_SEED", std::random_device{}());
-  rpcrdma::soak::g_cut_interval_ms =
+  rpcrdma::test::g_cut_interval_ms =
       FlagOrEnv(argc, argv, "soak_cut_ms", "RPCRDMA_SOAK_CUT_MS", 150);
-  rpcrdma::soak::g_remote_invalidation =
+  rpcrdma::test::g_remote_invalidation =
       FlagOrEnv(argc, argv, "soak_remote_invalidation",
                 "RPCRDMA_SOAK_REMOTE_INVALIDATION", 1);
-  rpcrdma::soak::g_version =
+  rpcrdma::test::g_version =
       FlagOrEnv(argc, argv, "soak_version", "RPCRDMA_SOAK_VERSION", 1);
 #ifdef RPCRDMA_SOAK_VERBS
   if (rpcrdma::test::ProbeVerbsDevice().empty()) return 1;
