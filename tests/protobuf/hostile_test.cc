@@ -16,13 +16,12 @@
 #include "rpcrdma/rpc_msg.h"
 #include "rpcrdma/xdr.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/raw_peer.h"
 
 namespace rpcrdma::test {
 
 using protobuf::Channel;
 using protobuf::ClientContext;
-using protobuf::kProgramVersion;
-using protobuf::ProgramNumberFor;
 
 namespace {
 
@@ -135,37 +134,10 @@ const Case kCases[] = {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-// A test server over soft+unix and a raw rpcrdma::Channel to it, for
-// calls written by hand; `raw` is null (with the failure reported) when
-// either could not be made.
-struct RawPeer {
-  std::unique_ptr<TestServer> server;
-  std::unique_ptr<::rpcrdma::Channel> raw;
-};
-
-RawPeer StartRawPeer() {
-  RawPeer peer;
-  peer.server = StartTestServer(TestUri("unix"));
-  EXPECT_NE(peer.server, nullptr);
-  if (peer.server == nullptr) return peer;
-  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
-      ::rpcrdma::Channel::Create(peer.server->server->uri(), {});
-  EXPECT_TRUE(raw.ok()) << raw.status();
-  if (raw.ok()) peer.raw = *std::move(raw);
-  return peer;
-}
-
 // A raw call of rpcrdma_test.Echo's `procedure`: its RFC 5531 header, the
 // body for the test to write after it.
 CallRequest EchoCall(uint32_t xid, uint32_t procedure) {
-  CallRequest call;
-  CallHeader header;
-  header.xid = xid;
-  header.program = ProgramNumberFor("rpcrdma_test.Echo");
-  header.version = kProgramVersion;
-  header.procedure = procedure;
-  EXPECT_TRUE(EncodeCallHeader(header, call.xdr).ok());
-  return call;
+  return RawServiceCall("rpcrdma_test.Echo", xid, procedure);
 }
 
 // The status a reply body opens with (protobuf/README.md, "Call and reply

@@ -19,16 +19,15 @@
 #include "rpcrdma/rpc_msg.h"
 #include "rpcrdma/xdr.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/raw_peer.h"
 
 namespace rpcrdma::test {
 namespace {
 
 using protobuf::kDefaultMaxStreamsPerConnection;
 using protobuf::kDefaultStreamBuffer;
-using protobuf::kProgramVersion;
 using protobuf::kStreamCancelProcedure;
 using protobuf::kStreamNextProcedure;
-using protobuf::ProgramNumberFor;
 using protobuf::ServiceSetOptions;
 using protobuf::StreamCounters;
 
@@ -37,14 +36,7 @@ using ::testing::HasSubstr;
 constexpr uint32_t kWatch = 1;  // Ticker.Watch, method 0
 
 CallRequest TickerCall(uint32_t xid, uint32_t procedure) {
-  CallRequest call;
-  CallHeader header;
-  header.xid = xid;
-  header.program = ProgramNumberFor("rpcrdma_test.Ticker");
-  header.version = kProgramVersion;
-  header.procedure = procedure;
-  EXPECT_TRUE(EncodeCallHeader(header, call.xdr).ok());
-  return call;
+  return RawServiceCall("rpcrdma_test.Ticker", xid, procedure);
 }
 
 // The reply's body after an accepted SUCCESS header, or why there is none.
@@ -127,23 +119,6 @@ absl::StatusOr<Item> NextRaw(::rpcrdma::Channel& raw, uint32_t xid,
     }
   }
   return item;
-}
-
-struct RawPeer {
-  std::unique_ptr<TestServer> server;
-  std::unique_ptr<::rpcrdma::Channel> raw;
-};
-
-RawPeer StartRawPeer() {
-  RawPeer peer;
-  peer.server = StartTestServer(TestUri("unix"));
-  EXPECT_NE(peer.server, nullptr);
-  if (peer.server == nullptr) return peer;
-  absl::StatusOr<std::unique_ptr<::rpcrdma::Channel>> raw =
-      ::rpcrdma::Channel::Create(peer.server->server->uri(), {});
-  EXPECT_TRUE(raw.ok()) << raw.status();
-  if (raw.ok()) peer.raw = *std::move(raw);
-  return peer;
 }
 
 // Polls `done` for up to 30 s (the server acts on its own threads).
