@@ -47,9 +47,10 @@ Channel::~Channel() {
 }
 
 absl::Status Channel::Shutdown(Deadline deadline) {
-  if (core_->InLoopThread()) {
+  if (core_->InOwnThread()) {
     return absl::FailedPreconditionError(
-        "channel: Shutdown from a callback of the Channel's own loop");
+        "channel: Shutdown from a callback or backward handler of the "
+        "Channel");
   }
   return core_->Shutdown(deadline);
 }

@@ -462,7 +462,9 @@ absl::Status ChannelCore::ShutdownOnce(Deadline deadline) {
   driver_.RunOutcomes(o);
   // Outcomes handed to the loop before now run before the Channel is gone.
   driver_.loop()->RunSync([] {});
-  handler_pool_.reset();  // runs what was handed to it, then joins
+  // Runs what was handed to it, then joins; the pool stays for
+  // InOwnThread, which another thread may be asking meanwhile.
+  if (handler_pool_ != nullptr) handler_pool_->Stop();
   return drained;
 }
 

@@ -69,6 +69,12 @@ class ChannelCore final : public ConnectionDriver::Owner,
   // Channel::Shutdown (channel.h); OK at once after the first.
   absl::Status Shutdown(Deadline deadline);
   bool InLoopThread() const { return driver_.loop()->InLoopThread(); }
+  // The loop or a backward handler thread: where Shutdown would wait for
+  // itself.
+  bool InOwnThread() const {
+    return InLoopThread() ||
+           (handler_pool_ != nullptr && handler_pool_->InWorkerThread());
+  }
 
   Counters counters() const;
   Metrics metrics() const;

@@ -134,7 +134,9 @@ absl::Status ServerCore::ShutdownOnce(Deadline deadline) {
   for (const auto& loop : RuntimeAccess::Loops(*runtime_).loops()) {
     loop->RunSync([] {});
   }
-  pool_.reset();  // runs what was handed to it, then joins
+  // Runs what was handed to it, then joins; the pool stays for
+  // InServerThread, which another thread may be asking meanwhile.
+  if (pool_ != nullptr) pool_->Stop();
   listener_.reset();
   return drained;
 }

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -32,33 +33,51 @@ class WorkerPool {
         pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
         Work();
       });
+      worker_ids_.push_back(workers_.back().get_id());
     }
   }
-  // Runs every job already submitted, then joins the workers.
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : workers_) t.join();
+  ~WorkerPool() { Stop(); }
+
+  // Runs every job already submitted, then joins the workers; a job
+  // submitted afterwards runs on the submitting thread. Once only: a later
+  // call, or one racing it, waits for nothing. The pool itself stays, so
+  // that InWorkerThread may be asked from any thread while it stops (an
+  // owner that freed the pool to stop it would race with that question).
+  void Stop() {
+    std::call_once(stopped_, [this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
+      }
+      cv_.notify_all();
+      for (std::thread& t : workers_) t.join();
+      joined_.store(true, std::memory_order_release);
+    });
   }
 
   void Submit(Job job) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) {
+        lock.unlock();
+        run_(job);  // stopped: no worker may be left to take it
+        return;
+      }
       jobs_.push_back(std::move(job));
       if (idle_ == 0) return;  // a busy worker takes it next
     }
     cv_.notify_one();
   }
 
-  size_t threads() const { return workers_.size(); }
-  // True on one of this pool's workers (whose destruction would then wait
-  // for itself).
+  size_t threads() const { return worker_ids_.size(); }
+  // True on one of this pool's workers (whose Stop would then wait for
+  // itself). The ids are fixed at construction, so this reads nothing a
+  // stopping pool writes; once the workers are joined their ids may be
+  // reused by other threads, and the answer is false.
   bool InWorkerThread() const {
-    for (const std::thread& t : workers_) {
-      if (t.get_id() == std::this_thread::get_id()) return true;
+    if (joined_.load(std::memory_order_acquire)) return false;
+    for (const std::thread::id id : worker_ids_) {
+      if (id == std::this_thread::get_id()) return true;
     }
     return false;
   }
@@ -90,6 +109,9 @@ class WorkerPool {
   size_t idle_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::vector<std::thread::id> worker_ids_;
+  std::once_flag stopped_;
+  std::atomic<bool> joined_{false};
 };
 
 }  // namespace rpcrdma::runtime

@@ -3,6 +3,8 @@
 // by, backward calls included (RFC 8167), and Shutdown bounds the drain by
 // a deadline and leaves the endpoint refusing calls.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 #include <vector>
@@ -171,6 +173,79 @@ TEST_P(ApiTest, ServerShutdownEndsConnectionsAndRefusesBackwardCalls) {
   EXPECT_EQ(call.id(), CallId());
   EXPECT_EQ(Wait(call).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(server_->Shutdown().ok());
+}
+
+// A handler on the Server's handler threads that calls Shutdown while
+// another thread's Shutdown is joining those threads is refused, as from
+// any of the Server's threads; it must not wait for a Shutdown that waits
+// for it.
+TEST_P(ApiTest,
+       ServerShutdownFromAHandlerThreadDuringAnotherShutdownIsRefused) {
+  config::TransportConfig config = Config();
+  config.mutable_execution()->set_handler_threads(1);
+  std::promise<void> entered;
+  std::promise<void> shutting_down;
+  std::promise<absl::Status> from_handler;
+  std::unique_ptr<Server> server;
+  auto created = Server::Create(
+      GetParam().listen_uri(), config, [&](IncomingCall, Responder) {
+        entered.set_value();
+        shutting_down.get_future().wait();
+        // Give the other Shutdown time to reach the handler threads.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        from_handler.set_value(server->Shutdown());
+      });
+  ASSERT_TRUE(created.ok()) << created.status();
+  server = std::move(*created);
+  auto channel = Channel::Create(server->uri(), config);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  CallFuture call = (*channel)->Call(HeldCall(0xC701));
+  entered.get_future().wait();
+  std::future<absl::Status> other = std::async(std::launch::async, [&] {
+    shutting_down.set_value();
+    return server->Shutdown(DeadlineIn(std::chrono::seconds(0)));
+  });
+  if (other.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    // Both Shutdowns wait for each other; nothing can unwind that.
+    ADD_FAILURE() << "Shutdown from a handler thread deadlocked with the "
+                     "Shutdown joining it";
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  EXPECT_EQ(from_handler.get_future().get().code(),
+            absl::StatusCode::kFailedPrecondition);
+  Wait(call).IgnoreError();
+}
+
+// A backward handler on the Channel's handler threads (RFC 8167) that
+// calls the Channel's Shutdown is refused: Shutdown joins those threads.
+TEST_P(ApiTest, Rfc8167_ChannelShutdownFromABackwardHandlerThreadIsRefused) {
+  StartServer(Config());
+  config::TransportConfig config = Config();
+  config.mutable_execution()->set_handler_threads(1);
+  std::promise<absl::Status> from_handler;
+  std::unique_ptr<Channel> channel;
+  auto created = Channel::Create(
+      server_->uri(), config, [&](IncomingCall call, Responder responder) {
+        from_handler.set_value(channel->Shutdown());
+        EXPECT_TRUE(responder.Send(Answer(call)).ok());
+      });
+  ASSERT_TRUE(created.ok()) << created.status();
+  channel = std::move(*created);
+  CallRequest probe;
+  probe.xdr = CallHeader(0xC801, kNull);
+  probe.max_reply_size = 64;
+  ASSERT_TRUE(channel->BlockingCall(std::move(probe)).ok());
+  const ConnectionId connection = Received(0xC801).connection;
+  CallRequest backward;
+  backward.xdr = CallHeader(0xC802, kNull);
+  backward.max_reply_size = 64;
+  CallFuture call = server_->Call(connection, std::move(backward));
+  std::future<absl::Status> refused = from_handler.get_future();
+  ASSERT_EQ(refused.wait_for(std::chrono::seconds(60)),
+            std::future_status::ready);
+  EXPECT_EQ(refused.get().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Wait(call).ok());
 }
 
 }  // namespace

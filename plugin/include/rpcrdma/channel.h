@@ -167,8 +167,9 @@ class Channel {
   // when `deadline` passed first (a provider that never flushes): the
   // connection's resources are then released without waiting further,
   // which destroying the queue pair makes safe. Calls made afterwards fail
-  // with UNAVAILABLE; a second Shutdown returns OK at once. Must not be
-  // called from a callback of this Channel.
+  // with UNAVAILABLE; a second Shutdown returns OK at once. From a
+  // callback or backward handler of this Channel, where it would wait for
+  // itself, it is FAILED_PRECONDITION.
   absl::Status Shutdown(Deadline deadline = DeadlineIn(kShutdownDrain));
 
   // Four ways to call. Every call ends by its deadline (CallRequest::

@@ -130,8 +130,9 @@ class Server {
   // naming how many had not and how long it waited, when `deadline`
   // passed first (a provider that never flushes): those are then released
   // without waiting further, which destroying their queue pairs makes
-  // safe. A second Shutdown returns OK at once. Must not be called from a
-  // handler or callback of this Server.
+  // safe. A second Shutdown returns OK at once. From a handler or callback
+  // of this Server, where it would wait for itself, it is
+  // FAILED_PRECONDITION (also while another thread's Shutdown runs).
   absl::Status Shutdown(Deadline deadline = DeadlineIn(kShutdownDrain));
 
   // Backward-direction call (RFC 8167) to the client on `connection` (an
