@@ -100,7 +100,13 @@ absl::Status ServerCore::ShutdownOnce(Deadline deadline) {
   const Clock::time_point since = Clock::now();
   if (listener_watch_ != nullptr) {
     listener_loop_->Remove(listener_watch_.get());
+    // Once the loop has run past the removal, Accept is not running: the
+    // listener closes now, not after the drain, so that a client
+    // connecting meanwhile is refused at once instead of waiting in the
+    // backlog for a handshake nobody will answer.
+    listener_loop_->RunSync([] {});
     listener_watch_.reset();
+    listener_.reset();
   }
   std::vector<std::shared_ptr<ServerConnection>> conns;
   {
@@ -137,7 +143,6 @@ absl::Status ServerCore::ShutdownOnce(Deadline deadline) {
   // Runs what was handed to it, then joins; the pool stays for
   // InServerThread, which another thread may be asking meanwhile.
   if (pool_ != nullptr) pool_->Stop();
-  listener_.reset();
   return drained;
 }
 

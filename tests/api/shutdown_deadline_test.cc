@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -96,6 +97,43 @@ TEST_F(ShutdownDeadlineTest,
   EXPECT_LT(waited, Server::kShutdownDrain / 2);
   EXPECT_EQ(server->connections(), 0u);
   EXPECT_TRUE(server->Shutdown().ok()) << "a second Shutdown has no work";
+}
+
+// While a Server's Shutdown waits for its connections to drain, it no
+// longer listens: a client connecting then is refused at once, instead of
+// waiting in the listener's backlog for a handshake nobody answers (and
+// being told, when the listener finally closed, that the address may not
+// be an rpcrdma server).
+TEST_F(ShutdownDeadlineTest, AShuttingDownServerRefusesNewClientsAtOnce) {
+  fabric::SetSoftFabricOptionsForTesting(NeverCompletes());
+  std::unique_ptr<Server> server = MakeServer();
+  ASSERT_NE(server, nullptr);
+  fabric::SetSoftFabricOptionsForTesting({});
+  std::unique_ptr<Channel> channel = MakeChannel(*server);
+  ASSERT_NE(channel, nullptr);
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(20);
+  while (server->connections() == 0 && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(server->connections(), 1u);
+  const std::string uri = server->uri();
+  constexpr milliseconds kDrainDeadline{4000};
+  std::thread shutdown([&] {
+    EXPECT_EQ(server->Shutdown(DeadlineIn(kDrainDeadline)).code(),
+              absl::StatusCode::kDeadlineExceeded);
+  });
+  // Shutdown is under way (it stops listening before it waits).
+  std::this_thread::sleep_for(milliseconds(200));
+  config::TransportConfig config;
+  config.mutable_timeouts()->set_connect_ms(2000);
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::unique_ptr<Channel>> late = Channel::Create(uri, config);
+  const Clock::duration waited = Clock::now() - start;
+  shutdown.join();
+  ASSERT_FALSE(late.ok());
+  EXPECT_LT(waited, milliseconds(1000)) << late.status();
+  EXPECT_EQ(late.status().message().find("handshake"), absl::string_view::npos)
+      << late.status();
 }
 
 // The same endpoints drain at once with a provider that completes: OK.
