@@ -46,6 +46,23 @@ class ShutdownDeadlineTest : public ::testing::Test {
     EXPECT_TRUE(channel.ok()) << channel.status();
     return channel.ok() ? std::move(*channel) : nullptr;
   }
+  // A Server whose fabric never completes what it posts, and a Channel
+  // connected to it: the Server's connection never drains.
+  static void ConnectToAServerThatNeverDrains(
+      std::unique_ptr<Server>& server, std::unique_ptr<Channel>& channel) {
+    fabric::SetSoftFabricOptionsForTesting(NeverCompletes());
+    server = MakeServer();
+    ASSERT_NE(server, nullptr);
+    fabric::SetSoftFabricOptionsForTesting({});
+    channel = MakeChannel(*server);
+    ASSERT_NE(channel, nullptr);
+    // The accept is the listener's; the connection exists once it is seen.
+    const Clock::time_point until = Clock::now() + std::chrono::seconds(20);
+    while (server->connections() == 0 && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_EQ(server->connections(), 1u);
+  }
 };
 
 TEST_F(ShutdownDeadlineTest, AChannelThatNeverDrainsEndsAtItsShutdownDeadline) {
@@ -73,18 +90,9 @@ TEST_F(ShutdownDeadlineTest, AChannelThatNeverDrainsEndsAtItsShutdownDeadline) {
 
 TEST_F(ShutdownDeadlineTest,
        AServerWhoseConnectionNeverDrainsEndsAtItsDeadline) {
-  fabric::SetSoftFabricOptionsForTesting(NeverCompletes());
-  std::unique_ptr<Server> server = MakeServer();
-  ASSERT_NE(server, nullptr);
-  fabric::SetSoftFabricOptionsForTesting({});
-  std::unique_ptr<Channel> channel = MakeChannel(*server);
-  ASSERT_NE(channel, nullptr);
-  // The accept is the listener's; the connection exists once it is seen.
-  const Clock::time_point until = Clock::now() + std::chrono::seconds(20);
-  while (server->connections() == 0 && Clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  ASSERT_EQ(server->connections(), 1u);
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Channel> channel;
+  ASSERT_NO_FATAL_FAILURE(ConnectToAServerThatNeverDrains(server, channel));
 
   const Clock::time_point start = Clock::now();
   absl::Status drained = server->Shutdown(DeadlineIn(kDeadline));
@@ -105,17 +113,9 @@ TEST_F(ShutdownDeadlineTest,
 // being told, when the listener finally closed, that the address may not
 // be an rpcrdma server).
 TEST_F(ShutdownDeadlineTest, AShuttingDownServerRefusesNewClientsAtOnce) {
-  fabric::SetSoftFabricOptionsForTesting(NeverCompletes());
-  std::unique_ptr<Server> server = MakeServer();
-  ASSERT_NE(server, nullptr);
-  fabric::SetSoftFabricOptionsForTesting({});
-  std::unique_ptr<Channel> channel = MakeChannel(*server);
-  ASSERT_NE(channel, nullptr);
-  const Clock::time_point until = Clock::now() + std::chrono::seconds(20);
-  while (server->connections() == 0 && Clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  ASSERT_EQ(server->connections(), 1u);
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Channel> channel;
+  ASSERT_NO_FATAL_FAILURE(ConnectToAServerThatNeverDrains(server, channel));
   const std::string uri = server->uri();
   constexpr milliseconds kDrainDeadline{4000};
   std::thread shutdown([&] {
