@@ -41,7 +41,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -55,6 +54,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/api/call_runner.h"
 #include "bench/api/ratio_reporter.h"
+#include "bench/api/server_fork.h"
 #include "bench/api/thrift_baseline.h"
 #include "bench/api/tirpc_baseline.h"
 #ifdef RPCRDMA_BENCH_HAVE_BRIDGE
@@ -104,7 +104,6 @@ Endpoints& Served() {
 // each byte the parent writes to `alive` asks for the child's heap
 // allocations so far, which it writes to `report`.
 [[noreturn]] void Serve(int report, int alive) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
   const config::TransportConfig config;
   auto unix_server = Server::Create(
       absl::StrCat("soft+unix://@rpcrdma-two-process-", getpid()), config,
@@ -144,38 +143,15 @@ Endpoints& Served() {
 }
 
 void StartServerProcess() {
-  int report[2], alive[2];
-  if (pipe(report) != 0 || pipe(alive) != 0) Fail("pipe failed");
-  const pid_t child = fork();
-  if (child < 0) Fail("fork failed");
-  if (child == 0) {
-    close(report[0]);
-    close(alive[1]);
-    Serve(report[1], alive[0]);
-  }
-  close(report[1]);
-  close(alive[0]);  // alive[1] stays open until this process exits
-  std::string line;
-  char c;
-  while (read(report[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  std::istringstream fields(line);
+  absl::StatusOr<ForkedServer> server = ForkServer(Serve);
+  if (!server.ok()) Fail(std::string(server.status().message()));
+  std::istringstream fields(server->line);
   Endpoints& e = Served();
-  e.ask = alive[1];
-  e.answer = report[0];
+  e.ask = server->alive;
+  e.answer = server->report;
   if (!(fields >> e.soft_unix >> e.soft_tcp >> e.thrift_buffered >>
         e.thrift_framed >> e.tirpc >> e.bridge)) {
-    // Still running, it would wait for this process to go: ask it only
-    // whether it ended.
-    int status = 0;
-    const bool ended = waitpid(child, &status, WNOHANG) == child;
-    Fail(absl::StrCat(
-        "the server process did not start its servers (it reported \"", line,
-        "\"",
-        !ended ? ""
-        : WIFEXITED(status)
-            ? absl::StrCat("; exit status ", WEXITSTATUS(status))
-            : absl::StrCat("; signal ", WTERMSIG(status)),
-        ")"));
+    Fail(ServerDidNotStart(*server));
   }
 }
 
@@ -202,13 +178,6 @@ void StartLoad(int processes) {
       for (;;) spin = spin + 1;
     }
   }
-}
-
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string one, five;
-  file >> one >> five;
-  return absl::StrCat(one, " ", five);
 }
 
 std::unique_ptr<Channel> Connect(benchmark::State& state,

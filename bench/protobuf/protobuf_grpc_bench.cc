@@ -35,16 +35,12 @@
 // among them). Built only when grpc++ and grpc_cpp_plugin are installed:
 // gRPC is this benchmark's, never the library's.
 #include <benchmark/benchmark.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -55,6 +51,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bench/api/ratio_reporter.h"
+#include "bench/api/server_fork.h"
 #include "grpcpp/grpcpp.h"
 #include "rpcrdma/protobuf/channel.h"
 #include "rpcrdma/protobuf/service.h"
@@ -179,7 +176,6 @@ std::unique_ptr<RdmaServer> StartRdmaServer(const std::string& uri) {
 // The child: starts the servers, writes where they listen as one line to
 // `report`, and serves until the parent goes (its end of `alive` closes).
 [[noreturn]] void Serve(int report, int alive) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::unique_ptr<RdmaServer> unix_server = StartRdmaServer(
       absl::StrCat("soft+unix://@rpcrdma-protobuf-grpc-bench-", getpid()));
   std::unique_ptr<RdmaServer> tcp_server =
@@ -210,42 +206,14 @@ std::unique_ptr<RdmaServer> StartRdmaServer(const std::string& uri) {
 }
 
 void StartServerProcess() {
-  int report[2], alive[2];
-  if (pipe(report) != 0 || pipe(alive) != 0) Fail("pipe failed");
-  const pid_t child = fork();
-  if (child < 0) Fail("fork failed");
-  if (child == 0) {
-    close(report[0]);
-    close(alive[1]);
-    Serve(report[1], alive[0]);
-  }
-  close(report[1]);
-  close(alive[0]);  // alive[1] stays open until this process exits
-  std::string line;
-  char c;
-  while (read(report[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  close(report[0]);
-  std::istringstream fields(line);
+  absl::StatusOr<ForkedServer> server = ForkServer(Serve);
+  if (!server.ok()) Fail(std::string(server.status().message()));
+  close(server->report);
+  std::istringstream fields(server->line);
   Endpoints& e = Served();
   if (!(fields >> e.soft_unix >> e.soft_tcp >> e.grpc_port)) {
-    int status = 0;
-    const bool ended = waitpid(child, &status, WNOHANG) == child;
-    Fail(absl::StrCat(
-        "the server process did not start its servers (it reported \"", line,
-        "\"",
-        !ended ? ""
-        : WIFEXITED(status)
-            ? absl::StrCat("; exit status ", WEXITSTATUS(status))
-            : absl::StrCat("; signal ", WTERMSIG(status)),
-        ")"));
+    Fail(ServerDidNotStart(*server));
   }
-}
-
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string one, five;
-  file >> one >> five;
-  return absl::StrCat(one, " ", five);
 }
 
 // ---- the baseline and the ratios --------------------------------------------
