@@ -75,10 +75,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a busy-polling loop or BlockingCall polls before it sleeps, in
+// the rows that measure what busy polling costs or saves.
+constexpr uint32_t kBusyPollUs = 200;
+
+config::TransportConfig BusyPolling() {
+  config::TransportConfig config;
+  config.mutable_execution()->set_busy_poll_us(kBusyPollUs);
+  return config;
+}
+
 // Where the server process listens.
 struct Endpoints {
   std::string soft_unix;
   std::string soft_tcp;
+  // The soft_unix server with execution.busy_poll_us = kBusyPollUs.
+  std::string soft_unix_busy_poll;
   int thrift_buffered = 0;
   int thrift_framed = 0;
   int tirpc = 0;
@@ -110,7 +122,10 @@ Endpoints& Served() {
       perf::ServeCall);
   auto tcp_server =
       Server::Create("soft+tcp://127.0.0.1:0", config, perf::ServeCall);
-  if (!unix_server.ok() || !tcp_server.ok()) _exit(2);
+  auto busy_server = Server::Create(
+      absl::StrCat("soft+unix://@rpcrdma-two-process-busy-", getpid()),
+      BusyPolling(), perf::ServeCall);
+  if (!unix_server.ok() || !tcp_server.ok() || !busy_server.ok()) _exit(2);
   auto buffered = ThriftServer::Start(ThriftServer::Kind::kSimple,
                                       ThriftFraming::kBuffered);
   auto framed =
@@ -124,9 +139,10 @@ Endpoints& Served() {
       config);
   bridge_uri = bridge.uri();
 #endif
-  const std::string line = absl::StrCat(
-      (*unix_server)->uri(), " ", (*tcp_server)->uri(), " ", buffered->port(),
-      " ", framed->port(), " ", tirpc->port(), " ", bridge_uri, "\n");
+  const std::string line =
+      absl::StrCat((*unix_server)->uri(), " ", (*tcp_server)->uri(), " ",
+                   buffered->port(), " ", framed->port(), " ", tirpc->port(),
+                   " ", bridge_uri, " ", (*busy_server)->uri(), "\n");
   if (write(report, line.data(), line.size()) !=
       static_cast<ssize_t>(line.size())) {
     _exit(4);
@@ -150,7 +166,7 @@ void StartServerProcess() {
   e.ask = server->alive;
   e.answer = server->report;
   if (!(fields >> e.soft_unix >> e.soft_tcp >> e.thrift_buffered >>
-        e.thrift_framed >> e.tirpc >> e.bridge)) {
+        e.thrift_framed >> e.tirpc >> e.bridge >> e.soft_unix_busy_poll)) {
     Fail(ServerDidNotStart(*server));
   }
 }
@@ -180,9 +196,10 @@ void StartLoad(int processes) {
   }
 }
 
-std::unique_ptr<Channel> Connect(benchmark::State& state,
-                                 const std::string& uri) {
-  auto channel = Channel::Create(uri, config::TransportConfig());
+std::unique_ptr<Channel> Connect(
+    benchmark::State& state, const std::string& uri,
+    const config::TransportConfig& config = config::TransportConfig()) {
+  auto channel = Channel::Create(uri, config);
   if (!channel.ok()) {
     state.SkipWithError(std::string(channel.status().message()).c_str());
     return nullptr;
@@ -192,8 +209,11 @@ std::unique_ptr<Channel> Connect(benchmark::State& state,
 
 // ---- null calls -------------------------------------------------------------
 
-void NullCallBlocking(benchmark::State& state, const std::string* uri) {
-  std::unique_ptr<Channel> channel = Connect(state, *uri);
+// `busy_poll`: the Channel polls too (the server does for its own URI).
+void NullCallBlocking(benchmark::State& state, const std::string* uri,
+                      bool busy_poll) {
+  std::unique_ptr<Channel> channel = Connect(
+      state, *uri, busy_poll ? BusyPolling() : config::TransportConfig());
   if (channel == nullptr) return;
   uint32_t xid = 1;
   RunNullCalls(
@@ -439,15 +459,22 @@ void Register() {
   using benchmark::RegisterBenchmark;
   static const std::string* unix_uri = &Served().soft_unix;
   static const std::string* tcp_uri = &Served().soft_tcp;
+  static const std::string* busy_uri = &Served().soft_unix_busy_poll;
   RegisterBenchmark("NullCall/rpcrdma_soft_unix_blocking", NullCallBlocking,
-                    unix_uri)
+                    unix_uri, false)
+      ->UseRealTime();
+  // Both processes poll before sleeping (execution.busy_poll_us): on a
+  // machine with fewer free cores than polling threads it costs more than
+  // it saves; this row says which on the machine it runs on.
+  RegisterBenchmark("NullCall/rpcrdma_soft_unix_blocking_busy_poll",
+                    NullCallBlocking, busy_uri, true)
       ->UseRealTime();
   RegisterBenchmark("NullCall/rpcrdma_soft_unix_callback", NullCallCallback)
       ->UseRealTime();
   RegisterBenchmark("NullCall/rpcrdma_soft_unix_future", NullCallFuture)
       ->UseRealTime();
   RegisterBenchmark("NullCall/rpcrdma_soft_tcp_blocking", NullCallBlocking,
-                    tcp_uri)
+                    tcp_uri, false)
       ->UseRealTime();
   RegisterBenchmark("NullCall/thrift_buffered", NullCallThrift,
                     ThriftFraming::kBuffered)
