@@ -21,6 +21,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -174,8 +175,14 @@ Status Watch(rdma::BlobStore::Stub& stub, const std::string& prefix,
 }
 
 Status Run(const std::string& uri, const std::vector<std::string>& args) {
+  protobuf::ChannelOptions options;
+  // Every unary call here sets its own deadline, and a watch has none: it
+  // lasts until the server ends it. Without this, the transport's default
+  // request deadline (60 s) would bound the calls a stream reads through,
+  // and end a watch that saw no change for that long.
+  options.transport.mutable_timeouts()->set_request_deadline_ms(0);
   absl::StatusOr<std::shared_ptr<protobuf::Channel>> channel =
-      protobuf::Channel::Create(uri);
+      protobuf::Channel::Create(uri, std::move(options));
   if (!channel.ok()) return channel.status();
   rdma::BlobStore::Stub stub(*channel);
   const std::string& command = args[0];
