@@ -42,6 +42,8 @@ using ::rpcrdma::protobuf::Status;
 // reply may hold beyond it (the revision, the message's framing).
 constexpr uint32_t kMaxValueBytes = 16 << 20;
 constexpr uint32_t kReplySlack = 64 << 10;
+// What a reply other than Get's and List's may hold.
+constexpr uint32_t kSmallReplyBytes = 64 << 10;
 // A List answers at most 1000 keys of at most 1 KiB.
 constexpr uint32_t kMaxListReplyBytes = 2 << 20;
 // Generous for a 16 MiB value on a slow machine (or a VM under emulation).
@@ -181,6 +183,11 @@ Status Run(const std::string& uri, const std::vector<std::string>& args) {
   // request deadline (60 s) would bound the calls a stream reads through,
   // and end a watch that saw no change for that long.
   options.transport.mutable_timeouts()->set_request_deadline_ms(0);
+  // The reply chunk every call offers, and a stream offers for each
+  // message it has asked for: the transport sets that much aside per call
+  // (on RDMA hardware, registers it). Put, Delete and each Change are
+  // small; Get and List ask for more on their own call.
+  options.max_reply_size = kSmallReplyBytes;
   absl::StatusOr<std::shared_ptr<protobuf::Channel>> channel =
       protobuf::Channel::Create(uri, std::move(options));
   if (!channel.ok()) return channel.status();
