@@ -35,6 +35,8 @@ using ::rpcrdma::protobuf::Status;
 
 // How often an idle watch looks whether its client has gone.
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(100);
+// The largest limits.max_call_size the transport takes (config.proto).
+constexpr uint64_t kMostCallSize = 268435456;
 // How long a stopping server waits for its watches' ends to be sent.
 constexpr absl::Duration kWatchEndWait = absl::Seconds(5);
 
@@ -159,8 +161,16 @@ int Serve(const Flags& flags) {
   config::TransportConfig config;
   // The largest Put: the largest value, its key and the headers. The
   // transport refuses a larger call before reading any of it.
-  config.mutable_limits()->set_max_call_size(static_cast<uint32_t>(
-      flags.limits.max_value_bytes + flags.limits.max_key_bytes + 4096));
+  const uint64_t max_call_size =
+      flags.limits.max_value_bytes + flags.limits.max_key_bytes + 4096;
+  if (max_call_size > kMostCallSize) {
+    std::fprintf(stderr, "blob_store_server: --max-value-bytes: at most %llu\n",
+                 static_cast<unsigned long long>(
+                     kMostCallSize - flags.limits.max_key_bytes - 4096));
+    return 2;
+  }
+  config.mutable_limits()->set_max_call_size(
+      static_cast<uint32_t>(max_call_size));
   // Handlers copy values of up to max_value_bytes: off the loop threads.
   config.mutable_execution()->set_handler_threads(2);
   ServerOptions options;
