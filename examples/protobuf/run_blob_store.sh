@@ -113,8 +113,8 @@ expect_error INVALID_ARGUMENT put "" "$work/1k"
 expect_error INVALID_ARGUMENT get "$(head -c 1025 /dev/zero | tr '\0' k)" -
 expect_error RESOURCE_EXHAUSTED put blob-too-large "$work/too_large"
 expect_error RESOURCE_EXHAUSTED put blob-third "$work/16m"
-client get blob-16m "$work/16m.again" && cmp "$work/16m" "$work/16m.again" ||
-  fail "blob-16m after the refused puts"
+client get blob-16m "$work/16m.again" || fail "get blob-16m again"
+cmp "$work/16m" "$work/16m.again" || fail "blob-16m after the refused puts"
 
 # The prefix watcher saw exactly the changes of its keys, in order, and
 # stopped after the sixth; the other saw "other" too.
