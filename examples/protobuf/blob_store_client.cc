@@ -91,8 +91,8 @@ Status WriteFile(const std::string& path, const std::string& contents) {
              : absl::DataLossError(absl::StrCat("cannot write ", path));
 }
 
-Status Put(rdma::BlobStore::Stub& stub, const std::string& key,
-           const std::string& path) {
+Status Put(protobuf::Channel& channel, rdma::BlobStore::Stub& stub,
+           const std::string& key, const std::string& path) {
   PutRequest request;
   request.set_key(key);
   if (Status s = ReadFile(path, request.mutable_value()); !s.ok()) return s;
@@ -100,11 +100,17 @@ Status Put(rdma::BlobStore::Stub& stub, const std::string& key,
   ClientContext context;
   context.set_timeout(kCallTimeout);
   // A value of 4 KiB or more is not copied into the call: the server reads
-  // it from request.value()'s own memory by RDMA Read.
+  // it from request.value()'s own memory by RDMA Read. The transport's
+  // counters tell which way this one went.
+  const uint64_t read_chunk_calls =
+      channel.transport().counters().read_chunk_calls;
   if (Status s = stub.Put(&context, request, &reply); !s.ok()) return s;
-  std::printf("put %s %zu octets at revision %llu\n", key.c_str(),
+  const bool as_chunk =
+      channel.transport().counters().read_chunk_calls > read_chunk_calls;
+  std::printf("put %s %zu octets at revision %llu (value %s)\n", key.c_str(),
               request.value().size(),
-              static_cast<unsigned long long>(reply.revision()));
+              static_cast<unsigned long long>(reply.revision()),
+              as_chunk ? "in a read chunk" : "inline");
   return absl::OkStatus();
 }
 
@@ -193,7 +199,9 @@ Status Run(const std::string& uri, const std::vector<std::string>& args) {
   if (!channel.ok()) return channel.status();
   rdma::BlobStore::Stub stub(*channel);
   const std::string& command = args[0];
-  if (command == "put" && args.size() == 3) return Put(stub, args[1], args[2]);
+  if (command == "put" && args.size() == 3) {
+    return Put(**channel, stub, args[1], args[2]);
+  }
   if (command == "get" && args.size() == 3) return Get(stub, args[1], args[2]);
   if (command == "delete" && args.size() == 2) return Delete(stub, args[1]);
   if (command == "list" && args.size() <= 2) {

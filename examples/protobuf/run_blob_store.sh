@@ -78,13 +78,17 @@ head -c 1024 /dev/urandom >"$work/1k"
 head -c $((1 << 20)) /dev/urandom >"$work/1m"
 head -c $((16 << 20)) /dev/urandom >"$work/16m"
 for f in empty 1k 1m 16m; do
-  client put "blob-$f" "$work/$f" >/dev/null || fail "put blob-$f"
+  client put "blob-$f" "$work/$f" >"$work/put.out" || fail "put blob-$f"
+  # At or above the 4096-octet bulk threshold the value is a chunk.
+  case $f in empty | 1k) way=inline ;; *) way="in a read chunk" ;; esac
+  grep -q "(value $way)\$" "$work/put.out" ||
+    fail "put blob-$f: $(cat "$work/put.out"), expected the value $way"
   client get "blob-$f" "$work/$f.back" || fail "get blob-$f"
   cmp "$work/$f" "$work/$f.back" || fail "blob-$f read back differs"
   sum=$(sha256sum <"$work/$f" | cut -d' ' -f1)
   back=$(sha256sum <"$work/$f.back" | cut -d' ' -f1)
   [ "$sum" = "$back" ] || fail "blob-$f: sha256 $sum, read back $back"
-  echo "put, get blob-$f ($(stat -c %s "$work/$f") octets, sha256 ${sum:0:16}...)  ok"
+  echo "put ($way), get blob-$f ($(stat -c %s "$work/$f") octets, sha256 ${sum:0:16}...)  ok"
 done
 client put other "$work/1k" >/dev/null || fail "put other"
 client put blob-second "$work/16m" >/dev/null || fail "put blob-second"
