@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "protobuf/runtime/bulk_fields.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/test_schemes.h"
 
 namespace rpcrdma::test {
 
@@ -143,8 +144,8 @@ TEST_P(BulkTest, Rfc8166_3_4_5_ArrivesIntactAndAboveThresholdAsReadChunk) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    SoftFabric, BulkTest,
-    ::testing::Combine(::testing::Values("unix", "tcp"),
+    Transports, BulkTest,
+    ::testing::Combine(::testing::ValuesIn(TestSchemes()),
                        ::testing::Values(Place::kTop, Place::kNested,
                                          Place::kRepeated,
                                          Place::kRepeatedNested, Place::kMap,

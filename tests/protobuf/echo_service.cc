@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -178,6 +179,13 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
 std::string TestUri(const std::string& scheme) {
   static std::atomic<int> next{0};
   if (scheme == "tcp") return "soft+tcp://127.0.0.1:0";
+  if (scheme == "rdma") {
+    // The VM's RDMA device (its harness sets RPCRDMA_TEST_ADDR): rdma-cm
+    // cannot route to 127.0.0.1 over Soft-RoCE.
+    const char* host = std::getenv("RPCRDMA_TEST_ADDR");
+    return absl::StrCat(
+        "rdma://", host != nullptr && *host != '\0' ? host : "192.0.2.1", ":0");
+  }
   return absl::StrCat("soft+unix://@rpcrdma-protobuf-test-", ProcessTag(), "-",
                       next++);
 }

@@ -90,7 +90,8 @@ struct TestServer {
 std::unique_ptr<TestServer> StartTestServer(
     const std::string& uri, protobuf::ServiceSetOptions options = {});
 
-// "unix": an abstract Unix socket of this process; "tcp": a free port.
+// "unix": an abstract Unix socket of this process; "tcp": a free port;
+// "rdma": a free port on the Soft-RoCE device of the test VM.
 std::string TestUri(const std::string& scheme);
 
 // Replies of up to 20 MiB (the 16 MiB bulk tests).

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/test_schemes.h"
 
 namespace rpcrdma::test {
 namespace {
@@ -375,8 +376,8 @@ TEST(StreamWithoutObserverTest, StreamsServeWithoutTheConnectionObserver) {
   EXPECT_TRUE(reader->Finish().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(SoftFabric, StreamTest,
-                         ::testing::Values("unix", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Transports, StreamTest,
+                         ::testing::ValuesIn(TestSchemes()),
                          [](const auto& param_info) {
                            return param_info.param;
                          });

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/test_schemes.h"
 
 namespace rpcrdma::test {
 
@@ -121,11 +122,15 @@ TEST_P(UnaryTest, ServerContextNamesThePeer) {
   ASSERT_TRUE(echo_->Echo(&context, request, &response).ok());
   ASSERT_EQ(context.trailing_metadata().count("peer"), 1u);
   const std::string peer = context.trailing_metadata().find("peer")->second;
-  // A TCP client is named by its address; a Unix-domain one, which has
-  // none, by the server's own URI (rpcrdma::ServerConnectionEvent::peer).
-  EXPECT_THAT(
-      peer, ::testing::StartsWith(GetParam() == "tcp" ? "soft+tcp://127.0.0.1:"
-                                                      : "soft+unix://@"));
+  // A TCP or RDMA client is named by its address; a Unix-domain one,
+  // which has none, by the server's own URI
+  // (rpcrdma::ServerConnectionEvent::peer).
+  const std::string& scheme = GetParam();
+  const std::string server_uri = server_->server->uri();
+  EXPECT_THAT(peer, ::testing::StartsWith(
+                        scheme == "unix"
+                            ? "soft+unix://@"
+                            : server_uri.substr(0, server_uri.rfind(':') + 1)));
 }
 
 TEST_P(UnaryTest, TooMuchMetadataIsRefusedBeforeSending) {
@@ -287,8 +292,8 @@ TEST(WaitForReadyTest, CallWaitsForTheReconnectInsteadOfFailing) {
   EXPECT_EQ(response.text(), "after the restart");
 }
 
-INSTANTIATE_TEST_SUITE_P(SoftFabric, UnaryTest,
-                         ::testing::Values("unix", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Transports, UnaryTest,
+                         ::testing::ValuesIn(TestSchemes()),
                          [](const auto& param_info) {
                            return param_info.param;
                          });
