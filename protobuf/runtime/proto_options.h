@@ -14,7 +14,8 @@ namespace rpcrdma::protobuf::runtime {
 Ddp DdpOf(const google::protobuf::FieldDescriptor& field);
 
 // The method's (rpcrdma.protobuf.reply_chunks); empty when not given.
-const ReplyChunks& ReplyChunksOf(const google::protobuf::MethodDescriptor& method);
+const ReplyChunks& ReplyChunksOf(
+    const google::protobuf::MethodDescriptor& method);
 
 }  // namespace rpcrdma::protobuf::runtime
 

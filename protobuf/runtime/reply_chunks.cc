@@ -33,8 +33,7 @@ absl::Status ReplyChunkOffer::Prepare(const MethodDescriptor& method,
                                       Message& response) {
   context_ = &context;
   response_ = &response;
-  auto& receives =
-      CallBinding::bulk_receives(context);
+  auto& receives = CallBinding::bulk_receives(context);
   const Descriptor& type = *response.GetDescriptor();
   std::vector<int> order;
   for (size_t r = 0; r < receives.size(); ++r) {
@@ -44,8 +43,8 @@ absl::Status ReplyChunkOffer::Prepare(const MethodDescriptor& method,
     if (field == nullptr || field->type() != FieldDescriptor::TYPE_BYTES ||
         field->is_repeated()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "ReceiveBulkInto(", receives[r].field_number, "): ",
-          type.full_name(), " has no singular bytes field of that number"));
+          "ReceiveBulkInto(", receives[r].field_number, "): ", type.full_name(),
+          " has no singular bytes field of that number"));
     }
     if (receives[r].memory.empty()) {
       // The transport exposes no empty memory (nor could a value land in
@@ -86,9 +85,9 @@ absl::Status ReplyChunkOffer::Prepare(const MethodDescriptor& method,
   chunks_.resize(sizes.size());
   for (size_t j = 0; j < sizes.size(); ++j) {
     if (sizes[j] == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reply bulk size ", j, " of ", method.full_name(),
-          " is 0 octets; a write chunk holds at least one"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reply bulk size ", j, " of ", method.full_name(),
+                       " is 0 octets; a write chunk holds at least one"));
     }
     // Not initialized by hand: the server's RDMA Writes fill what is used,
     // and the rest is cut off before the value reaches the response.
@@ -143,8 +142,7 @@ absl::Status ReplyChunkOffer::Take(uint32_t index, uint32_t length,
   // An earlier field of the response went as a bulk value and took this
   // chunk: it goes to its own field, and DeliverReceives copies the field
   // this memory is for.
-  bulk.value.assign(reinterpret_cast<const char*>(chunk.memory.data()),
-                    length);
+  bulk.value.assign(reinterpret_cast<const char*>(chunk.memory.data()), length);
   return absl::OkStatus();
 }
 
@@ -161,8 +159,7 @@ absl::Status ReplyChunkOffer::CheckUnusedChunks() const {
 
 absl::Status ReplyChunkOffer::DeliverReceives() {
   if (context_ == nullptr) return absl::OkStatus();
-  auto& receives =
-      CallBinding::bulk_receives(*context_);
+  auto& receives = CallBinding::bulk_receives(*context_);
   const google::protobuf::Reflection* reflection = response_->GetReflection();
   for (size_t r = 0; r < receives.size(); ++r) {
     if (landed_[r]) continue;
@@ -172,10 +169,10 @@ absl::Status ReplyChunkOffer::DeliverReceives() {
     const std::string& value =
         reflection->GetStringReference(*response_, field, &scratch);
     if (value.size() > receives[r].memory.size()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "field ", field->full_name(), " of the reply holds ", value.size(),
-          " octets, more than the ", receives[r].memory.size(),
-          " given by ReceiveBulkInto"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("field ", field->full_name(), " of the reply holds ",
+                       value.size(), " octets, more than the ",
+                       receives[r].memory.size(), " given by ReceiveBulkInto"));
     }
     // A value small enough to travel in the message: the one copy it
     // would have had anyway.

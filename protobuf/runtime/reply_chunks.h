@@ -73,8 +73,7 @@ class ReplyChunkOffer : public ChunkedValues {
 // (IncomingCall::write_chunk_capacities): RESOURCE_EXHAUSTED naming the
 // value, its size and the chunk's when a value is larger than its chunk.
 absl::Status CheckReplyFitsWriteChunks(
-    const std::vector<BulkValue>& bulk,
-    const std::vector<uint64_t>& capacities,
+    const std::vector<BulkValue>& bulk, const std::vector<uint64_t>& capacities,
     const google::protobuf::Descriptor& response_type);
 
 }  // namespace rpcrdma::protobuf::runtime

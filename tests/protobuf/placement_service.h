@@ -43,7 +43,8 @@ struct PlacementServer {
   std::unique_ptr<::rpcrdma::Server> server;
 };
 // Serving on `uri` ("unix" or "tcp", as TestUri); null when it could not.
-std::unique_ptr<PlacementServer> StartPlacementServer(const std::string& scheme);
+std::unique_ptr<PlacementServer> StartPlacementServer(
+    const std::string& scheme);
 // Connected to it, accepting replies of up to 20 MiB in the reply chunk.
 std::shared_ptr<protobuf::Channel> PlacementChannel(const PlacementServer& s);
 
