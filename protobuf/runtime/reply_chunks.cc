@@ -72,8 +72,9 @@ absl::Status ReplyChunkOffer::Prepare(const MethodDescriptor& method,
              receives[static_cast<size_t>(b)].field_number;
     });
     for (int r : order) {
-      chunks_.push_back(
-          {.memory = receives[static_cast<size_t>(r)].memory, .receive = r});
+      Chunk& chunk = chunks_.emplace_back();
+      chunk.memory = receives[static_cast<size_t>(r)].memory;
+      chunk.receive = r;
     }
     return absl::OkStatus();
   }
