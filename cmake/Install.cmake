@@ -111,6 +111,8 @@ install(TARGETS protoc-gen-rpcrdma
 file(GLOB rpcrdma_protobuf_headers CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/protobuf/include/rpcrdma/protobuf/*.h)
 install(FILES ${rpcrdma_protobuf_headers}
+              ${PROJECT_SOURCE_DIR}/protobuf/include/rpcrdma/protobuf/options.proto
+              ${PROJECT_BINARY_DIR}/protobuf/include/rpcrdma/protobuf/options.pb.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpcrdma/protobuf
         COMPONENT protobuf_dev)
 install(EXPORT rpcrdmaProtobufTargets NAMESPACE rpcrdma::

@@ -21,9 +21,15 @@ function(rpcrdma_protobuf_generate)
   endif()
   if(TARGET protoc-gen-rpcrdma)
     set(plugin $<TARGET_FILE:protoc-gen-rpcrdma>)
+    set(runtime rpcrdma_protobuf)
   else()
     set(plugin $<TARGET_FILE:rpcrdma::protoc-gen-rpcrdma>)
+    set(runtime rpcrdma::protobuf)
   endif()
+  # The runtime's include folders come after IMPORT_DIRS, so that a proto
+  # may import "rpcrdma/protobuf/options.proto".
+  set(runtime_includes
+      "-I$<JOIN:$<TARGET_PROPERTY:${runtime},INTERFACE_INCLUDE_DIRECTORIES>,$<SEMICOLON>-I>")
   set(includes)
   foreach(dir ${G_IMPORT_DIRS})
     get_filename_component(dir ${dir} ABSOLUTE)
@@ -53,10 +59,11 @@ function(rpcrdma_protobuf_generate)
       OUTPUT ${outputs}
       COMMAND protobuf::protoc --cpp_out=${G_OUT_DIR}
               --plugin=protoc-gen-rpcrdma=${plugin}
-              --rpcrdma_out=${G_OUT_DIR} ${includes} ${proto}
+              --rpcrdma_out=${G_OUT_DIR} ${includes} ${runtime_includes}
+              ${proto}
       DEPENDS ${proto} ${plugin} protobuf::protoc
       COMMENT "protoc with protoc-gen-rpcrdma on ${relative}"
-      VERBATIM)
+      VERBATIM COMMAND_EXPAND_LISTS)
     # protoc's own output is not ours to keep warning-free; ours is.
     set_source_files_properties(${G_OUT_DIR}/${base}.pb.cc
                                 PROPERTIES COMPILE_OPTIONS -w)

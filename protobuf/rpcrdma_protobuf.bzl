@@ -11,7 +11,8 @@ def rpcrdma_proto_library(name, srcs, proto_root = "", deps = [], **kwargs):
       proto_root: the folder (relative to this package) protoc imports
         from; users include "path/from/root/NAME.rpcrdma.pb.h".
       deps: cc_library targets of the imported protos' classes (protobuf's
-        own well-known types come with //bazel/system:protobuf).
+        own well-known types come with //bazel/system:protobuf, and
+        "rpcrdma/protobuf/options.proto" with this rule).
       **kwargs: passed to both cc_library rules (testonly, visibility).
     """
     package = native.package_name()
@@ -24,13 +25,20 @@ def rpcrdma_proto_library(name, srcs, proto_root = "", deps = [], **kwargs):
         bases.append(prefix + src[len(prefix):-len(".proto")])
     pb = [b + ext for b in bases for ext in [".pb.h", ".pb.cc"]]
     ours = [b + ext for b in bases for ext in [".rpcrdma.pb.h", ".rpcrdma.pb.cc"]]
+    options = "//protobuf:include/rpcrdma/protobuf/options.proto"
     native.genrule(
         name = name + "_gen",
-        srcs = srcs,
+        # options.proto for its imports only: protoc -I finds it.
+        srcs = srcs + [options],
         outs = pb + ours,
         tools = ["//protobuf:protoc-gen-rpcrdma"],
-        cmd = ("protoc -I%s --plugin=protoc-gen-rpcrdma=$(location //protobuf:protoc-gen-rpcrdma) " +
-               "--cpp_out=$(GENDIR)/%s --rpcrdma_out=$(GENDIR)/%s $(SRCS)") % (root, root, root),
+        cmd = ("protoc -I%s -Iprotobuf/include --plugin=protoc-gen-rpcrdma=$(location //protobuf:protoc-gen-rpcrdma) " +
+               "--cpp_out=$(GENDIR)/%s --rpcrdma_out=$(GENDIR)/%s %s") % (
+            root,
+            root,
+            root,
+            " ".join(["$(location %s)" % src for src in srcs]),
+        ),
     )
     strip = "/" + root
     native.cc_library(
@@ -40,7 +48,10 @@ def rpcrdma_proto_library(name, srcs, proto_root = "", deps = [], **kwargs):
         # protoc's own output is not ours to keep warning-free.
         copts = ["-w"],
         strip_include_prefix = strip,
-        deps = deps + ["//bazel/system:protobuf"],
+        deps = deps + [
+            "//bazel/system:protobuf",
+            "//protobuf:options_cc_proto",
+        ],
         **kwargs
     )
     native.cc_library(

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "protobuf/runtime/proto_options.h"
 
 namespace rpcrdma::protobuf::runtime {
 namespace {
@@ -62,6 +63,10 @@ void Extract(Message& message, size_t threshold,
     if (field->is_extension()) continue;
     const auto number = static_cast<uint32_t>(field->number());
     if (IsBytes(field)) {
+      // (rpcrdma.protobuf.ddp) overrides the threshold either way.
+      const Ddp ddp = DdpOf(*field);
+      if (ddp == DDP_NEVER) continue;
+      const size_t at_least = ddp == DDP_ALWAYS ? 0 : threshold;
       const int n = field->is_repeated() ? r->FieldSize(message, field) : 1;
       for (int i = 0; i < n; ++i) {
         std::string scratch;
@@ -71,7 +76,7 @@ void Extract(Message& message, size_t threshold,
                 : r->GetStringReference(message, field, &scratch);
         // A field kept in another representation (a Cord) comes back as
         // `scratch`; moving that out would gain nothing: it stays inline.
-        if (held.size() < threshold || &held == &scratch) continue;
+        if (held.size() < at_least || &held == &scratch) continue;
         path.push_back({number, static_cast<uint32_t>(i)});
         // The message's own string: reflection offers no mutable access
         // to a string field, and a move keeps the octets where the

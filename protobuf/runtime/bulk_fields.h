@@ -35,7 +35,9 @@ struct BulkValue {
 
 // Moves every `bytes` field (singular, repeated, in nested messages, map
 // values and oneofs; not extensions) of at least `threshold` octets (and
-// at least one) out of `message`, leaving it empty, without copying.
+// at least one) out of `message`, leaving it empty, without copying. A
+// field's (rpcrdma.protobuf.ddp) overrides the threshold: DDP_ALWAYS moves
+// every value (an empty one too), DDP_NEVER none.
 std::vector<BulkValue> ExtractBulkFields(google::protobuf::Message& message,
                                          size_t threshold);
 

@@ -11,6 +11,8 @@
 #include "absl/synchronization/mutex.h"
 #include "protobuf/runtime/bulk_fields.h"
 #include "protobuf/runtime/client_stream.h"
+#include "protobuf/runtime/proto_options.h"
+#include "protobuf/runtime/reply_chunks.h"
 #include "protobuf/runtime/reply_status.h"
 #include "protobuf/runtime/wire_codec.h"
 #include "rpcrdma/protobuf/program.h"
@@ -62,6 +64,19 @@ class Channel::UnaryCall {
         read_result_(std::move(read_result)) {}
   ~UnaryCall() { GiveBackBulk(); }
 
+  // A unary call's: the reply's payload goes into `response`, its first
+  // bulk values through the write chunks the call offers.
+  absl::Status ExpectResponse(Message& response) {
+    read_result_ = [this, &response](XdrReader& in) {
+      if (Status s = runtime::ReadPayload(in, response, &reply_chunks_);
+          !s.ok()) {
+        return s;
+      }
+      return reply_chunks_.CheckUnusedChunks();
+    };
+    return reply_chunks_.Prepare(method_, context_, response);
+  }
+
   absl::StatusOr<CallRequest> Build(uint32_t xid, uint32_t program,
                                     const MethodDescriptor& method,
                                     size_t threshold, uint32_t max_reply) {
@@ -97,6 +112,7 @@ class Channel::UnaryCall {
     for (const BulkItem& item : items) {
       call.arguments.push_back({item.position, item.octets});
     }
+    call.results = reply_chunks_.results();
     call.max_reply_size = max_reply;
     call.wait_for_ready = context_.wait_for_ready();
     return call;
@@ -118,6 +134,7 @@ class Channel::UnaryCall {
   Status Finish(absl::StatusOr<Reply> reply) {
     GiveBackBulk();
     if (!reply.ok()) return reply.status();
+    reply_chunks_.set_result_lengths(std::move(reply->result_lengths));
     absl::StatusOr<DecodedReply> decoded = DecodeReplyHeader(reply->xdr.span());
     if (!decoded.ok()) {
       return absl::InternalError(
@@ -132,7 +149,8 @@ class Channel::UnaryCall {
                                               method_.full_name(),
                                               " is malformed: ", s.message()));
     }
-    return handler_status;
+    if (!handler_status.ok()) return handler_status;
+    return reply_chunks_.DeliverReceives();
   }
 
   ClientContext& context() { return context_; }
@@ -157,6 +175,7 @@ class Channel::UnaryCall {
   const MethodDescriptor& method_;
   ResultReader read_result_;
   std::vector<BulkValue> bulk_;
+  runtime::ReplyChunkOffer reply_chunks_;
 };
 
 absl::StatusOr<std::shared_ptr<Channel>> Channel::Create(
@@ -183,6 +202,12 @@ uint32_t Channel::MaxReplySize(const MethodDescriptor& method,
   if (context.max_reply_size() != 0) return context.max_reply_size();
   auto it = options_.max_reply_size_by_method.find(method.full_name());
   if (it != options_.max_reply_size_by_method.end()) return it->second;
+  // The .proto's (rpcrdma.protobuf.reply_chunks).max_size: below the
+  // configuration, which may know the deployment better.
+  if (const uint32_t declared = runtime::ReplyChunksOf(method).max_size();
+      declared != 0) {
+    return declared;
+  }
   return options_.max_reply_size;
 }
 
@@ -192,9 +217,8 @@ Status Channel::CallUnary(uint32_t program, const MethodDescriptor& method,
   if (CallBinding::Cancelled(context)) {
     return absl::CancelledError("the call was cancelled before it started");
   }
-  UnaryCall call(context, request, method, [&response](XdrReader& in) {
-    return runtime::ReadPayload(in, response);
-  });
+  UnaryCall call(context, request, method, nullptr);
+  if (Status s = call.ExpectResponse(response); !s.ok()) return s;
   absl::StatusOr<CallRequest> built =
       call.Build(next_xid_.fetch_add(1), program, method,
                  options_.bulk_threshold, MaxReplySize(method, context));
@@ -214,10 +238,11 @@ void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
     done(absl::CancelledError("the call was cancelled before it started"));
     return;
   }
-  auto call = std::make_shared<UnaryCall>(
-      context, request, method, [&response](XdrReader& in) {
-        return runtime::ReadPayload(in, response);
-      });
+  auto call = std::make_shared<UnaryCall>(context, request, method, nullptr);
+  if (Status s = call->ExpectResponse(response); !s.ok()) {
+    done(std::move(s));
+    return;
+  }
   absl::StatusOr<CallRequest> built =
       call->Build(next_xid_.fetch_add(1), program, method,
                   options_.bulk_threshold, MaxReplySize(method, context));

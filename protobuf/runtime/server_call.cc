@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/message.h"
 #include "protobuf/runtime/bulk_fields.h"
+#include "protobuf/runtime/reply_chunks.h"
 #include "protobuf/runtime/wire_codec.h"
 #include "rpcrdma/xdr.h"
 
@@ -95,6 +96,16 @@ void ServerCallState::Answer(absl::Status status) {
   // to the transport and keeps them until it has sent them.
   auto bulk = std::make_shared<std::vector<runtime::BulkValue>>(
       runtime::ExtractBulkFields(*response_, bulk_threshold_));
+  // A value larger than its write chunk would make the transport answer
+  // ERR_CHUNK, which tells the client nothing: a status says which.
+  if (absl::Status s = runtime::CheckReplyFitsWriteChunks(
+          *bulk, write_chunks_, *method_.output_type());
+      !s.ok()) {
+    std::vector<uint8_t> refused = AcceptedHeader(xid_, AcceptStat::kSuccess);
+    AppendStatus(s, context_.trailing_metadata(), refused);
+    (void)responder_.Send(HandlerReply(std::move(refused)));
+    return;
+  }
   std::vector<runtime::BulkItem> items;
   if (absl::Status s = runtime::AppendPayload(*response_, *bulk, xdr, items);
       !s.ok()) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +32,13 @@ class ServerCallState {
   void SetCallInfo(ConnectionId connection, std::string peer,
                    uint32_t timeout_ms, Metadata metadata);
 
+  // The octets of each write chunk the call offered
+  // (IncomingCall::write_chunk_capacities): the reply's first bulk values
+  // go there (protobuf/README.md, "Replies").
+  void SetWriteChunks(std::vector<uint64_t> capacities) {
+    write_chunks_ = std::move(capacities);
+  }
+
   // Sends the reply: the response's bulk fields are lent to the transport
   // (moved out of the response, which the reply keeps alive until sent).
   void Answer(absl::Status status);
@@ -47,6 +55,7 @@ class ServerCallState {
   uint32_t xid_;
   Responder responder_;
   size_t bulk_threshold_;
+  std::vector<uint64_t> write_chunks_;
   ServerContext context_;
   std::unique_ptr<google::protobuf::Message> request_;
   std::unique_ptr<google::protobuf::Message> response_;

@@ -189,6 +189,7 @@ class ServiceSet::Dispatcher {
     auto state = std::make_shared<ServerCallState>(
         *service->descriptor()->method(index), h.xid, std::move(responder),
         options_.bulk_threshold);
+    state->SetWriteChunks(std::move(call.write_chunk_capacities));
     uint32_t timeout_ms = 0;
     Metadata metadata;
     absl::Status s = body.ReadUint32("timeout_ms", &timeout_ms);

@@ -130,7 +130,8 @@ absl::Status AppendPayload(const google::protobuf::Message& message,
   return absl::OkStatus();
 }
 
-absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message) {
+absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message,
+                         ChunkedValues* chunked) {
   absl::Span<const uint8_t> serialized;
   if (absl::Status s = in.ReadVarOpaque(
           "message", std::numeric_limits<int32_t>::max(), &serialized);
@@ -173,6 +174,15 @@ absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message) {
       if (absl::Status s = in.ReadUint32("path index", &step.index); !s.ok()) {
         return s;
       }
+    }
+    if (chunked != nullptr && i < chunked->count()) {
+      uint32_t length = 0;
+      if (absl::Status s = in.ReadUint32("bulk length", &length); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = chunked->Take(i, length, bulk); !s.ok()) return s;
+      if (absl::Status s = restorer.Restore(bulk); !s.ok()) return s;
+      continue;
     }
     absl::Span<const uint8_t> value;
     // The length is checked against the octets received before any copy.

@@ -72,8 +72,24 @@ absl::Status AppendPayload(const google::protobuf::Message& message,
                            const std::vector<BulkValue>& bulk,
                            std::vector<uint8_t>& out,
                            std::vector<BulkItem>& items);
-// Parses a payload (with every value back in the stream) into `message`.
-absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message);
+// The bulk values a reply carried in write chunks (RFC 8166 §3.4.7): the
+// first count() of the payload, of which the reduced stream keeps only the
+// length word (protobuf/README.md, "Replies").
+class ChunkedValues {
+ public:
+  virtual ~ChunkedValues() = default;
+  virtual uint32_t count() const = 0;
+  // Value `index` (below count()), `length` octets as its length word
+  // says: its octets into `bulk.value` (whose path is read), or why the
+  // write chunk does not hold them.
+  virtual absl::Status Take(uint32_t index, uint32_t length,
+                            BulkValue& bulk) = 0;
+};
+
+// Parses a payload (with every value back in the stream, or the first
+// ones in `chunked`'s write chunks) into `message`.
+absl::Status ReadPayload(XdrReader& in, google::protobuf::Message& message,
+                         ChunkedValues* chunked = nullptr);
 
 }  // namespace rpcrdma::protobuf::runtime
 

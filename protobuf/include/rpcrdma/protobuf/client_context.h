@@ -10,9 +10,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "rpcrdma/ids.h"
 #include "rpcrdma/protobuf/metadata.h"
 
@@ -57,6 +60,40 @@ class ClientContext {
   void set_max_reply_size(uint32_t octets) { max_reply_size_ = octets; }
   uint32_t max_reply_size() const { return max_reply_size_; }
 
+  // Reply write chunks (protobuf/README.md, "Replies"): one per entry, of
+  // that many octets, for the reply's bulk values in path order, as the
+  // method's (rpcrdma.protobuf.reply_chunks).bulk_sizes, which this
+  // overrides. Unary calls only.
+  void set_reply_bulk_sizes(std::vector<uint32_t> octets) {
+    reply_bulk_sizes_ = std::move(octets);
+  }
+  const std::vector<uint32_t>& reply_bulk_sizes() const {
+    return reply_bulk_sizes_;
+  }
+
+  // Zero-copy receive: the response's `bytes` field `field_number` (a
+  // singular field of the top message) lands in `memory`, which the call
+  // offers as a write chunk the server writes straight into (RFC 8166
+  // §3.4.7); the response's field is left empty and bulk_received() says
+  // how many octets came. A value larger than `memory` fails the call with
+  // RESOURCE_EXHAUSTED, with nothing written. Given, the receives are the
+  // call's write chunks (in field-number order) in place of
+  // reply_bulk_sizes. `memory` must not be empty, and must stay valid and
+  // untouched until the call completes. Unary calls only; at most one per
+  // field. (protobuf/README.md, "Receiving into the caller's memory".)
+  void ReceiveBulkInto(int field_number, absl::Span<uint8_t> memory) {
+    bulk_receives_.push_back({field_number, memory, std::nullopt});
+  }
+  // Once the call completed OK: the octets written at the start of the
+  // memory given for `field_number`; nullopt when none was given or the
+  // call failed.
+  std::optional<size_t> bulk_received(int field_number) const {
+    for (const BulkReceive& r : bulk_receives_) {
+      if (r.field_number == field_number) return r.received;
+    }
+    return std::nullopt;
+  }
+
   // Ends the call with CANCELLED if it has not completed (Channel::Cancel);
   // before the call starts, the call fails at once. Any thread. For a
   // unary call the server is not told: RPC-over-RDMA has no cancel message
@@ -69,6 +106,13 @@ class ClientContext {
 
  private:
   friend class CallBinding;
+  struct BulkReceive {
+    int field_number;
+    absl::Span<uint8_t> memory;
+    std::optional<size_t> received;
+  };
+  std::vector<uint32_t> reply_bulk_sizes_;
+  std::vector<BulkReceive> bulk_receives_;
   std::optional<Clock::time_point> deadline_;
   Metadata metadata_;
   Metadata trailing_metadata_;
@@ -99,6 +143,10 @@ class CallBinding {
   static void UnbindStream(ClientContext& context);
   static Metadata& trailing_metadata(ClientContext& context) {
     return context.trailing_metadata_;
+  }
+  static std::vector<ClientContext::BulkReceive>& bulk_receives(
+      ClientContext& context) {
+    return context.bulk_receives_;
   }
 };
 
