@@ -298,6 +298,14 @@ int RunDump(const std::vector<std::string>& args, std::istream& in,
     return kExitOk;
   }
   const bool pretty = absl::GetFlag(FLAGS_pretty);
+  const bool hex = absl::GetFlag(FLAGS_hex);
+  if (hex && operands->empty()) {
+    return Usage(err, "--hex needs at least one message");
+  }
+  if (!hex && operands->empty()) return Usage(err, "no capture file given");
+  if (!hex && operands->size() > 1) {
+    return Usage(err, "give exactly one capture file");
+  }
   std::optional<ProtobufServices> services;
   std::optional<ProtobufDecoder> protobuf;
   if (const std::string path = absl::GetFlag(FLAGS_proto_descriptor_set);
@@ -312,19 +320,9 @@ int RunDump(const std::vector<std::string>& args, std::istream& in,
     protobuf.emplace(*services);
   }
   ProtobufDecoder* decoder = protobuf ? &*protobuf : nullptr;
-  int status;
-  if (absl::GetFlag(FLAGS_hex)) {
-    if (operands->empty()) {
-      return Usage(err, "--hex needs at least one message");
-    }
-    status = RunHex(*operands, pretty, decoder, in, out, err);
-  } else {
-    if (operands->empty()) return Usage(err, "no capture file given");
-    if (operands->size() > 1) {
-      return Usage(err, "give exactly one capture file");
-    }
-    status = RunCapture((*operands)[0], pretty, decoder, out, err);
-  }
+  const int status =
+      hex ? RunHex(*operands, pretty, decoder, in, out, err)
+          : RunCapture((*operands)[0], pretty, decoder, out, err);
   out.flush();
   return status;
 }
