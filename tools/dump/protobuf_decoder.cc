@@ -262,4 +262,6 @@ std::optional<json> ProtobufDecoder::DecodeReply(
   return j;
 }
 
+#undef RPCRDMA_DUMP_RETURN_IF_ERROR
+
 }  // namespace rpcrdma::dump
