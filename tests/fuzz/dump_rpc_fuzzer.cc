@@ -1,6 +1,9 @@
 // Fuzzes what rpcrdma-dump makes of the RPC message an RPC-over-RDMA
-// message carries: the ONC RPC peek (oncrpc/rpc_peek.h) and the Thrift
-// bridge's (bridge/wire/thrift_xdr.h), through FormatMessage and FormatLine,
+// message carries: the ONC RPC peek (oncrpc/rpc_peek.h), the Thrift
+// bridge's (bridge/wire/thrift_xdr.h) and the protobuf adapter's decoder
+// (tools/dump/protobuf_decoder.h, given one service whose calls it
+// remembers across inputs, so a reply may meet its call), through
+// FormatMessage and FormatLine,
 // the functions the tool describes and prints each message with. The input
 // is the RPC message, put behind a version one RDMA_MSG header (RFC 8166
 // §4.2) and a version two RDMA2_MSG header
@@ -19,6 +22,8 @@
 #include "absl/types/span.h"
 #include "tests/testing/byte_vectors.h"
 #include "tools/dump/dump_format.h"
+#include "tools/dump/protobuf_decoder.h"
+#include "tools/dump/protobuf_services.h"
 
 namespace {
 
@@ -31,10 +36,23 @@ std::vector<uint8_t> Behind(std::initializer_list<uint32_t> header,
   return message;
 }
 
+// "fuzz.Svc", program 0x26fae85c: a unary method, a server-streaming one
+// and a bidirectional one.
+rpcrdma::dump::ProtobufDecoder& Decoder() {
+  static auto* services = new rpcrdma::dump::ProtobufServices(
+      *rpcrdma::dump::ProtobufServices::Create({{"fuzz.Svc",
+                                                 {{"Get", false, false},
+                                                  {"Watch", false, true},
+                                                  {"Chat", true, true}}}}));
+  static auto* decoder = new rpcrdma::dump::ProtobufDecoder(*services);
+  return *decoder;
+}
+
 void Check(absl::Span<const uint8_t> message) {
   std::optional<json> object;
   try {
-    object = rpcrdma::dump::FormatMessage(message, {1, std::nullopt});
+    object =
+        rpcrdma::dump::FormatMessage(message, {1, std::nullopt}, &Decoder());
   } catch (const std::exception&) {
     __builtin_trap();
   }

@@ -13,6 +13,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "tools/dump/dump_format.h"
+#include "tools/dump/protobuf_decoder.h"
+#include "tools/dump/protobuf_descriptor_set.h"
 #include "tools/flags/set_flags.h"
 #include "tools/pcap/pcap_reader.h"
 
@@ -24,13 +26,16 @@ ABSL_FLAG(bool, pretty, false, "indent the JSON");
 ABSL_FLAG(bool, hex, false, "hex mode: each operand is one message");
 ABSL_FLAG(bool, help, false, "print the usage text and exit");
 ABSL_FLAG(bool, version, false, "print the version and exit");
+ABSL_FLAG(std::string, proto_descriptor_set, "",
+          "FileDescriptorSet naming the protobuf services to decode");
 
 namespace rpcrdma::dump {
 namespace {
 
 constexpr absl::string_view kUsage = R"(Usage:
-  rpcrdma-dump [--pretty] FILE.pcap | FILE.pcapng | -
-  rpcrdma-dump [--pretty] --hex HEX...
+  rpcrdma-dump [--pretty] [--proto_descriptor_set FILE]
+               FILE.pcap | FILE.pcapng | -
+  rpcrdma-dump [--pretty] [--proto_descriptor_set FILE] --hex HEX...
   rpcrdma-dump --help | --version
 
 Prints one JSON object per RPC-over-RDMA message (version 1, RFC 8166, or
@@ -113,20 +118,59 @@ Keys (numbers are JSON integers):
               "thrift": {"method","seqid","type"} of the Thrift message;
               in method, as in any text a peer chose, an octet that is not
               part of valid UTF-8 and a control character are printed as
-              \xNN (two hex digits) and a backslash as two backslashes
+              \xNN (two hex digits) and a backslash as two backslashes.
+              With --proto_descriptor_set, for a call of one of its
+              protobuf services (protobuf/README.md) and for the reply to
+              such a call (matched by XID; a reply sent in a reply chunk
+              is not in the capture) also "protobuf", below
   error       why the message did not decode (with frame, alone)
+
+"protobuf" keys:
+  service     the service's full name ("pkg.Greeter"), whose program
+              number (derived from the name) the call addressed
+  procedure   NULL, NEXT, CANCEL (the stream control procedures), or the
+              number of a procedure no method of the service has; absent
+              for a method's own procedure
+  method      the method called, or whose stream a NEXT or CANCEL names
+              (when the stream's open was in the capture)
+  streaming   server, client or bidi for a streaming method's call
+  stream_id, seq
+              a NEXT's or CANCEL's arguments (on its reply too); on the
+              reply to a streaming method's call, the stream it opened
+  timeout_ms, metadata
+              a method call's time left and count of metadata pairs; on
+              a reply, metadata counts the trailing pairs
+  message_length, bulk
+              the octets of the serialized message and the count of bulk
+              fields (each its own RDMA chunk) of a call's request, a
+              unary reply's response or a NEXT's message
+  reply_stat  MSG_DENIED; accept_stat, when not SUCCESS: PROG_UNAVAIL,
+              PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR
+  item        a NEXT's reply: MESSAGE or END
+  code, message
+              a reply's status code (OK, CANCELLED, ..., UNAUTHENTICATED,
+              or the number) and its message when not empty, escaped as
+              method is
+  error       why the call or reply body did not decode (the keys before
+              it were read)
 
 Options (Abseil flags: one or two dashes, --pretty=false or --nopretty to
 turn one off; options and operands may be mixed; "--" ends the options):
   --pretty    indent the JSON
   --hex       hex mode
+  --proto_descriptor_set FILE
+              decode the protobuf adapter's messages of the services in
+              FILE, a FileDescriptorSet (protoc --include_imports
+              --descriptor_set_out=FILE)
   --help, -h  this text
   --version   the version
 
 Exit status:
   0  the input was read, even if some messages were malformed
   1  the input could not be read (no such file, not a capture, a cut-short
-     capture, unsupported link type, a bad hex line on standard input)
+     capture, unsupported link type, a bad hex line on standard input), or
+     the descriptor set could not be read, is not a FileDescriptorSet,
+     names no service or gives two services one program number
   2  usage error (unknown option, missing or extra argument, bad hex
      argument)
 )";
@@ -143,9 +187,10 @@ int Usage(std::ostream& err, absl::string_view problem) {
 
 // Formats one hex-mode message; `index` is its 1-based number.
 void DumpHexMessage(const std::vector<uint8_t>& message, uint64_t index,
-                    bool pretty, std::ostream& out, std::ostream& err) {
+                    bool pretty, ProtobufDecoder* protobuf, std::ostream& out,
+                    std::ostream& err) {
   std::optional<nlohmann::json> j =
-      FormatMessage(message, MessageContext{index, std::nullopt});
+      FormatMessage(message, MessageContext{index, std::nullopt}, protobuf);
   if (j) {
     Print(out, *j, pretty);
   } else {
@@ -155,8 +200,9 @@ void DumpHexMessage(const std::vector<uint8_t>& message, uint64_t index,
   }
 }
 
-int RunHex(const std::vector<std::string>& args, bool pretty, std::istream& in,
-           std::ostream& out, std::ostream& err) {
+int RunHex(const std::vector<std::string>& args, bool pretty,
+           ProtobufDecoder* protobuf, std::istream& in, std::ostream& out,
+           std::ostream& err) {
   // Check every argument before printing anything.
   std::vector<std::optional<std::vector<uint8_t>>> messages;
   for (const std::string& a : args) {
@@ -175,7 +221,7 @@ int RunHex(const std::vector<std::string>& args, bool pretty, std::istream& in,
   uint64_t index = 0;
   for (const auto& m : messages) {
     if (m) {
-      DumpHexMessage(*m, ++index, pretty, out, err);
+      DumpHexMessage(*m, ++index, pretty, protobuf, out, err);
       continue;
     }
     std::string line;
@@ -191,7 +237,7 @@ int RunHex(const std::vector<std::string>& args, bool pretty, std::istream& in,
         status = kExitUnreadable;
         continue;
       }
-      DumpHexMessage(*bytes, ++index, pretty, out, err);
+      DumpHexMessage(*bytes, ++index, pretty, protobuf, out, err);
     }
     if (in.bad()) {
       err << "rpcrdma-dump: reading standard input failed\n";
@@ -201,8 +247,8 @@ int RunHex(const std::vector<std::string>& args, bool pretty, std::istream& in,
   return status;
 }
 
-int RunCapture(const std::string& path, bool pretty, std::ostream& out,
-               std::ostream& err) {
+int RunCapture(const std::string& path, bool pretty, ProtobufDecoder* protobuf,
+               std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::unique_ptr<pcap::PcapReader>> reader =
       pcap::PcapReader::Open(path);
   if (!reader.ok()) {
@@ -222,8 +268,8 @@ int RunCapture(const std::string& path, bool pretty, std::ostream& out,
       continue;
     }
     const auto& m = std::get<pcap::SendMessage>(**record);
-    std::optional<nlohmann::json> j =
-        FormatMessage(m.payload, MessageContext{m.frame, m.invalidate_rkey});
+    std::optional<nlohmann::json> j = FormatMessage(
+        m.payload, MessageContext{m.frame, m.invalidate_rkey}, protobuf);
     if (j) Print(out, *j, pretty);
   }
 }
@@ -240,6 +286,7 @@ int RunDump(const std::vector<std::string>& args, std::istream& in,
        {&FLAGS_pretty, &FLAGS_hex, &FLAGS_help, &FLAGS_version}) {
     absl::SetFlag(option, false);
   }
+  absl::SetFlag(&FLAGS_proto_descriptor_set, "");
   absl::StatusOr<std::vector<std::string>> operands = tools::SetFlags(args);
   if (!operands.ok()) return Usage(err, operands.status().message());
   if (absl::GetFlag(FLAGS_help)) {
@@ -251,19 +298,31 @@ int RunDump(const std::vector<std::string>& args, std::istream& in,
     return kExitOk;
   }
   const bool pretty = absl::GetFlag(FLAGS_pretty);
-  int status;
-  if (absl::GetFlag(FLAGS_hex)) {
-    if (operands->empty()) {
-      return Usage(err, "--hex needs at least one message");
-    }
-    status = RunHex(*operands, pretty, in, out, err);
-  } else {
-    if (operands->empty()) return Usage(err, "no capture file given");
-    if (operands->size() > 1) {
-      return Usage(err, "give exactly one capture file");
-    }
-    status = RunCapture((*operands)[0], pretty, out, err);
+  const bool hex = absl::GetFlag(FLAGS_hex);
+  if (hex && operands->empty()) {
+    return Usage(err, "--hex needs at least one message");
   }
+  if (!hex && operands->empty()) return Usage(err, "no capture file given");
+  if (!hex && operands->size() > 1) {
+    return Usage(err, "give exactly one capture file");
+  }
+  std::optional<ProtobufServices> services;
+  std::optional<ProtobufDecoder> protobuf;
+  if (const std::string path = absl::GetFlag(FLAGS_proto_descriptor_set);
+      !path.empty()) {
+    absl::StatusOr<ProtobufServices> read = ReadDescriptorSetFile(path);
+    if (!read.ok()) {
+      err << "rpcrdma-dump: --proto_descriptor_set " << read.status().message()
+          << '\n';
+      return kExitUnreadable;
+    }
+    services = std::move(*read);
+    protobuf.emplace(*services);
+  }
+  ProtobufDecoder* decoder = protobuf ? &*protobuf : nullptr;
+  const int status =
+      hex ? RunHex(*operands, pretty, decoder, in, out, err)
+          : RunCapture((*operands)[0], pretty, decoder, out, err);
   out.flush();
   return status;
 }

@@ -55,7 +55,8 @@ void AddChunkLists(const ChunkLists& lists, json& j) {
 }
 
 // The RPC message that follows an RDMA_MSG / RDMA_MSGP / RDMA2_MSG header.
-void AddRpc(absl::Span<const uint8_t> message, size_t header_length, json& j) {
+void AddRpc(absl::Span<const uint8_t> message, size_t header_length,
+            ProtobufDecoder* protobuf, json& j) {
   if (header_length > message.size()) return;
   std::optional<oncrpc::RpcPeek> peek =
       oncrpc::PeekRpcMessage(message.subspan(header_length));
@@ -76,6 +77,12 @@ void AddRpc(absl::Span<const uint8_t> message, size_t header_length, json& j) {
           json{{"method", EscapeOctets(thrift->info->name)},
                {"seqid", thrift->info->seqid},
                {"type", thrift::wire::MessageTypeName(thrift->info->type)}};
+    }
+  }
+  if (protobuf != nullptr) {
+    if (std::optional<json> p =
+            protobuf->Decode(message.subspan(header_length))) {
+      rpc["protobuf"] = std::move(*p);
     }
   }
   j["rpc"] = std::move(rpc);
@@ -124,7 +131,7 @@ json PropsJson(const wire::PropSet& set) {
 }
 
 json FormatV1(absl::Span<const uint8_t> message, const wire::V1Decoded& d,
-              json j) {
+              ProtobufDecoder* protobuf, json j) {
   const wire::V1Header& h = d.header;
   j["xid"] = h.xid;
   j["vers"] = h.vers;
@@ -143,13 +150,13 @@ json FormatV1(absl::Span<const uint8_t> message, const wire::V1Decoded& d,
     }
   }
   if (h.proc() == wire::V1Proc::kMsg || h.proc() == wire::V1Proc::kMsgp) {
-    AddRpc(message, d.header_length, j);
+    AddRpc(message, d.header_length, protobuf, j);
   }
   return j;
 }
 
 json FormatV2(absl::Span<const uint8_t> message, const wire::V2Decoded& d,
-              json j) {
+              ProtobufDecoder* protobuf, json j) {
   const wire::V2Header& h = d.header;
   j["xid"] = h.xid;
   j["vers"] = h.vers;
@@ -205,7 +212,9 @@ json FormatV2(absl::Span<const uint8_t> message, const wire::V2Decoded& d,
         }
       },
       h.body);
-  if (h.proc() == wire::V2Proc::kMsg) AddRpc(message, d.header_length, j);
+  if (h.proc() == wire::V2Proc::kMsg) {
+    AddRpc(message, d.header_length, protobuf, j);
+  }
   return j;
 }
 
@@ -226,7 +235,11 @@ constexpr std::string_view kKeyOrder[] = {
     "done", "rejected", "rpc",
     // Inside list entries and "rpc".
     "position", "which", "name", "value", "handle", "length", "offset",
-    "program", "procedure", "thrift", "method", "seqid", "type"};
+    "program", "service", "procedure", "thrift", "method", "seqid", "type",
+    // Inside "protobuf".
+    "protobuf", "streaming", "stream_id", "seq", "reply_stat", "accept_stat",
+    "item", "code", "message", "timeout_ms", "metadata", "message_length",
+    "bulk"};
 
 size_t KeyRank(const std::string& key) {
   const auto* it = std::find(std::begin(kKeyOrder), std::end(kKeyOrder), key);
@@ -299,7 +312,8 @@ bool IsRpcRdmaCandidate(absl::Span<const uint8_t> message) {
 }
 
 std::optional<json> FormatMessage(absl::Span<const uint8_t> message,
-                                  const MessageContext& context) {
+                                  const MessageContext& context,
+                                  ProtobufDecoder* protobuf) {
   if (!IsRpcRdmaCandidate(message)) return std::nullopt;
   json j = json::object();
   j["frame"] = context.frame;
@@ -311,7 +325,7 @@ std::optional<json> FormatMessage(absl::Span<const uint8_t> message,
       return json{{"frame", context.frame},
                   {"error", Str(d.status().message())}};
     }
-    j = FormatV1(message, *d, std::move(j));
+    j = FormatV1(message, *d, protobuf, std::move(j));
   } else {
     wire::DecodeResult<wire::V2Decoded> d =
         wire::DecodeV2(message, kWideV2Limits);
@@ -319,7 +333,7 @@ std::optional<json> FormatMessage(absl::Span<const uint8_t> message,
       return json{{"frame", context.frame},
                   {"error", Str(d.status().message())}};
     }
-    j = FormatV2(message, *d, std::move(j));
+    j = FormatV2(message, *d, protobuf, std::move(j));
   }
   if (context.invalidate) j["invalidate"] = *context.invalidate;
   return j;

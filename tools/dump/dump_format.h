@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "nlohmann/json.hpp"
+#include "tools/dump/protobuf_decoder.h"
 
 namespace rpcrdma::dump {
 
@@ -30,9 +31,12 @@ bool IsRpcRdmaCandidate(absl::Span<const uint8_t> message);
 
 // The JSON object for `message`, or nullopt when it is not a candidate. A
 // candidate whose header does not decode gives {"frame": N, "error": "..."}
-// with the decoder's classified message.
-std::optional<nlohmann::json> FormatMessage(absl::Span<const uint8_t> message,
-                                            const MessageContext& context);
+// with the decoder's classified message. With `protobuf`, the RPC message
+// of a protobuf service it knows, or a reply to one of its calls, also gets
+// "protobuf" (the decoder remembers calls, so messages go in capture order).
+std::optional<nlohmann::json> FormatMessage(
+    absl::Span<const uint8_t> message, const MessageContext& context,
+    ProtobufDecoder* protobuf = nullptr);
 
 // Serializes an object from FormatMessage with its keys in a fixed, readable
 // order (frame, xid, vers, credits, proc, ... rpc) rather than sorted: one
