@@ -137,8 +137,10 @@ void HandlerDeclarations(Printer& p, const ServiceDescriptor* s) {
     }
     if (IsBidiStreaming(m)) {
       p.Print(MethodVars(m),
-              "// Runs on a thread of its own for the stream, reading and\n"
-              "// writing as the two above. Returning ends the stream.\n"
+              "// Runs on a thread of its own for the stream; Read is false\n"
+              "// after the client's last message, Write blocks while the\n"
+              "// client is behind, both fail once the stream was cancelled.\n"
+              "// Returning ends the stream with that status.\n"
               "virtual ::rpcrdma::protobuf::Status $method$(\n"
               "    ::rpcrdma::protobuf::ServerContext* context,\n"
               "    ::rpcrdma::protobuf::ServerReaderWriter<$response$,\n"
