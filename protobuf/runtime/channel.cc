@@ -272,6 +272,27 @@ void Channel::CallUnaryAsync(uint32_t program, const MethodDescriptor& method,
 std::unique_ptr<ClientStream> Channel::OpenServerStream(
     uint32_t program, const MethodDescriptor& method, ClientContext& context,
     const Message& request) {
+  return OpenStream(program, method, context, request, /*ask_at_open=*/true);
+}
+
+std::unique_ptr<ClientStream> Channel::OpenClientStream(
+    uint32_t program, const MethodDescriptor& method, ClientContext& context) {
+  // The open carries an empty request: the client's messages follow in
+  // SEND calls of their own.
+  std::unique_ptr<Message> empty(
+      google::protobuf::MessageFactory::generated_factory()
+          ->GetPrototype(method.input_type())
+          ->New());
+  // A client-streaming call's one response is asked for at Finish; a
+  // bidirectional stream's messages are asked for now, as a server
+  // stream's.
+  return OpenStream(program, method, context, *empty,
+                    /*ask_at_open=*/method.server_streaming());
+}
+
+std::unique_ptr<ClientStream> Channel::OpenStream(
+    uint32_t program, const MethodDescriptor& method, ClientContext& context,
+    const Message& request, bool ask_at_open) {
   if (CallBinding::Cancelled(context)) {
     return runtime::FailedClientStream(
         absl::CancelledError("the stream was cancelled before it opened"));
@@ -292,16 +313,23 @@ std::unique_ptr<ClientStream> Channel::OpenServerStream(
   if (Status s = call.Finish(std::move(reply)); !s.ok()) {
     return runtime::FailedClientStream(std::move(s));
   }
+  uint32_t window =
+      std::clamp<uint32_t>(options_.stream_window, 1, kMaxStreamWindow);
+  // A client-streaming call reads one message and the end: two NEXT calls
+  // ask for both, and its SEND calls keep the whole window.
   return runtime::OpenedClientStream(
-      shared_from_this(), {.transport = transport_.get(),
-                           .next_xid = &next_xid_,
-                           .program = program,
-                           .method = &method,
-                           .context = &context,
-                           .stream_id = stream_id,
-                           .max_reply_size = max_reply,
-                           .window = std::clamp<uint32_t>(
-                               options_.stream_window, 1, kMaxStreamWindow)});
+      shared_from_this(),
+      {.transport = transport_.get(),
+       .next_xid = &next_xid_,
+       .program = program,
+       .method = &method,
+       .context = &context,
+       .stream_id = stream_id,
+       .max_reply_size = max_reply,
+       .window = window,
+       .read_window = method.server_streaming() ? window : std::min(window, 2u),
+       .bulk_threshold = options_.bulk_threshold},
+      ask_at_open);
 }
 
 }  // namespace rpcrdma::protobuf

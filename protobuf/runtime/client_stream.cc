@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "protobuf/runtime/client_stream_sender.h"
 #include "protobuf/runtime/reply_status.h"
 #include "protobuf/runtime/wire_codec.h"
 #include "rpcrdma/protobuf/program.h"
@@ -28,12 +29,17 @@ std::unique_ptr<ClientStream> FailedClientStream(absl::Status status) {
 }
 
 std::unique_ptr<ClientStream> OpenedClientStream(
-    std::shared_ptr<const void> keep_alive, ClientStreamParams params) {
+    std::shared_ptr<const void> keep_alive, ClientStreamParams params,
+    bool ask_at_open) {
   ClientContext* context = params.context;
-  auto state = std::make_shared<ClientStream::State>(params);
+  std::shared_ptr<ClientStreamSender> sender;
+  if (params.method->client_streaming()) {
+    sender = std::make_shared<ClientStreamSender>(params);
+  }
+  auto state = std::make_shared<ClientStream::State>(params, std::move(sender));
   // Unbound by ~ClientStream (Abandon) before the state may go.
   CallBinding::BindStream(*context, [state] { state->Cancel(); });
-  state->Ask();
+  if (ask_at_open) state->Ask();
   return std::make_unique<ClientStream>(std::move(state),
                                         std::move(keep_alive));
 }
@@ -50,12 +56,65 @@ bool ClientStream::Read(Message& message) { return state_->Read(message); }
 
 Status ClientStream::Finish() { return state_->Finish(); }
 
+bool ClientStream::Write(std::unique_ptr<Message> message) {
+  return state_->Write(std::move(message));
+}
+
+bool ClientStream::WritesDone() { return state_->WritesDone(); }
+
+Status ClientStream::FinishWithResponse(Message& response) {
+  (void)WritesDone();
+  // The server's one message, then the end; a failed stream has neither.
+  const bool responded = Read(response);
+  Status status = Finish();
+  if (status.ok() && !responded) {
+    return absl::InternalError(
+        "the server ended the client-streaming call OK without its "
+        "response");
+  }
+  return status;
+}
+
 ClientStream::State::State(absl::Status failed) : end_(std::move(failed)) {}
 
-ClientStream::State::State(runtime::ClientStreamParams params)
-    : params_(params) {}
+ClientStream::State::State(runtime::ClientStreamParams params,
+                           std::shared_ptr<runtime::ClientStreamSender> sender)
+    : params_(params), sender_(std::move(sender)) {}
+
+bool ClientStream::State::Write(std::unique_ptr<Message> message) {
+  if (sender_ == nullptr) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (end_.has_value() || cancelled_) return false;
+  }
+  return sender_->Write(std::move(message));
+}
+
+bool ClientStream::State::WritesDone() {
+  if (sender_ == nullptr) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (end_.has_value() || cancelled_) return false;
+  }
+  return sender_->WritesDone();
+}
+
+void ClientStream::State::StopSending() {
+  if (sender_ != nullptr) sender_->Stop();
+}
 
 bool ClientStream::State::Read(Message& message) {
+  // At the deadline the stream is over, whatever has arrived: the server
+  // ends it then too, and what it answers after (the stream no longer
+  // open) must not stand for the deadline's end.
+  const std::optional<ClientContext::Clock::time_point> deadline =
+      params_.context == nullptr ? std::nullopt : params_.context->deadline();
+  if (deadline.has_value() && ClientContext::Clock::now() >= *deadline) {
+    End(absl::DeadlineExceededError(
+            "the stream's deadline passed before its next message"),
+        /*by_server=*/false);
+    return false;
+  }
   Ask();
   absl::StatusOr<Reply> reply;
   bool timed_out = false;
@@ -65,8 +124,6 @@ bool ClientStream::State::Read(Message& message) {
     auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return cancelled_ || arrived_.contains(next_read_);
     };
-    const std::optional<ClientContext::Clock::time_point> deadline =
-        params_.context->deadline();
     if (!deadline.has_value()) {
       mu_.Await(absl::Condition(&ready));
     } else {
@@ -128,6 +185,7 @@ void ClientStream::State::Cancel() {
     if (end_.has_value() || cancelled_) return;
     cancelled_ = true;
   }
+  StopSending();
   SendCancel();
 }
 
@@ -142,7 +200,9 @@ void ClientStream::State::Ask() {
   {
     absl::MutexLock lock(&mu_);
     if (end_.has_value() || cancelled_) return;
-    while (next_ask_ < next_read_ + params_.window) seqs.push_back(next_ask_++);
+    while (next_ask_ < next_read_ + params_.read_window) {
+      seqs.push_back(next_ask_++);
+    }
   }
   for (uint64_t seq : seqs) {
     params_.transport->Call(NextCall(seq), [self = shared_from_this(),
@@ -219,6 +279,7 @@ void ClientStream::State::End(absl::Status status, bool by_server) {
     end_ = std::move(status);
     arrived_.clear();
   }
+  StopSending();
   SendCancel();
 }
 

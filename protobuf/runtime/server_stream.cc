@@ -24,7 +24,10 @@ ServerStream::ServerStream(
       buffer_limit_(std::max<size_t>(buffer, 1)),
       bulk_threshold_(bulk_threshold),
       deadline_(deadline),
-      on_done_(std::move(on_done)) {}
+      on_done_(std::move(on_done)),
+      inbox_(method.client_streaming()
+                 ? std::make_unique<StreamInbox>(id, method, buffer)
+                 : nullptr) {}
 
 ServerStream::~ServerStream() = default;
 
@@ -54,6 +57,8 @@ void ServerStream::Finish(absl::Status status, Metadata trailing) {
   // at its deadline, and must read DEADLINE_EXCEEDED, not a status that
   // raced the watcher.
   AbortIfExpired();
+  // No Read will come: SEND calls held, or still to come, get the end.
+  if (inbox_ != nullptr) inbox_->Close(status);
   std::deque<Outgoing> out;
   {
     absl::MutexLock lock(&mu_);
@@ -112,6 +117,9 @@ void ServerStream::Abort(absl::Status status) {
     }
     waiting_.clear();
   }
+  // After the flag: a handler whose Read fails sees IsCancelled(). (Once
+  // the end was sent the handler has returned, and Finish closed it.)
+  if (inbox_ != nullptr) inbox_->Close(status);
   Send(std::move(out));
 }
 

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "protobuf/runtime/stream_inbox.h"
 #include "rpcrdma/protobuf/metadata.h"
 #include "rpcrdma/protobuf/program.h"
 #include "rpcrdma/protobuf/stream.h"
@@ -45,6 +46,10 @@ class ServerStream final : public ServerStreamWriter {
   ~ServerStream() override;
 
   uint64_t id() const { return id_; }
+  const google::protobuf::MethodDescriptor& method() const { return method_; }
+  // The client's messages of a client-streaming or bidirectional method;
+  // null for a server-streaming one.
+  StreamInbox* inbox() { return inbox_.get(); }
   std::shared_ptr<const std::atomic<bool>> cancelled() const {
     return cancelled_;
   }
@@ -59,7 +64,8 @@ class ServerStream final : public ServerStreamWriter {
   void Next(uint32_t xid, uint64_t seq, Responder responder);
   // Ends the stream without its handler (CANCEL, the deadline, the
   // connection lost, the server stopping): Write fails from now on,
-  // messages held are dropped, every NEXT is answered with `status`.
+  // messages held are dropped, every NEXT is answered with `status`, and
+  // so is every SEND held or still to come.
   void Abort(absl::Status status);
 
   size_t buffered() const;
@@ -93,6 +99,7 @@ class ServerStream final : public ServerStreamWriter {
   const size_t bulk_threshold_;
   const std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::function<void()> on_done_;
+  const std::unique_ptr<StreamInbox> inbox_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ =
       std::make_shared<std::atomic<bool>>(false);
 

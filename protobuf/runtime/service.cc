@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "protobuf/runtime/server_call.h"
+#include "protobuf/runtime/stream_procedures.h"
 #include "protobuf/runtime/stream_table.h"
 #include "protobuf/runtime/stream_threads.h"
 #include "protobuf/runtime/wire_codec.h"
@@ -47,7 +48,9 @@ Service::Service(const google::protobuf::ServiceDescriptor* descriptor,
       program_(program != 0 ? program
                             : ProgramNumberFor(descriptor->full_name())),
       handlers_(static_cast<size_t>(descriptor->method_count())),
-      stream_handlers_(static_cast<size_t>(descriptor->method_count())) {}
+      stream_handlers_(static_cast<size_t>(descriptor->method_count())),
+      client_stream_handlers_(static_cast<size_t>(descriptor->method_count())),
+      bidi_handlers_(static_cast<size_t>(descriptor->method_count())) {}
 
 Service::~Service() = default;
 
@@ -59,14 +62,32 @@ const Service::MethodHandler* Service::handler(int index) const {
   return h ? &h : nullptr;
 }
 
-const Service::ServerStreamingHandler* Service::server_streaming_handler(
-    int index) const {
-  if (index < 0 || static_cast<size_t>(index) >= stream_handlers_.size()) {
+namespace {
+
+template <typename Handler>
+const Handler* HandlerAt(const std::vector<Handler>& handlers, int index) {
+  if (index < 0 || static_cast<size_t>(index) >= handlers.size()) {
     return nullptr;
   }
-  const ServerStreamingHandler& h =
-      stream_handlers_[static_cast<size_t>(index)];
+  const Handler& h = handlers[static_cast<size_t>(index)];
   return h ? &h : nullptr;
+}
+
+}  // namespace
+
+const Service::ServerStreamingHandler* Service::server_streaming_handler(
+    int index) const {
+  return HandlerAt(stream_handlers_, index);
+}
+
+const Service::ClientStreamingHandler* Service::client_streaming_handler(
+    int index) const {
+  return HandlerAt(client_stream_handlers_, index);
+}
+
+const Service::BidiStreamingHandler* Service::bidi_streaming_handler(
+    int index) const {
+  return HandlerAt(bidi_handlers_, index);
 }
 
 void Service::AddMethod(int index, MethodHandler handler) {
@@ -76,6 +97,15 @@ void Service::AddMethod(int index, MethodHandler handler) {
 void Service::AddServerStreamingMethod(int index,
                                        ServerStreamingHandler handler) {
   stream_handlers_.at(static_cast<size_t>(index)) = std::move(handler);
+}
+
+void Service::AddClientStreamingMethod(int index,
+                                       ClientStreamingHandler handler) {
+  client_stream_handlers_.at(static_cast<size_t>(index)) = std::move(handler);
+}
+
+void Service::AddBidiStreamingMethod(int index, BidiStreamingHandler handler) {
+  bidi_handlers_.at(static_cast<size_t>(index)) = std::move(handler);
 }
 
 class ServiceSet::Dispatcher {
@@ -99,7 +129,10 @@ class ServiceSet::Dispatcher {
             .refused = c.refused,
             .open = c.open,
             .buffered = c.buffered,
-            .peak_buffered = c.peak_buffered};
+            .peak_buffered = c.peak_buffered,
+            .received = c.received,
+            .peak_received = c.peak_received,
+            .held_sends = c.held_sends};
   }
 
   Status Register(Service* service) {
@@ -166,12 +199,8 @@ class ServiceSet::Dispatcher {
       return;
     }
     XdrReader body(call.message.span().subspan(decoded->body_offset));
-    if (h.procedure == kStreamNextProcedure) {
-      Next(call.connection, h.xid, body, std::move(responder));
-      return;
-    }
-    if (h.procedure == kStreamCancelProcedure) {
-      Cancel(call.connection, h.xid, body, std::move(responder));
+    if (runtime::ServeStreamProcedure(streams_, call.connection, h.procedure,
+                                      h.xid, body, responder)) {
       return;
     }
     const int index = static_cast<int>(h.procedure - 1);
@@ -180,9 +209,8 @@ class ServiceSet::Dispatcher {
         static_cast<uint32_t>(service->descriptor()->method_count());
     const Service::MethodHandler* handler =
         known ? service->handler(index) : nullptr;
-    const Service::ServerStreamingHandler* stream_handler =
-        known ? service->server_streaming_handler(index) : nullptr;
-    if (handler == nullptr && stream_handler == nullptr) {
+    StreamBody stream_body = known ? StreamBodyOf(*service, index) : nullptr;
+    if (handler == nullptr && stream_body == nullptr) {
       SendRpcError(responder, h.xid, AcceptStat::kProcUnavail);
       return;
     }
@@ -205,8 +233,8 @@ class ServiceSet::Dispatcher {
     }
     state->SetCallInfo(call.connection, std::move(peer), timeout_ms,
                        std::move(metadata));
-    if (stream_handler != nullptr) {
-      Open(call.connection, std::move(state), *stream_handler);
+    if (stream_body != nullptr) {
+      Open(call.connection, std::move(state), std::move(stream_body));
       return;
     }
     ServerContext* context = &state->context();
@@ -216,10 +244,44 @@ class ServiceSet::Dispatcher {
   }
 
  private:
-  // A server-streaming call: the stream's id goes back at once, and the
-  // handler runs on a thread of its own, writing into the stream.
+  // What a stream's thread runs: the method's handler over the stream,
+  // returning the stream's status.
+  using StreamBody = std::function<Status(ServerCallState& call,
+                                          runtime::ServerStream& stream)>;
+
+  // The body of the streaming method at `index`, null when it has none
+  // (unary, or not served).
+  static StreamBody StreamBodyOf(const Service& service, int index) {
+    if (const auto* h = service.server_streaming_handler(index)) {
+      return [h](ServerCallState& call, runtime::ServerStream& stream) {
+        return (*h)(&call.context(), &call.request(), &stream);
+      };
+    }
+    if (const auto* h = service.client_streaming_handler(index)) {
+      return [h](ServerCallState& call, runtime::ServerStream& stream) {
+        Status status = (*h)(&call.context(), stream.inbox(), &call.response());
+        if (!status.ok()) return status;
+        // The response is the stream's one message, before its end; moved,
+        // not copied (its bulk fields may be large).
+        std::unique_ptr<google::protobuf::Message> response(
+            call.response().New());
+        response->GetReflection()->Swap(response.get(), &call.response());
+        (void)stream.Write(std::move(response));
+        return status;
+      };
+    }
+    if (const auto* h = service.bidi_streaming_handler(index)) {
+      return [h](ServerCallState& call, runtime::ServerStream& stream) {
+        return (*h)(&call.context(), stream.inbox(), &stream);
+      };
+    }
+    return nullptr;
+  }
+
+  // A streaming call: the stream's id goes back at once, and the handler
+  // runs on a thread of its own, reading from and writing into the stream.
   void Open(ConnectionId connection, std::shared_ptr<ServerCallState> state,
-            const Service::ServerStreamingHandler& handler) {
+            StreamBody body) {
     absl::StatusOr<std::shared_ptr<runtime::ServerStream>> stream =
         streams_.Open(connection, state->method(), state->context().deadline());
     if (!stream.ok()) {
@@ -230,9 +292,8 @@ class ServiceSet::Dispatcher {
     // The handler may start writing before the open is answered: its
     // messages wait in the buffer for NEXT calls, which only the answer
     // makes possible. The answer touches only the call's responder.
-    if (!threads_.Start([state, stream = *stream, &handler] {
-          Status status =
-              handler(&state->context(), &state->request(), stream.get());
+    if (!threads_.Start([state, stream = *stream, body = std::move(body)] {
+          Status status = body(*state, *stream);
           stream->Finish(std::move(status),
                          state->context().trailing_metadata());
         })) {
@@ -244,48 +305,6 @@ class ServiceSet::Dispatcher {
       return;
     }
     state->AnswerStreamOpened((*stream)->id());
-  }
-
-  void Next(ConnectionId connection, uint32_t xid, XdrReader& in,
-            Responder responder) {
-    runtime::NextArgs args;
-    if (absl::Status s = runtime::ReadNextArgs(in, args); !s.ok()) {
-      SendRpcError(responder, xid, AcceptStat::kGarbageArgs);
-      return;
-    }
-    std::shared_ptr<runtime::ServerStream> stream =
-        streams_.Find(connection, args.stream_id);
-    if (stream == nullptr) {
-      // Its end was sent already (a NEXT of the client's window beyond
-      // it), or it is of another connection, or of a server that restarted.
-      std::vector<uint8_t> xdr = AcceptedHeader(xid, AcceptStat::kSuccess);
-      XdrWriter w(&xdr);
-      (void)w.WriteUint32("kind",
-                          static_cast<uint32_t>(runtime::StreamItem::kEnd));
-      AppendStatus(absl::UnavailableError(absl::StrCat(
-                       "no stream ", args.stream_id,
-                       " is open on this connection (it ended, or the "
-                       "connection or the server was replaced)")),
-                   {}, xdr);
-      (void)responder.Send(HandlerReply(std::move(xdr)));
-      return;
-    }
-    stream->Next(xid, args.seq, std::move(responder));
-  }
-
-  void Cancel(ConnectionId connection, uint32_t xid, XdrReader& in,
-              Responder responder) {
-    uint64_t id = 0;
-    if (absl::Status s = runtime::ReadStreamId(in, id); !s.ok()) {
-      SendRpcError(responder, xid, AcceptStat::kGarbageArgs);
-      return;
-    }
-    if (std::shared_ptr<runtime::ServerStream> stream =
-            streams_.Find(connection, id)) {
-      stream->Abort(absl::CancelledError("the client cancelled the stream"));
-    }
-    // Cancelling a stream that already ended is no error: the two crossed.
-    SendStatusOnly(responder, xid, absl::OkStatus());
   }
 
   const ServiceSetOptions options_;

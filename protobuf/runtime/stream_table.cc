@@ -106,11 +106,17 @@ StreamTableCounts StreamTable::counts() {
     c.refused = refused_;
     c.open = streams_.size();
     c.peak_buffered = peak_buffered_;
+    c.peak_received = peak_received_;
     for (auto& [id, entry] : streams_) live.push_back(entry.stream);
   }
   for (const auto& stream : live) {
     c.buffered += stream->buffered();
     c.peak_buffered = std::max(c.peak_buffered, stream->peak_buffered());
+    if (StreamInbox* inbox = stream->inbox()) {
+      c.received += inbox->held();
+      c.held_sends += inbox->waiting_sends();
+      c.peak_received = std::max(c.peak_received, inbox->peak_held());
+    }
   }
   return c;
 }
@@ -133,6 +139,9 @@ void StreamTable::Remove(uint64_t id) {
     }
   }
   peak_buffered_ = std::max(peak_buffered_, gone->peak_buffered());
+  if (StreamInbox* inbox = gone->inbox()) {
+    peak_received_ = std::max(peak_received_, inbox->peak_held());
+  }
 }
 
 void StreamTable::AbortAll(const absl::Status& status,

@@ -37,6 +37,9 @@ struct StreamTableCounts {
   size_t open = 0;
   size_t buffered = 0;       // messages held now, all streams
   size_t peak_buffered = 0;  // the most one stream has held
+  size_t received = 0;       // client messages held now, not read
+  size_t peak_received = 0;  // the most one stream has held of those
+  size_t held_sends = 0;     // SEND calls whose answer is held now
 };
 
 class StreamTable {
@@ -88,6 +91,7 @@ class StreamTable {
   uint64_t opened_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
   size_t peak_buffered_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t peak_received_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   bool tracking_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<ConnectionId> live_ ABSL_GUARDED_BY(mu_);

@@ -45,6 +45,20 @@ absl::Status ReadNextArgs(XdrReader& in, NextArgs& out) {
   return absl::OkStatus();
 }
 
+void AppendStreamNumberArgs(const StreamNumberArgs& args,
+                            std::vector<uint8_t>& out) {
+  XdrWriter w(&out);
+  (void)w.WriteUint64("stream id", args.stream_id);
+  (void)w.WriteUint64("number", args.number);
+}
+
+absl::Status ReadStreamNumberArgs(XdrReader& in, StreamNumberArgs& out) {
+  if (absl::Status s = in.ReadUint64("stream id", &out.stream_id); !s.ok()) {
+    return s;
+  }
+  return in.ReadUint64("number", &out.number);
+}
+
 absl::Status ReadStatus(XdrReader& in, absl::Status& status,
                         Metadata& trailing) {
   uint32_t code = 0;

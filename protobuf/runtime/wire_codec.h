@@ -18,6 +18,9 @@
 //   NEXT reply:  uint32 kind; kind 0 (a message): payload;
 //                kind 1 (the end): uint32 code; string message; metadata
 //   CANCEL call: uint64 stream_id; its reply: code, message, metadata
+//   SEND call:   uint64 stream_id; uint64 seq; payload; its reply: code,
+//                message, metadata
+//   HALF_CLOSE:  uint64 stream_id; uint64 count; its reply as SEND's
 #ifndef RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
 #define RPCRDMA_PROTOBUF_RUNTIME_WIRE_CODEC_H_
 
@@ -55,6 +58,18 @@ void AppendNextArgs(const NextArgs& args, std::vector<uint8_t>& out);
 // Refuses octets after the arguments.
 absl::Status ReadNextArgs(XdrReader& in, NextArgs& out);
 absl::Status ReadStreamId(XdrReader& in, uint64_t& out);
+
+// SEND's head (the payload follows) and HALF_CLOSE's arguments: a stream
+// and a number, the message's seq or the count of messages sent.
+struct StreamNumberArgs {
+  uint64_t stream_id = 0;
+  uint64_t number = 0;
+};
+void AppendStreamNumberArgs(const StreamNumberArgs& args,
+                            std::vector<uint8_t>& out);
+// Leaves what follows to the caller (SEND's payload; HALF_CLOSE checks
+// that nothing does).
+absl::Status ReadStreamNumberArgs(XdrReader& in, StreamNumberArgs& out);
 
 // A status word, its message and metadata: the client's side of a reply
 // body's head. `status` is the peer's; the result is the decoding's.

@@ -161,7 +161,8 @@ std::unique_ptr<TestServer> StartTestServer(const std::string& uri,
   auto s = std::make_unique<TestServer>(service_options);
   if (!s->services.Register(&s->echo).ok() ||
       !s->services.Register(&s->adder).ok() ||
-      !s->services.Register(&s->ticker).ok()) {
+      !s->services.Register(&s->ticker).ok() ||
+      !s->services.Register(&s->collector).ok()) {
     return nullptr;
   }
   config::TransportConfig config;

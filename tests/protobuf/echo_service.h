@@ -1,5 +1,6 @@
 // The test services: Echo (answers now, later from another thread, or
-// never), Adder and Ticker (a server stream of what the request asks for).
+// never), Adder, Ticker (a server stream of what the request asks for) and
+// Collector (client-streaming and bidirectional, collector_service.h).
 #ifndef RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_
 #define RPCRDMA_TESTS_PROTOBUF_ECHO_SERVICE_H_
 
@@ -16,6 +17,7 @@
 #include "rpcrdma/server.h"
 #include "rpcrdma_test/echo.rpcrdma.pb.h"
 #include "rpcrdma_test/stream.rpcrdma.pb.h"
+#include "tests/protobuf/collector_service.h"
 
 namespace rpcrdma::test {
 
@@ -76,7 +78,7 @@ class TickerService : public rpcrdma_test::rdma::Ticker::Service {
 // The payload of Tick `seq` in a stream of `size`-octet payloads.
 std::string TickPayload(uint64_t seq, size_t size);
 
-// A Server serving all three on `uri`, with handler threads (handlers
+// A Server serving all four on `uri`, with handler threads (handlers
 // sleep).
 struct TestServer {
   explicit TestServer(protobuf::ServiceSetOptions options)
@@ -84,6 +86,7 @@ struct TestServer {
   EchoService echo;
   AdderService adder;
   TickerService ticker;
+  CollectorService collector;
   protobuf::ServiceSet services;
   std::unique_ptr<::rpcrdma::Server> server;
 };

@@ -232,13 +232,13 @@ TEST(HostileBulkTest, Rfc8166_6_ValuesForEveryEntryOfALargeMapSortItOnce) {
   EXPECT_EQ(status->code, 0u) << status->message;
 }
 
-// Client-streaming and bidirectional methods keep their procedure numbers
-// but are not served in this version: PROC_UNAVAIL (RFC 5531 §9), never a
-// unary call in disguise. (Watch, procedure 5, opens a stream.)
-TEST(HostileStreamingTest, Rfc5531_9_UnservedStreamingProcedureIsProcUnavail) {
+// A procedure no method has, and one past the stream control procedures:
+// PROC_UNAVAIL (RFC 5531 §9). (Upload, Watch and Chat, procedures 4 to 6,
+// open streams.)
+TEST(HostileStreamingTest, Rfc5531_9_UnservedProcedureIsProcUnavail) {
   RawPeer peer = StartRawPeer();
   ASSERT_NE(peer.raw, nullptr);
-  for (uint32_t procedure : {4u, 6u, 99u}) {  // Upload, Chat, none
+  for (uint32_t procedure : {99u, protobuf::kStreamHalfCloseProcedure + 1}) {
     CallRequest call = EchoCall(100 + procedure, procedure);
     XdrWriter w(&call.xdr);
     EmptyMessage(w);

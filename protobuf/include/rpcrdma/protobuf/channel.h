@@ -48,7 +48,8 @@ struct ChannelOptions {
   // A stream's reader keeps this many NEXT calls outstanding (1 to
   // kMaxStreamWindow), each asking for one message: it holds at most this
   // many messages it has not read, and each offers a reply chunk of the
-  // method's max_reply_size.
+  // method's max_reply_size. A stream's writer keeps at most this many
+  // SEND calls unanswered, each holding the message it sends.
   uint32_t stream_window = kDefaultStreamWindow;
 };
 
@@ -92,6 +93,13 @@ class Channel : public std::enable_shared_from_this<Channel> {
       uint32_t program, const google::protobuf::MethodDescriptor& method,
       ClientContext& context, const google::protobuf::Message& request);
 
+  // Opens a stream of the client-streaming or bidirectional `method`,
+  // blocking until the server answered the open; the messages follow with
+  // ClientStream::Write. Never null, as OpenServerStream's.
+  std::unique_ptr<ClientStream> OpenClientStream(
+      uint32_t program, const google::protobuf::MethodDescriptor& method,
+      ClientContext& context);
+
   // The transport underneath: counters, metrics, connection_info.
   ::rpcrdma::Channel& transport() { return *transport_; }
   const ChannelOptions& options() const { return options_; }
@@ -100,6 +108,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   class UnaryCall;
   Channel(std::unique_ptr<::rpcrdma::Channel> transport,
           ChannelOptions options);
+  std::unique_ptr<ClientStream> OpenStream(
+      uint32_t program, const google::protobuf::MethodDescriptor& method,
+      ClientContext& context, const google::protobuf::Message& request,
+      bool ask_at_open);
   uint32_t MaxReplySize(const google::protobuf::MethodDescriptor& method,
                         const ClientContext& context) const;
 

@@ -23,12 +23,18 @@ inline constexpr uint32_t kProgramVersion = 1;
 // The stream control procedures (protobuf/README.md, "Streams"), the same in
 // every program: a fixed number far beyond any method's, so that adding a
 // method to a service (a compatible change in protobuf) moves none of them.
-// NEXT asks an open stream for its next message, CANCEL ends one.
+// NEXT asks an open stream for its next message, CANCEL ends one; SEND
+// carries one client message of a client-streaming or bidirectional
+// stream, HALF_CLOSE says how many the client sent.
 inline constexpr uint32_t kStreamNextProcedure = 0x40000000;
 inline constexpr uint32_t kStreamCancelProcedure = 0x40000001;
+inline constexpr uint32_t kStreamSendProcedure = 0x40000002;
+inline constexpr uint32_t kStreamHalfCloseProcedure = 0x40000003;
 // A client keeps at most this many NEXT calls of one stream outstanding: a
 // server refuses a NEXT asking further ahead of the messages it has sent,
-// so that a stream holds at most this many unanswered calls.
+// so that a stream holds at most this many unanswered calls. The same bounds
+// a client's SEND calls: a server refuses a SEND this many or more beyond
+// what its reader's buffer may take.
 inline constexpr uint32_t kMaxStreamWindow = 16;
 
 // FNV-1a (32 bits) of `service_full_name` ("pkg.Greeter"), folded into

@@ -10,9 +10,10 @@
 // Unary handlers run where the Server runs its handler (the connection's
 // loop thread, or TransportConfig.execution.handler_threads): one that
 // blocks should have those threads. A handler may answer at once or keep
-// its Completion and answer later from any thread. A server-streaming
-// handler runs on a thread of its own for its stream (it may block in
-// Write, stream.h); the stream ends when it returns.
+// its Completion and answer later from any thread. A streaming handler
+// (server-streaming, client-streaming or bidirectional) runs on a thread
+// of its own for its stream (it may block in Read or Write, stream.h); the
+// stream ends when it returns.
 #ifndef RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVICE_H_
 #define RPCRDMA_PROTOBUF_INCLUDE_RPCRDMA_PROTOBUF_SERVICE_H_
 
@@ -80,23 +81,37 @@ class Service {
       ServerContext* context, const google::protobuf::Message* request,
       ServerStreamWriter* writer)>;
 
-  // The handler of the unary method at `index`, or null (a streaming
-  // method, or none).
+  // A client-streaming handler: reads the client's messages, fills
+  // `response`, returns its status (the response goes only when OK).
+  using ClientStreamingHandler =
+      std::function<Status(ServerContext* context, ServerStreamReader* reader,
+                           google::protobuf::Message* response)>;
+  // A bidirectional handler: reads the client's messages and writes its
+  // own, returns the stream's status.
+  using BidiStreamingHandler =
+      std::function<Status(ServerContext* context, ServerStreamReader* reader,
+                           ServerStreamWriter* writer)>;
+
+  // The handler of the method at `index` of each kind, or null (a method
+  // of another kind, or none).
   const MethodHandler* handler(int index) const;
-  // The handler of the server-streaming method at `index`, or null.
-  // Client-streaming and bidirectional methods have neither: this version
-  // answers them PROC_UNAVAIL.
   const ServerStreamingHandler* server_streaming_handler(int index) const;
+  const ClientStreamingHandler* client_streaming_handler(int index) const;
+  const BidiStreamingHandler* bidi_streaming_handler(int index) const;
 
  protected:
   void AddMethod(int index, MethodHandler handler);
   void AddServerStreamingMethod(int index, ServerStreamingHandler handler);
+  void AddClientStreamingMethod(int index, ClientStreamingHandler handler);
+  void AddBidiStreamingMethod(int index, BidiStreamingHandler handler);
 
  private:
   const google::protobuf::ServiceDescriptor* descriptor_;
   uint32_t program_;
   std::vector<MethodHandler> handlers_;
   std::vector<ServerStreamingHandler> stream_handlers_;
+  std::vector<ClientStreamingHandler> client_stream_handlers_;
+  std::vector<BidiStreamingHandler> bidi_handlers_;
 };
 
 // Bounds on a peer's streams (protobuf/README.md, "Streams"): what one
@@ -118,7 +133,9 @@ struct ServiceSetOptions {
   // The same over every connection together: RESOURCE_EXHAUSTED beyond.
   uint32_t max_streams = kDefaultMaxStreams;
   // Messages a stream holds that its client has not asked for yet (at
-  // least 1); the handler's Write blocks beyond.
+  // least 1); the handler's Write blocks beyond. The same bounds the
+  // client's messages a stream holds that its handler has not read: the
+  // SEND of one beyond is answered only once the handler reads.
   uint32_t stream_buffer = kDefaultStreamBuffer;
 };
 
@@ -129,6 +146,12 @@ struct StreamCounters {
   size_t open = 0;           // streams with state now
   size_t buffered = 0;       // messages held now, all streams together
   size_t peak_buffered = 0;  // the most messages one stream has held
+  // The client's messages (client-streaming and bidirectional): received
+  // and not read now, all streams together (their SEND answered or not);
+  // the most one stream has held; SEND calls whose answer is held now.
+  size_t received = 0;
+  size_t peak_received = 0;
+  size_t held_sends = 0;
 };
 
 class ServiceSet {
