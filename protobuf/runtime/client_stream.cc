@@ -324,9 +324,13 @@ CallRequest ClientStream::State::NextCall(uint64_t seq) {
   // at it, answering this call. The transport's deadline is later, for a
   // server that answers nothing: ended by the transport first, the call's
   // reply chunk would be revoked under a reply on its way (as Cancel says).
-  if (params_.context->deadline().has_value()) {
-    call.deadline = *params_.context->deadline() + kNextGrace;
-  }
+  // A stream with no deadline has NEXT calls with none either: left unset,
+  // the transport's default request deadline (timeouts.request_deadline_ms)
+  // would end a call the server answers later, when its stream has a
+  // message, and that reply would land in a revoked chunk.
+  call.deadline = params_.context->deadline().has_value()
+                      ? *params_.context->deadline() + kNextGrace
+                      : Deadline::max();
   return call;
 }
 

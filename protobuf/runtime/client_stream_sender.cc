@@ -146,9 +146,12 @@ CallRequest ClientStreamSender::ControlCall(uint32_t procedure) const {
   header.credential = AuthNone();
   header.verifier = AuthNone();
   (void)EncodeCallHeader(header, call.xdr);  // AUTH_NONE: cannot fail
-  if (params_.context->deadline().has_value()) {
-    call.deadline = *params_.context->deadline() + kSendGrace;
-  }
+  // No stream deadline, no call deadline: the transport's default one
+  // (timeouts.request_deadline_ms) would end a SEND the server holds while
+  // its reader is behind, revoking chunks the server may still use.
+  call.deadline = params_.context->deadline().has_value()
+                      ? *params_.context->deadline() + kSendGrace
+                      : Deadline::max();
   return call;
 }
 

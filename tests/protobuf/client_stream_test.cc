@@ -201,6 +201,45 @@ TEST_P(ClientStreamTest, Rfc8166_3_3_1_SlowServerReaderHoldsTheClientWriter) {
             static_cast<size_t>(kHeld));
 }
 
+// A client stream without a deadline waits for a slow reader however
+// long it takes: its SEND calls, held by the server while the reader is
+// behind, have no deadline of their own rather than the transport's
+// default one (timeouts.request_deadline_ms), which would end them at the
+// client, revoking their chunks under the server.
+TEST_P(ClientStreamTest,
+       HeldSendsOfAStreamWithoutDeadlineOutliveTheTransportsRequestDeadline) {
+  ChannelOptions options;
+  options.max_reply_size = 64 << 10;
+  options.transport.mutable_timeouts()->set_request_deadline_ms(300);
+  absl::StatusOr<std::shared_ptr<Channel>> channel =
+      Channel::Create(server_->server->uri(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  rpcrdma_test::rdma::Collector::Stub collector(*channel);
+  ClientContext context;  // no deadline
+  context.AddMetadata("gate", "1");
+  Summary summary;
+  auto writer = collector.Collect(&context, &summary);
+  constexpr int kBound = 1 + kDefaultStreamBuffer + kDefaultStreamWindow;
+  std::atomic<int> written{0};
+  std::thread thread([&] {
+    for (uint64_t i = 0; i < static_cast<uint64_t>(2 * kBound); ++i) {
+      if (!writer->Write(ChunkOf(i))) return;
+      ++written;
+    }
+    writer->WritesDone();
+  });
+  // Well past the transport's request deadline, with SENDs held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(written.load(), kBound);
+  server_->collector.OpenGate();
+  thread.join();
+  EXPECT_EQ(written.load(), 2 * kBound);
+  Status s = writer->Finish();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(summary.count(), static_cast<uint64_t>(2 * kBound));
+  EXPECT_EQ((*channel)->transport().counters().reconnects, 0u);
+}
+
 TEST_P(ClientStreamTest, TryCancelMidClientStreamEndsItAtTheServer) {
   ClientContext context;
   Summary summary;

@@ -6,6 +6,7 @@
 // the server are each a property of ordinary RFC 5531 calls over
 // RPC-over-RDMA (RFC 8166).
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -179,6 +180,39 @@ TEST_P(StreamTest, Rfc8166_3_3_1_SlowReaderHoldsTheWriterAtTheBuffer) {
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_LE(server_->services.stream_counters().peak_buffered,
             kDefaultStreamBuffer);
+}
+
+// A stream without a deadline lasts until it ends, however long its next
+// message takes: its NEXT calls have no deadline of their own, rather than
+// the transport's default one (timeouts.request_deadline_ms), which would
+// end them at the client while the server still holds them, and the
+// server's later reply would then write into a revoked reply chunk
+// (RFC 8166 §3.5.4), breaking the connection.
+TEST_P(StreamTest, AStreamWithoutDeadlineOutlivesTheTransportsRequestDeadline) {
+  ChannelOptions options;
+  options.max_reply_size = 64 << 10;
+  options.transport.mutable_timeouts()->set_request_deadline_ms(300);
+  absl::StatusOr<std::shared_ptr<Channel>> channel =
+      Channel::Create(server_->server->uri(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  rpcrdma_test::rdma::Ticker::Stub ticker(*channel);
+  rpcrdma_test::WatchRequest request;
+  request.set_count(1);
+  request.set_hold(true);
+  ClientContext context;  // no deadline
+  auto reader = ticker.Watch(&context, request);
+  rpcrdma_test::Tick tick;
+  ASSERT_TRUE(reader->Read(&tick));
+  std::future<bool> next =
+      std::async(std::launch::async, [&] { return reader->Read(&tick); });
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(1500)),
+            std::future_status::timeout)
+      << "the held stream ended before anyone ended it";
+  context.TryCancel();
+  EXPECT_FALSE(next.get());
+  EXPECT_EQ(reader->Finish().code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(server_->ticker.WaitForHandlersEnded(1, kLimit));
+  EXPECT_EQ((*channel)->transport().counters().reconnects, 0u);
 }
 
 TEST_P(StreamTest, TryCancelMidStreamEndsItAtTheServer) {
