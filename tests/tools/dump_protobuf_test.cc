@@ -121,6 +121,20 @@ TEST_F(DumpProtobuf, AStreamsOpenNextAndCancelCarryItsIdAndSeq) {
   EXPECT_EQ(Decode(Reply(0x63, {99, 0, 0}))["code"], 99);
 }
 
+// A client stream's SEND (protobuf/README.md §6) carries the stream's id
+// and the message's seq, its HALF_CLOSE the count of messages sent.
+TEST_F(DumpProtobuf, AClientStreamsSendAndHalfCloseCarryItsIdSeqAndCount) {
+  EXPECT_EQ(Decode(Call(0x71, program_, protobuf::kStreamSendProcedure,
+                        {0, 9, 0, 4, 0, 0, 0})),
+            json::parse(R"({"service":"pkg.Svc","procedure":"SEND",
+                "stream_id":9,"seq":4})"));
+  EXPECT_EQ(Decode(Call(0x72, program_, protobuf::kStreamHalfCloseProcedure,
+                        {0, 9, 0, 5})),
+            json::parse(R"({"service":"pkg.Svc","procedure":"HALF_CLOSE",
+                "stream_id":9,"count":5})"));
+  EXPECT_EQ(Decode(Reply(0x72, {0, 0, 0}))["code"], "OK");
+}
+
 TEST_F(DumpProtobuf, OtherProgramsVersionsAndRepliesAreNotLabelled) {
   EXPECT_EQ(Decode(Call(1, ProgramNumberFor("pkg.Other"), 1, {0})), nullptr);
   EXPECT_EQ(Decode(Call(2, program_, 1, {0}, /*version=*/2)), nullptr);

@@ -12,11 +12,16 @@ namespace {
 constexpr std::array<absl::string_view, 2> kStreamIdAndSeq = {"stream_id",
                                                               "seq"};
 constexpr std::array<absl::string_view, 1> kStreamId = {"stream_id"};
+constexpr std::array<absl::string_view, 2> kStreamIdAndCount = {"stream_id",
+                                                                "count"};
 
-// One entry per stream control procedure the adapter serves.
-const std::array<StreamProcedure, 2> kStreamProcedures = {{
+// One entry per stream control procedure the adapter serves (a SEND's
+// payload, after its seq, is not decoded).
+const std::array<StreamProcedure, 4> kStreamProcedures = {{
     {protobuf::kStreamNextProcedure, "NEXT", kStreamIdAndSeq},
     {protobuf::kStreamCancelProcedure, "CANCEL", kStreamId},
+    {protobuf::kStreamSendProcedure, "SEND", kStreamIdAndSeq},
+    {protobuf::kStreamHalfCloseProcedure, "HALF_CLOSE", kStreamIdAndCount},
 }};
 
 }  // namespace
