@@ -82,14 +82,8 @@ class Channel::UnaryCall {
                                     size_t threshold, uint32_t max_reply) {
     if (absl::Status s = CheckMetadata(context_.metadata()); !s.ok()) return s;
     CallRequest call;
-    CallHeader header;
-    header.xid = xid;
-    header.program = program;
-    header.version = kProgramVersion;
-    header.procedure = static_cast<uint32_t>(method.index()) + 1;
-    header.credential = AuthNone();
-    header.verifier = AuthNone();
-    if (absl::Status s = EncodeCallHeader(header, call.xdr); !s.ok()) return s;
+    call.xdr = runtime::AdapterCallHeader(
+        xid, program, static_cast<uint32_t>(method.index()) + 1);
     XdrWriter w(&call.xdr);
     uint32_t timeout_ms = 0;
     if (context_.deadline().has_value()) {

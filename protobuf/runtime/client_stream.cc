@@ -290,14 +290,8 @@ void ClientStream::State::SendCancel() {
     cancel_sent_ = true;
   }
   CallRequest call;
-  CallHeader header;
-  header.xid = params_.next_xid->fetch_add(1);
-  header.program = params_.program;
-  header.version = kProgramVersion;
-  header.procedure = kStreamCancelProcedure;
-  header.credential = AuthNone();
-  header.verifier = AuthNone();
-  (void)EncodeCallHeader(header, call.xdr);  // AUTH_NONE: cannot fail
+  call.xdr = runtime::AdapterCallHeader(
+      params_.next_xid->fetch_add(1), params_.program, kStreamCancelProcedure);
   XdrWriter w(&call.xdr);
   (void)w.WriteUint64("stream id", params_.stream_id);
   // Told, not awaited: the answer says nothing the client needs.
@@ -307,14 +301,8 @@ void ClientStream::State::SendCancel() {
 
 CallRequest ClientStream::State::NextCall(uint64_t seq) {
   CallRequest call;
-  CallHeader header;
-  header.xid = params_.next_xid->fetch_add(1);
-  header.program = params_.program;
-  header.version = kProgramVersion;
-  header.procedure = kStreamNextProcedure;
-  header.credential = AuthNone();
-  header.verifier = AuthNone();
-  (void)EncodeCallHeader(header, call.xdr);  // AUTH_NONE: cannot fail
+  call.xdr = runtime::AdapterCallHeader(params_.next_xid->fetch_add(1),
+                                        params_.program, kStreamNextProcedure);
   runtime::AppendNextArgs({.stream_id = params_.stream_id, .seq = seq},
                           call.xdr);
   // Each message may be as large as a unary response of the method, bulk

@@ -138,14 +138,8 @@ void ClientStreamSender::Answered(absl::StatusOr<Reply> reply) {
 
 CallRequest ClientStreamSender::ControlCall(uint32_t procedure) const {
   CallRequest call;
-  CallHeader header;
-  header.xid = params_.next_xid->fetch_add(1);
-  header.program = params_.program;
-  header.version = kProgramVersion;
-  header.procedure = procedure;
-  header.credential = AuthNone();
-  header.verifier = AuthNone();
-  (void)EncodeCallHeader(header, call.xdr);  // AUTH_NONE: cannot fail
+  call.xdr = AdapterCallHeader(params_.next_xid->fetch_add(1), params_.program,
+                               procedure);
   // No stream deadline, no call deadline: the transport's default one
   // (timeouts.request_deadline_ms) would end a SEND the server holds while
   // its reader is behind, revoking chunks the server may still use.

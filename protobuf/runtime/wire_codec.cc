@@ -6,8 +6,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "protobuf/runtime/reply_status.h"
+#include "rpcrdma/protobuf/program.h"
+#include "rpcrdma/rpc_msg.h"
 
 namespace rpcrdma::protobuf::runtime {
+
+std::vector<uint8_t> AdapterCallHeader(uint32_t xid, uint32_t program,
+                                       uint32_t procedure) {
+  CallHeader header;
+  header.xid = xid;
+  header.program = program;
+  header.version = kProgramVersion;
+  header.procedure = procedure;
+  header.credential = AuthNone();
+  header.verifier = AuthNone();
+  std::vector<uint8_t> xdr;
+  (void)EncodeCallHeader(header, xdr);  // AUTH_NONE: cannot fail
+  return xdr;
+}
 namespace {
 
 absl::Span<const uint8_t> AsBytes(absl::string_view s) {

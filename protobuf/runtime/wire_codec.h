@@ -39,6 +39,12 @@ namespace rpcrdma::protobuf::runtime {
 
 inline constexpr uint32_t kMaxStatusMessage = 65536;
 
+// The RFC 5531 call header of every call the adapter makes (version
+// kProgramVersion, AUTH_NONE both ways), encoded into a new call stream;
+// the caller appends the procedure's arguments.
+std::vector<uint8_t> AdapterCallHeader(uint32_t xid, uint32_t program,
+                                       uint32_t procedure);
+
 // A DDP-eligible item: its position in the reduced stream (after its
 // length word, RFC 8166 §3.4.5) and the octets, which stay in the
 // BulkValue they came from.
