@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/stream_fixture.h"
 
 namespace rpcrdma::test {
 namespace {
@@ -43,43 +44,15 @@ Chunk ChunkOf(uint64_t seq, std::string text = "", size_t payload = 0) {
   return chunk;
 }
 
-class ClientStreamTest : public ::testing::TestWithParam<std::string> {
+class ClientStreamTest : public StreamFixture {
  protected:
   void SetUp() override {
-    server_ = StartTestServer(TestUri(GetParam()));
-    ASSERT_NE(server_, nullptr);
-    ChannelOptions options;
-    options.max_reply_size = 2 << 20;
-    absl::StatusOr<std::shared_ptr<Channel>> channel =
-        Channel::Create(server_->server->uri(), options);
-    ASSERT_TRUE(channel.ok()) << channel.status();
-    channel_ = *channel;
+    StreamFixture::SetUp();
+    if (HasFatalFailure()) return;
     collector_ =
         std::make_unique<rpcrdma_test::rdma::Collector::Stub>(channel_);
   }
 
-  bool ServerDroppedEveryStream() {
-    for (int i = 0; i < 3000; ++i) {
-      if (server_->services.stream_counters().open == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
-  // SEND and NEXT calls outstanding when a stream ends early are answered
-  // by the server, never ended at the client: their chunks would be
-  // revoked under the server's RDMA operations (RFC 8797 §4.1).
-  void ExpectTheConnectionSurvived() {
-    rpcrdma_test::rdma::Echo::Stub echo(channel_);
-    rpcrdma_test::EchoRequest request;
-    rpcrdma_test::EchoRequest response;
-    ClientContext context;
-    EXPECT_TRUE(echo.Echo(&context, request, &response).ok());
-    EXPECT_EQ(channel_->transport().counters().reconnects, 0u);
-  }
-
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
   std::unique_ptr<rpcrdma_test::rdma::Collector::Stub> collector_;
 };
 

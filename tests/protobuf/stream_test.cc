@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "rpcrdma/protobuf/program.h"
 #include "tests/protobuf/echo_service.h"
+#include "tests/protobuf/stream_fixture.h"
 #include "tests/protobuf/test_schemes.h"
 
 namespace rpcrdma::test {
@@ -34,46 +35,14 @@ using ::testing::UnorderedElementsAre;
 
 constexpr auto kLimit = std::chrono::seconds(30);
 
-class StreamTest : public ::testing::TestWithParam<std::string> {
+class StreamTest : public StreamFixture {
  protected:
   void SetUp() override {
-    server_ = StartTestServer(TestUri(GetParam()));
-    ASSERT_NE(server_, nullptr);
-    ChannelOptions options;
-    // Each NEXT offers a reply chunk this large (a 1 MiB payload and its
-    // message): kept small, as the window sets one aside per call.
-    options.max_reply_size = 2 << 20;
-    absl::StatusOr<std::shared_ptr<Channel>> channel =
-        Channel::Create(server_->server->uri(), options);
-    ASSERT_TRUE(channel.ok()) << channel.status();
-    channel_ = *channel;
+    StreamFixture::SetUp();
+    if (HasFatalFailure()) return;
     ticker_ = std::make_unique<rpcrdma_test::rdma::Ticker::Stub>(channel_);
   }
 
-  // Waits until the server holds no stream's state (its table is empty).
-  bool ServerDroppedEveryStream() {
-    for (int i = 0; i < 3000; ++i) {
-      if (server_->services.stream_counters().open == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
-  // The NEXT calls outstanding when a stream ends early are answered by
-  // the server, not ended at the client: one ended there has its reply
-  // chunk revoked, and the server's reply into it (or its Send With
-  // Invalidate, RFC 8797 §4.1) would break the connection.
-  void ExpectTheConnectionSurvived() {
-    rpcrdma_test::rdma::Echo::Stub echo(channel_);
-    rpcrdma_test::EchoRequest request;
-    rpcrdma_test::EchoRequest response;
-    ClientContext context;
-    EXPECT_TRUE(echo.Echo(&context, request, &response).ok());
-    EXPECT_EQ(channel_->transport().counters().reconnects, 0u);
-  }
-
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
   std::unique_ptr<rpcrdma_test::rdma::Ticker::Stub> ticker_;
 };
 
