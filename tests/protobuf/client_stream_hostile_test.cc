@@ -198,38 +198,53 @@ TEST_F(ClientStreamHostileTest,
   // Message 0 never comes, so the reader reads nothing: 1 to buffer - 1
   // fit its buffer, the next kMaxStreamWindow wait.
   const uint64_t last = kDefaultStreamBuffer + kMaxStreamWindow - 1;
-  absl::Mutex mu;
-  std::vector<uint32_t> codes;
+  // Owned with the callbacks: a call still out when the test ends (it
+  // failed) is answered at the channel's end, after this scope.
+  struct Codes {
+    absl::Mutex mu;
+    std::vector<uint32_t> values ABSL_GUARDED_BY(mu);
+  };
+  auto codes = std::make_shared<Codes>();
   for (uint64_t seq = 1; seq <= last; ++seq) {
     CallRequest call = SendCall(id, seq);
     call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    peer_.raw->Call(std::move(call), [&mu, &codes](absl::StatusOr<Reply> r) {
+    peer_.raw->Call(std::move(call), [codes](absl::StatusOr<Reply> r) {
       absl::StatusOr<Answer> answer = AnswerOf(std::move(r), false);
-      absl::MutexLock lock(&mu);
-      codes.push_back(answer.ok() ? answer->code : ~0u);
+      absl::MutexLock lock(&codes->mu);
+      codes->values.push_back(answer.ok() ? answer->code : ~0u);
     });
   }
-  auto answered = [&](size_t n) {
-    absl::MutexLock lock(&mu);
-    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) {
-      return codes.size() >= n;
+  auto answered = [&codes](size_t n) {
+    absl::MutexLock lock(&codes->mu);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(codes->mu) {
+      return codes->values.size() >= n;
     };
-    return mu.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30));
+    return codes->mu.AwaitWithTimeout(absl::Condition(&enough),
+                                      absl::Seconds(30));
   };
   ASSERT_TRUE(answered(kDefaultStreamBuffer - 1));
+  // The answered calls say nothing of when the held ones arrive: they
+  // travel behind, each in its own SEND.
+  auto all_held = [this] {
+    return peer_.server->services.stream_counters().held_sends >=
+           kMaxStreamWindow;
+  };
+  for (int i = 0; i < 3000 && !all_held(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(Send(id, last + 1).code, kResourceExhausted);
   protobuf::StreamCounters counters = peer_.server->services.stream_counters();
   EXPECT_EQ(counters.held_sends, kMaxStreamWindow);
   EXPECT_EQ(counters.received, last);
   {
-    absl::MutexLock lock(&mu);
-    EXPECT_EQ(codes.size(), kDefaultStreamBuffer - 1);
+    absl::MutexLock lock(&codes->mu);
+    EXPECT_EQ(codes->values.size(), kDefaultStreamBuffer - 1);
   }
   EXPECT_EQ(Control(kStreamCancelProcedure, id, 0).code, kOk);
   ASSERT_TRUE(answered(last));
-  absl::MutexLock lock(&mu);
+  absl::MutexLock lock(&codes->mu);
   int cancelled = 0;
-  for (uint32_t code : codes) cancelled += code == kCancelled ? 1 : 0;
+  for (uint32_t code : codes->values) cancelled += code == kCancelled ? 1 : 0;
   EXPECT_EQ(cancelled, static_cast<int>(kMaxStreamWindow));
 }
 

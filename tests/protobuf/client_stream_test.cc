@@ -183,7 +183,9 @@ TEST_P(ClientStreamTest,
        HeldSendsOfAStreamWithoutDeadlineOutliveTheTransportsRequestDeadline) {
   ChannelOptions options;
   options.max_reply_size = 64 << 10;
-  options.transport.mutable_timeouts()->set_request_deadline_ms(300);
+  // Long enough for the open on a loaded machine; the sleep below is what
+  // must outlast it.
+  options.transport.mutable_timeouts()->set_request_deadline_ms(1000);
   absl::StatusOr<std::shared_ptr<Channel>> channel =
       Channel::Create(server_->server->uri(), options);
   ASSERT_TRUE(channel.ok()) << channel.status();
@@ -202,7 +204,7 @@ TEST_P(ClientStreamTest,
     writer->WritesDone();
   });
   // Well past the transport's request deadline, with SENDs held.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_EQ(written.load(), kBound);
   server_->collector.OpenGate();
   thread.join();
@@ -264,7 +266,8 @@ TEST_P(ClientStreamTest, WriterDestroyedMidStreamCancelsItAtTheServer) {
 // reading: its handler's Read fails then, long before the client looks.
 TEST_P(ClientStreamTest, DeadlineMidStreamEndsItAtTheServerUnasked) {
   ClientContext context;
-  context.set_timeout(std::chrono::milliseconds(500));
+  // Room for the open and the first messages on a loaded machine.
+  context.set_timeout(std::chrono::seconds(2));
   Summary summary;
   auto writer = collector_->Collect(&context, &summary);
   ASSERT_TRUE(writer->Write(ChunkOf(0)));
@@ -279,7 +282,8 @@ TEST_P(ClientStreamTest, DeadlineMidStreamEndsItAtTheServerUnasked) {
 
 TEST_P(ClientStreamTest, DeadlineMidBidiStreamIsDeadlineExceededBothSides) {
   ClientContext context;
-  context.set_timeout(std::chrono::milliseconds(500));
+  // Room for the open and the first messages on a loaded machine.
+  context.set_timeout(std::chrono::seconds(2));
   auto stream = collector_->Chat(&context);
   Chunk chunk;
   ASSERT_TRUE(stream->Write(ChunkOf(0)));

@@ -160,7 +160,9 @@ TEST_P(StreamTest, Rfc8166_3_3_1_SlowReaderHoldsTheWriterAtTheBuffer) {
 TEST_P(StreamTest, AStreamWithoutDeadlineOutlivesTheTransportsRequestDeadline) {
   ChannelOptions options;
   options.max_reply_size = 64 << 10;
-  options.transport.mutable_timeouts()->set_request_deadline_ms(300);
+  // Long enough for the open under a loaded virtual machine; the wait
+  // below is what must outlast it.
+  options.transport.mutable_timeouts()->set_request_deadline_ms(1000);
   absl::StatusOr<std::shared_ptr<Channel>> channel =
       Channel::Create(server_->server->uri(), options);
   ASSERT_TRUE(channel.ok()) << channel.status();
@@ -174,7 +176,7 @@ TEST_P(StreamTest, AStreamWithoutDeadlineOutlivesTheTransportsRequestDeadline) {
   ASSERT_TRUE(reader->Read(&tick));
   std::future<bool> next =
       std::async(std::launch::async, [&] { return reader->Read(&tick); });
-  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(1500)),
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(2500)),
             std::future_status::timeout)
       << "the held stream ended before anyone ended it";
   context.TryCancel();
@@ -243,7 +245,9 @@ TEST_P(StreamTest, DeadlineMidStreamIsDeadlineExceededBothSides) {
   request.set_count(2);
   request.set_hold(true);
   ClientContext context;
-  context.set_timeout(std::chrono::milliseconds(500));
+  // Room for the open and two messages on a loaded machine; the third
+  // never comes, so the deadline is what ends the stream.
+  context.set_timeout(std::chrono::seconds(2));
   auto reader = ticker_->Watch(&context, request);
   rpcrdma_test::Tick tick;
   ASSERT_TRUE(reader->Read(&tick));
