@@ -144,12 +144,21 @@ class ClientStreamHostileTest : public ::testing::Test {
     return answer.ok() ? *answer : Answer{};
   }
 
-  bool ServerDroppedEveryStream() {
+  // Whether the server's stream counters come to satisfy `reached` within
+  // 30 s: they move on the server's threads, after the calls that move
+  // them were sent.
+  template <typename Predicate>
+  bool CountersReach(Predicate reached) {
     for (int i = 0; i < 3000; ++i) {
-      if (peer_.server->services.stream_counters().open == 0) return true;
+      if (reached(peer_.server->services.stream_counters())) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
+  }
+
+  bool ServerDroppedEveryStream() {
+    return CountersReach(
+        [](const protobuf::StreamCounters& c) { return c.open == 0; });
   }
 
   RawPeer peer_;
@@ -225,13 +234,9 @@ TEST_F(ClientStreamHostileTest,
   ASSERT_TRUE(answered(kDefaultStreamBuffer - 1));
   // The answered calls say nothing of when the held ones arrive: they
   // travel behind, each in its own SEND.
-  auto all_held = [this] {
-    return peer_.server->services.stream_counters().held_sends >=
-           kMaxStreamWindow;
-  };
-  for (int i = 0; i < 3000 && !all_held(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  CountersReach([](const protobuf::StreamCounters& c) {
+    return c.held_sends >= kMaxStreamWindow;
+  });
   EXPECT_EQ(Send(id, last + 1).code, kResourceExhausted);
   protobuf::StreamCounters counters = peer_.server->services.stream_counters();
   EXPECT_EQ(counters.held_sends, kMaxStreamWindow);
